@@ -1,0 +1,309 @@
+"""parse_action and the system prompt: repairs that are certain, refusals that teach."""
+import json
+import os
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent import Action, ActionFormatError, Agent, MockLLM, ToolRegistry, parse_action
+
+CORPUS_PATH = os.path.join(os.path.dirname(__file__), "data", "replies.jsonl")
+with open(CORPUS_PATH, encoding="utf-8") as handle:
+    CORPUS = [json.loads(line) for line in handle if line.strip()]
+
+
+def check_parse(reply, kind, name=None, arguments=None, answer=None, repairs=None):
+    action = parse_action(reply)
+    assert (action.kind, action.name, action.arguments, action.answer) == \
+        (kind, name, arguments if arguments is not None else {}, answer)
+    if repairs is not None:
+        assert list(action.repairs) == repairs
+    return action
+
+
+# -- the corpus -----------------------------------------------------------------------
+
+def test_corpus_is_large_and_mixed():
+    accepted = [e for e in CORPUS if "expect" in e]
+    refused = [e for e in CORPUS if "refuse" in e]
+    assert len(CORPUS) >= 60 and len(accepted) >= 30 and len(refused) >= 30
+
+
+@pytest.mark.parametrize("entry", CORPUS, ids=[e["label"] for e in CORPUS])
+def test_corpus_reply(entry):
+    if "refuse" in entry:
+        with pytest.raises(ActionFormatError) as info:
+            parse_action(entry["reply"])
+        assert entry["refuse"] in str(info.value)
+        assert info.value.text == entry["reply"]
+        assert "Reply with exactly one JSON object" in str(info.value)
+        return
+    expect = entry["expect"]
+    action = parse_action(entry["reply"])
+    assert action.kind == expect["kind"]
+    if expect["kind"] == "tool_call":
+        assert (action.name, action.arguments) == (expect["name"], expect["arguments"])
+    else:
+        assert action.answer == expect["answer"]
+    for tag in expect["repairs"]:
+        assert tag in action.repairs, f"missing repair {tag!r}: {action.repairs}"
+    if not expect["repairs"]:
+        assert action.repairs == ()
+
+
+# -- specific rules -------------------------------------------------------------------
+
+def test_clean_reply_has_no_repairs():
+    check_parse('{"type": "final", "thought": "t", "answer": "42"}', "final", answer="42", repairs=[])
+
+
+def test_thought_is_kept():
+    assert parse_action('{"type": "final", "thought": "easy", "answer": "1"}').thought == "easy"
+
+
+def test_action_is_the_first_object_even_if_a_later_one_is_valid():
+    with pytest.raises(ActionFormatError):
+        parse_action('{"type": "final" "answer": "a"} {"type": "final", "answer": "b"}')
+
+
+def test_braces_in_prose_after_the_action_are_ignored():
+    check_parse('{"type": "final", "answer": "x"}\nNote: sets look like {1, 2}.', "final", answer="x")
+
+
+def test_first_fenced_block_is_searched():
+    reply = 'Plan: call it.\n```json\n{"type": "final", "answer": "a"}\n```\nThen maybe ```{"x": 1}```'
+    check_parse(reply, "final", answer="a")
+
+
+def test_second_fenced_action_means_several_actions():
+    reply = '```json\n{"type": "final", "answer": "a"}\n```\n```json\n{"type": "final", "answer": "b"}\n```'
+    with pytest.raises(ActionFormatError, match="two different actions"):
+        parse_action(reply)
+
+
+def test_arguments_look_alike_beside_empty_arguments_is_refused():
+    with pytest.raises(ActionFormatError, match='instead of "params"'):
+        parse_action('{"type": "tool_call", "name": "f", "arguments": {}, "params": {"x": 1}}')
+
+
+def test_look_alike_beside_real_arguments_is_an_ignored_extra_key():
+    check_parse('{"type": "tool_call", "name": "f", "arguments": {"x": 1}, "input": "x"}', "tool_call", "f", {"x": 1})
+
+
+def test_arguments_string_with_python_literal():
+    check_parse("""{"type": "tool_call", "name": "f", "arguments": "{'x': True}"}""", "tool_call", "f", {"x": True})
+
+
+def test_spaces_inside_name_are_allowed():
+    check_parse('{"type": "tool_call", "name": "get weather", "arguments": {}}', "tool_call", "get weather")
+
+
+def test_non_text_reply_is_refused():
+    with pytest.raises(ActionFormatError, match="as text"):
+        parse_action(None)
+
+
+def test_error_is_a_value_error_with_the_shape():
+    with pytest.raises(ValueError) as info:
+        parse_action("hello")
+    assert '{"type": "final", "thought": "...", "answer": "..."}' in str(info.value)
+
+
+# -- bounded work ---------------------------------------------------------------------
+
+PATHOLOGICAL = [
+    "x" * 1_000_000,
+    "{" * 10_000,
+    "[" * 10_000 + "{",
+    '{"a": "' + "\\" * 150_000,
+    '{"type": "final", "answer": "' + "a" * 190_000,
+    '{"a": ' + '"x", ' * 30_000,
+    "<think>" * 20_000,
+    "```" * 50_000,
+    "'" * 150_000,
+    "{'" * 50_000,
+    '{"type": "final", "answer": "x"}' + " {" * 80_000,
+    "Observation:" * 10_000,
+    "\\n" * 90_000,
+    '"' * 150_000,
+]
+
+
+@pytest.mark.parametrize("text", PATHOLOGICAL, ids=[repr(t[:20]) + f"x{len(t)}" for t in PATHOLOGICAL])
+def test_pathological_input_is_handled_quickly(text):
+    started = time.perf_counter()
+    try:
+        parse_action(text)
+    except ActionFormatError:
+        pass
+    assert time.perf_counter() - started < 2.0  # hang detector; bench/parse.py measures
+
+
+def test_deep_nesting_is_refused_not_a_recursion_error():
+    with pytest.raises(ActionFormatError, match="nested more than 100"):
+        parse_action('{"a": ' + "[" * 5000 + "]" * 5000 + "}")
+
+
+def test_megabyte_reply_is_refused_with_the_limit():
+    with pytest.raises(ActionFormatError, match="limit 200,000"):
+        parse_action('{"type": "final", "answer": "' + "a" * 1_000_000 + '"}')
+
+
+# -- properties -----------------------------------------------------------------------
+
+json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6),
+                         st.floats(allow_nan=False, allow_infinity=False, width=32), st.text(max_size=20))
+json_values = st.recursive(json_scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)), max_leaves=8)
+tool_names = st.from_regex(r"[a-z][a-z0-9_]{0,15}", fullmatch=True)
+arguments = st.dictionaries(st.from_regex(r"[a-z][a-z_]{0,9}", fullmatch=True), json_values, max_size=4)
+
+
+@st.composite
+def actions(draw):
+    thought = draw(st.one_of(st.none(), st.text(max_size=30)))
+    if draw(st.booleans()):
+        return {"type": "final", "thought": thought, "answer": draw(st.text(max_size=40))}
+    return {"type": "tool_call", "thought": thought, "name": draw(tool_names), "arguments": draw(arguments)}
+
+
+def dump(value, raw_controls=False, markdown_escapes=False):
+    """JSON text, optionally with raw control characters or Markdown's invalid escapes in strings."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{dump(k, raw_controls, markdown_escapes)}: {dump(v, raw_controls, markdown_escapes)}"
+                               for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(dump(v, raw_controls, markdown_escapes) for v in value) + "]"
+    text = json.dumps(value, ensure_ascii=False)
+    if isinstance(value, str):
+        if raw_controls:
+            text = text.replace("\\n", "\n").replace("\\t", "\t") if "\\\\" not in text else text
+        if markdown_escapes:
+            text = text.replace("_", "\\_")
+    return text
+
+
+prose = st.text(alphabet=st.characters(blacklist_characters="{[`<\\\"'", blacklist_categories=("Cs",)),
+                max_size=30).filter(lambda s: "observation" not in s.lower())
+
+
+@st.composite
+def packaged(draw):
+    """A valid action and a reply holding it under a random mix of packaging defects."""
+    action = draw(actions())
+    obj = dict(action)
+    if obj["thought"] is None:
+        del obj["thought"]
+    if obj["type"] == "tool_call" and draw(st.booleans()):
+        obj["arguments"] = json.dumps(obj["arguments"])          # arguments as a JSON string
+    if draw(st.booleans()):
+        obj["confidence"] = 0.5                                  # an extra key
+    if draw(st.booleans()):
+        del obj["type"]                                          # kind certain from the keys
+    style = draw(st.sampled_from(["json", "python", "raw", "markdown"]))
+    if style == "python":
+        text = repr(obj)
+    else:
+        text = dump(obj, raw_controls=style == "raw", markdown_escapes=style == "markdown")
+    if draw(st.booleans()):
+        text = text[:-1] + ",}"                                  # trailing comma
+    if draw(st.booleans()):
+        text = f"[{text}]"                                       # one-element array
+    if style == "json" and draw(st.booleans()):
+        text = json.dumps(text)                                  # the reply is a JSON string
+    if draw(st.booleans()):
+        text = f"```{draw(st.sampled_from(['', 'json', 'JSON']))}\n{text}\n```"
+    if draw(st.booleans()):
+        text = f"{draw(prose)}\n{text}\n{draw(prose)}"            # prose around
+    if draw(st.booleans()):
+        text = f"{text}\n[OBSERVATION] {draw(st.text(max_size=20))}"
+    if draw(st.booleans()):
+        text = f"<think>{draw(st.text(max_size=40)).replace('</', '')}</think>\n{text}"
+    if draw(st.booleans()):
+        text = draw(st.sampled_from(["<tool_call>", "[TOOL_CALLS] ", "<|python_tag|>", "json\n"])) + text
+    if draw(st.booleans()):
+        text = "\ufeff  " + text + "\n\n"
+    return action, text
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(packaged())
+def test_any_valid_action_survives_any_mix_of_packaging(case):
+    action, text = case
+    parsed = parse_action(text)
+    assert parsed.kind == action["type"]
+    if parsed.kind == "final":
+        assert parsed.answer == action["answer"]
+    else:
+        assert (parsed.name, parsed.arguments) == (action["name"], action["arguments"])
+    if action["thought"] is not None:
+        assert parsed.thought == action["thought"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=300) | st.text(alphabet='{}[]"\':,\\ntrue<>/`', max_size=200))
+def test_parse_returns_an_action_or_raises_action_format_error(text):
+    try:
+        result = parse_action(text)
+    except ActionFormatError as exc:
+        assert str(exc)
+    else:
+        assert isinstance(result, Action) and result.kind in ("tool_call", "final")
+
+
+# -- action schema and system prompt ------------------------------------------------------
+
+def demo_registry():
+    registry = ToolRegistry()
+
+    @registry.register
+    def calculator(expression: str) -> str:
+        """Evaluate arithmetic."""
+        return expression
+
+    @registry.register
+    def get_weather(city: str, unit: str = "c") -> str:
+        """Current weather of a city."""
+        return city
+
+    return registry
+
+
+def test_actions_built_from_each_schema_branch_parse_back_unchanged():
+    registry = demo_registry()
+    samples = {"calculator": {"expression": "2*21"}, "get_weather": {"city": "Paris", "unit": "f"}}
+    for branch in registry.action_schema()["oneOf"]:
+        props = branch["properties"]
+        kind = props["type"]["const"]
+        if kind == "final":
+            obj = {"type": "final", "thought": "t", "answer": "42"}
+        else:
+            obj = {"type": "tool_call", "thought": "t", "name": props["name"]["const"],
+                   "arguments": samples[props["name"]["const"]]}
+        assert set(obj) == set(branch["required"])
+        action = parse_action(json.dumps(obj))
+        assert action.repairs == ()
+        assert (action.kind, action.name, action.arguments, action.answer) == \
+            (kind, obj.get("name"), obj.get("arguments", {}), obj.get("answer"))
+
+
+def test_system_prompt_states_both_shapes_lists_tools_and_is_short():
+    prompt = Agent(MockLLM([]), demo_registry()).system_prompt
+    assert '"type": "tool_call"' in prompt and '"type": "final"' in prompt
+    assert '"name": "calculator", "arguments": {"expression": "..."}' in prompt
+    assert "- get_weather: Current weather of a city. {" in prompt
+    assert '"required":["city"]' in prompt
+    assert "[OBSERVATION]" in prompt and "exactly one JSON object" in prompt
+    assert len(prompt) < 1500
+
+
+def test_custom_system_prompt_gets_the_tool_listing():
+    agent = Agent(MockLLM([]), demo_registry(), system_prompt="Be brief. {tools} JSON like {\"a\": 1}.")
+    assert agent.system_prompt.startswith("Be brief. - calculator: Evaluate arithmetic.")
+    assert agent.system_prompt.endswith('JSON like {"a": 1}.')
+
+
+def test_system_prompt_without_tools_says_so():
+    assert "(none: answer directly with the final shape)" in Agent(MockLLM([])).system_prompt

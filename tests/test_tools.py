@@ -1,0 +1,391 @@
+"""Tools: schemas from plain functions, validation, and a call() that never raises."""
+import threading
+import time
+from typing import Any, Dict, List, Literal, Optional
+
+import pytest
+
+from agent import Tool, ToolError, ToolRegistry
+
+
+def schema_of(func, **options):
+    registry = ToolRegistry()
+    registry.register(func, **options)
+    return registry.get(options.get("name") or func.__name__).parameters
+
+
+# -- schema inference ---------------------------------------------------------------
+
+def test_each_hint_kind_becomes_json_schema():
+    def f(s: str, i: int, x: float, b: bool, items: list, ints: List[int], names: list[str], d: dict,
+          dd: Dict[str, int], maybe: Optional[int], unit: Literal["c", "f"], anything: Any, untyped):
+        pass
+
+    props = schema_of(f)["properties"]
+    assert props["s"] == {"type": "string"}
+    assert props["i"] == {"type": "integer"}
+    assert props["x"] == {"type": "number"}
+    assert props["b"] == {"type": "boolean"}
+    assert props["items"] == {"type": "array"}
+    assert props["ints"] == {"type": "array", "items": {"type": "integer"}}
+    assert props["names"] == {"type": "array", "items": {"type": "string"}}
+    assert props["d"] == {"type": "object"}
+    assert props["dd"] == {"type": "object"}
+    assert props["maybe"] == {"type": ["integer", "null"]}
+    assert props["unit"] == {"enum": ["c", "f"], "type": "string"}
+    assert props["anything"] == {}
+    assert props["untyped"] == {}
+
+
+def test_defaults_make_parameters_optional():
+    def f(city: str, unit: Literal["c", "f"] = "c", days: Optional[int] = None):
+        pass
+
+    schema = schema_of(f)
+    assert schema["required"] == ["city"]
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["days"] == {"type": ["integer", "null"]}
+
+
+def test_docstring_gives_description_and_parameter_descriptions():
+    def get_weather(city: str, unit: str = "c") -> str:
+        """Current temperature of a city.
+
+        Looks it up somewhere.
+
+        Args:
+            city: City name, e.g. "Paris".
+            unit (str): "c" or "f",
+                Celsius by default.
+
+        Returns:
+            The temperature.
+        """
+
+    registry = ToolRegistry()
+    registry.register(get_weather)
+    tool = registry.get("get_weather")
+    assert tool.description == "Current temperature of a city."
+    assert tool.parameters["properties"]["city"]["description"] == 'City name, e.g. "Paris".'
+    assert tool.parameters["properties"]["unit"]["description"] == '"c" or "f", Celsius by default.'
+
+
+def test_string_annotations_are_resolved():
+    def f(n: "int", tags: "Optional[List[str]]" = None):
+        pass
+
+    props = schema_of(f)["properties"]
+    assert props["n"] == {"type": "integer"}
+    assert props["tags"] == {"type": ["array", "null"], "items": {"type": "string"}}
+
+
+# -- registration -------------------------------------------------------------------
+
+def test_register_bare_with_options_direct_and_tool():
+    registry = ToolRegistry()
+
+    @registry.register
+    def a(x: int) -> int:
+        return x
+
+    @registry.register(name="b-tool", timeout=5, confirm=True)
+    def b() -> str:
+        return "b"
+
+    def c() -> str:
+        return "c"
+
+    returned = registry.register(c, description="see c")
+    tool = Tool("d", "the d tool", {"type": "object", "properties": {}}, lambda: "d")
+    assert registry.register(tool) is tool
+    assert a(3) == 3 and b() == "b" and returned is c  # decorated functions stay callable
+    assert [t.name for t in registry] == ["a", "b-tool", "c", "d"]
+    assert registry.get("b-tool").timeout == 5 and registry.get("b-tool").confirm is True
+    assert registry.get("c").description == "see c"
+    assert "a" in registry and len(registry) == 4
+
+
+def test_explicit_parameters_are_used_as_given():
+    registry = ToolRegistry()
+    params = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    registry.register(lambda **kw: kw["q"], name="search", parameters=params)
+    assert registry.get("search").parameters is params
+    assert registry.call("search", {"q": "hi"}) == "hi"
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda r: r.register(lambda x: x), "lambda"),
+    (lambda r: r.register(lambda x: x, name="has space"), "invalid tool name"),
+    (lambda r: r.register(lambda x: x, name=""), "invalid tool name"),
+    (lambda r: r.register(lambda x: x, name="x" * 65), "invalid tool name"),
+    (lambda r: r.register(lambda *args: 1, name="va"), "*args"),
+    (lambda r: r.register(lambda **kw: 1, name="kw"), "**kwargs"),
+    (lambda r: r.register(lambda x: x, name="p", parameters={"type": "array"}), "type"),
+    (lambda r: r.register(lambda x: x, name="t", timeout=0), "timeout"),
+    (lambda r: r.register(42), "callable"),
+])
+def test_bad_definitions_fail_at_registration(make, words):
+    with pytest.raises(ToolError, match=None) as info:
+        make(ToolRegistry())
+    assert words in str(info.value)
+
+
+def test_unsupported_hint_fails_at_registration():
+    def f(pair: tuple):
+        pass
+
+    def g(x: "set[int]"):
+        pass
+
+    def h(u: "int | str"):
+        pass
+
+    for func in (f, g, h):
+        with pytest.raises(ToolError, match="unsupported type hint"):
+            ToolRegistry().register(func)
+
+
+def test_positional_only_and_duplicate_names_fail():
+    def pos(x, /):
+        pass
+
+    with pytest.raises(ToolError, match="positional-only"):
+        ToolRegistry().register(pos)
+    registry = ToolRegistry()
+    registry.register(pos, name="dup", parameters={"type": "object"})
+    with pytest.raises(ToolError, match="duplicate"):
+        registry.register(pos, name="dup", parameters={"type": "object"})
+
+
+def test_unresolvable_annotation_fails_at_registration():
+    def f(x: "NoSuchType"):  # noqa: F821
+        pass
+
+    with pytest.raises(ToolError, match="type hints"):
+        ToolRegistry().register(f)
+
+
+# -- schemas ------------------------------------------------------------------------
+
+def test_schemas_use_the_openai_tools_shape():
+    registry = ToolRegistry()
+
+    @registry.register
+    def add(a: int, b: int = 0) -> int:
+        """Add numbers."""
+        return a + b
+
+    assert registry.schemas() == [{"type": "function", "function": {
+        "name": "add", "description": "Add numbers.",
+        "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                       "required": ["a"], "additionalProperties": False}}}]
+
+
+# -- validation ---------------------------------------------------------------------
+
+@pytest.fixture
+def registry():
+    registry = ToolRegistry()
+
+    @registry.register
+    def weather(city: str, unit: Literal["c", "f"] = "c", days: int = 1, tags: Optional[List[str]] = None,
+                scale: float = 1.0, flag: bool = False) -> dict:
+        """Weather."""
+        return {"city": city, "unit": unit, "days": days, "days_type": type(days).__name__, "tags": tags}
+
+    @registry.register(parameters={"type": "object", "properties": {
+        "point": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"],
+                  "additionalProperties": False}}, "required": ["point"]})
+    def nested(point):
+        return point
+
+    return registry
+
+
+@pytest.mark.parametrize("arguments, words", [
+    ({}, "missing required parameter 'city'"),
+    ({"city": "Paris", "town": "x"}, "unexpected parameter 'town' (allowed: city, unit, days, tags, scale, flag)"),
+    ({"city": 5}, "parameter 'city' must be string, got integer 5"),
+    ({"city": "Paris", "unit": "k"}, 'parameter \'unit\' must be one of ["c", "f"], got string "k"'),
+    ({"city": "Paris", "days": True}, "parameter 'days' must be integer, got boolean true"),
+    ({"city": "Paris", "days": 1.5}, "parameter 'days' must be integer, got number 1.5"),
+    ({"city": "Paris", "scale": False}, "parameter 'scale' must be number, got boolean false"),
+    ({"city": "Paris", "scale": "2"}, "parameter 'scale' must be number, got string"),
+    ({"city": "Paris", "flag": 1}, "parameter 'flag' must be boolean, got integer 1"),
+    ({"city": "Paris", "tags": ["a", 2]}, "parameter 'tags[1]' must be string, got integer 2"),
+    ({"city": "Paris", "tags": "a"}, "parameter 'tags' must be array or null"),
+])
+def test_invalid_arguments_name_parameter_expected_and_got(registry, arguments, words):
+    observation = registry.call("weather", arguments)
+    assert observation.startswith("ERROR: invalid arguments for 'weather'")
+    assert words in observation
+
+
+def test_nested_properties_are_validated(registry):
+    assert "missing required parameter 'point.x'" in registry.call("nested", {"point": {}})
+    assert "unexpected parameter 'point.y'" in registry.call("nested", {"point": {"x": 1, "y": 2}})
+    assert "parameter 'point.x' must be number" in registry.call("nested", {"point": {"x": "1"}})
+    assert registry.call("nested", {"point": {"x": 1}}) == '{"x": 1}'
+
+
+def test_integral_float_is_accepted_as_integer(registry):
+    observation = registry.call("weather", {"city": "Paris", "days": 3.0})
+    assert '"days": 3' in observation and '"days_type": "int"' in observation
+
+
+def test_arguments_must_be_an_object(registry):
+    assert registry.call("weather", ["Paris"]).startswith("ERROR: the arguments for 'weather' must be a JSON object")
+
+
+# -- call failure paths -------------------------------------------------------------
+
+def test_unknown_tool_lists_available_and_suggests_closest(registry):
+    observation = registry.call("wether", {})
+    assert observation.startswith("ERROR: unknown tool 'wether'.")
+    assert "Did you mean 'weather'?" in observation
+    assert "Available tools: weather, nested." in observation
+
+
+def test_tool_exception_becomes_error_observation_without_traceback():
+    registry = ToolRegistry()
+
+    @registry.register
+    def boom(x: int) -> int:
+        raise RuntimeError(f"cannot handle {x}")
+
+    observation = registry.call("boom", {"x": 3})
+    assert observation == ("ERROR: 'boom' raised RuntimeError: cannot handle 3. "
+                           "Check the arguments or try another approach.")
+    assert "Traceback" not in observation
+
+
+def test_system_exit_in_a_tool_does_not_escape():
+    registry = ToolRegistry(default_timeout=None)
+
+    @registry.register
+    def quit_now() -> None:
+        raise SystemExit(1)
+
+    assert registry.call("quit_now", {}).startswith("ERROR: 'quit_now' raised SystemExit")
+
+
+def test_timeout_abandons_the_tool_and_the_next_call_works():
+    registry = ToolRegistry()
+    release = threading.Event()
+
+    @registry.register(timeout=0.05)
+    def slow() -> str:
+        release.wait(5)
+        return "late"
+
+    @registry.register
+    def fast() -> str:
+        return "quick"
+
+    started = time.monotonic()
+    observation = registry.call("slow", {})
+    assert time.monotonic() - started < 1
+    assert observation == "ERROR: 'slow' did not finish within 0.05 s and was abandoned. " \
+                          "Try smaller input or another approach."
+    release.set()
+    assert registry.call("fast", {}) == "quick"
+
+
+def test_call_timeout_caps_the_tool_limit():
+    registry = ToolRegistry(default_timeout=30)
+
+    @registry.register
+    def slow() -> str:
+        time.sleep(0.5)
+        return "late"
+
+    assert "within 0.02 s" in registry.call("slow", {}, timeout=0.02)
+
+
+def test_workers_are_reused_between_calls():
+    registry = ToolRegistry()
+    seen = set()
+
+    @registry.register
+    def where() -> str:
+        seen.add(threading.get_ident())
+        return "here"
+
+    for _ in range(20):
+        assert registry.call("where", {}) == "here"
+    assert len(seen) == 1
+
+
+def test_no_limit_runs_inline():
+    registry = ToolRegistry(default_timeout=None)
+
+    @registry.register
+    def where() -> int:
+        return threading.get_ident()
+
+    assert registry.call("where", {}) == str(threading.get_ident())
+
+
+def test_non_string_results_are_json_encoded():
+    registry = ToolRegistry()
+    registry.register(lambda: {"when": time.gmtime(0).tm_year, "text": "é"}, name="data")
+    registry.register(lambda: {1, 2} and object(), name="odd")
+    assert registry.call("data", {}) == '{"when": 1970, "text": "é"}'
+    assert registry.call("odd", {}).startswith('"<object object at')
+
+
+def test_unencodable_result_becomes_error():
+    registry = ToolRegistry()
+    loop = []
+    loop.append(loop)
+    registry.register(lambda: loop, name="loop")
+    assert registry.call("loop", {}).startswith("ERROR: 'loop' returned a value that cannot be shown as JSON")
+
+
+def test_long_output_keeps_head_and_tail_with_a_marker():
+    registry = ToolRegistry()
+    registry.register(lambda: "H" * 5000 + "T" * 5000, name="big")
+    observation = registry.call("big", {}, max_chars=300)
+    assert observation.startswith("H" * 200)
+    assert observation.endswith("T" * 100)
+    assert "[... 9,700 characters cut ...]" in observation
+
+
+def test_confirm_tool_runs_only_when_confirmed():
+    registry = ToolRegistry()
+    ran = []
+
+    @registry.register(confirm=True)
+    def delete(path: str) -> str:
+        ran.append(path)
+        return f"deleted {path}"
+
+    asked = []
+    assert registry.call("delete", {"path": "/tmp/x"}).startswith("ERROR: the user declined to run 'delete'")
+    assert registry.call("delete", {"path": "a"}, confirm=lambda n, a: asked.append((n, a)) or False) \
+        .startswith("ERROR: the user declined")
+    assert registry.call("delete", {"path": "b"}, confirm=lambda n, a: 1 / 0).startswith("ERROR: the user declined")
+    assert ran == [] and asked == [("delete", {"path": "a"})]
+    assert registry.call("delete", {"path": "c"}, confirm=lambda n, a: True) == "deleted c"
+    assert ran == ["c"]
+
+
+def test_tools_without_confirm_ignore_the_callback():
+    registry = ToolRegistry()
+    registry.register(lambda: "ok", name="safe")
+    assert registry.call("safe", {}, confirm=lambda n, a: False) == "ok"
+
+
+# -- the action schema ----------------------------------------------------------------
+
+def test_action_schema_has_one_branch_per_tool_plus_final(registry):
+    schema = registry.action_schema()
+    branches = schema["oneOf"]
+    assert len(branches) == 3
+    for branch, tool in zip(branches, registry):
+        assert branch["properties"]["type"] == {"const": "tool_call"}
+        assert branch["properties"]["name"] == {"const": tool.name}
+        assert branch["properties"]["arguments"] is tool.parameters
+        assert branch["additionalProperties"] is False
+    assert branches[-1]["properties"]["type"] == {"const": "final"}
+    assert branches[-1]["required"] == ["type", "thought", "answer"]
