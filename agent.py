@@ -1412,7 +1412,7 @@ class OpenAICompatLLM:
         return self._decode(raw)
 
     def _raise_for_status(self, status: int, body: bytes, headers: Any) -> None:
-        message = self._scrub(_server_message(body))
+        message = _server_message(self._scrub(body.decode("utf-8", errors="replace")))
         text = f"HTTP {status} from {self.url}: {message}"
         if status in _RETRY_STATUSES:
             raise _Retryable(text, status, _retry_after(headers.get("Retry-After") if headers else None))
@@ -1423,13 +1423,13 @@ class OpenAICompatLLM:
         try:
             data = json.loads(raw.decode("utf-8", errors="replace"))
         except ValueError:
-            start = raw[:200].decode("utf-8", errors="replace")
+            start = self._scrub(raw.decode("utf-8", errors="replace"))[:200]
             raise LLMError(f"{self.url} did not answer with JSON (is the base URL right?): {start!r}") from None
         if isinstance(data, dict) and data.get("error"):
-            raise LLMError(f"{self.url} returned an error: {self._scrub(_server_message(raw))}")
+            raise LLMError(f"{self.url} returned an error: {_server_message(self._scrub(raw.decode('utf-8', 'replace')))}")
         choices = data.get("choices") if isinstance(data, dict) else None
         if not choices or not isinstance(choices[0], dict):
-            start = raw[:200].decode("utf-8", errors="replace")
+            start = self._scrub(raw.decode("utf-8", errors="replace"))[:200]
             raise LLMError(f"{self.url} answered without choices: {start!r}")
         return data
 
@@ -1476,9 +1476,9 @@ def _read_error_body(exc: Any) -> bytes:
         return b""
 
 
-def _server_message(body: bytes) -> str:
+def _server_message(text: str) -> str:
     """The server's own error message from an OpenAI-style error body, or the start of the body."""
-    text = body.decode("utf-8", errors="replace").strip()
+    text = text.strip()
     try:
         data = json.loads(text)
     except ValueError:

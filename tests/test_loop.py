@@ -1,0 +1,388 @@
+"""The loop: each test scripts the model, runs, and asserts on the trace."""
+import json
+import logging
+import time
+
+import pytest
+
+import agent as agent_module
+from agent import STOP_REASONS, Agent, LLMError, MockLLM, ToolRegistry
+
+
+def call(name, **arguments):
+    return json.dumps({"type": "tool_call", "thought": f"use {name}", "name": name, "arguments": arguments})
+
+
+def final(answer):
+    return json.dumps({"type": "final", "thought": "done", "answer": answer})
+
+
+def make_tools(log=None):
+    registry = ToolRegistry()
+
+    @registry.register
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        if log is not None:
+            log.append((a, b))
+        return a + b
+
+    @registry.register
+    def fail() -> str:
+        """Always fails."""
+        raise RuntimeError("disk on fire")
+
+    @registry.register(confirm=True)
+    def delete(path: str) -> str:
+        """Delete a file (asks first)."""
+        if log is not None:
+            log.append(("delete", path))
+        return f"deleted {path}"
+
+    return registry
+
+
+def roles(result):
+    return [m["role"] for m in result.messages]
+
+
+def assert_alternating(messages):
+    assert messages[0]["role"] == "system"
+    for i, message in enumerate(messages[1:]):
+        assert message["role"] == ("user" if i % 2 == 0 else "assistant"), [m["role"] for m in messages]
+
+
+# -- the happy paths ------------------------------------------------------------------
+
+def test_final_answer_in_one_step():
+    result = Agent(MockLLM([final("42")]), make_tools()).run("What is 6*7?")
+    assert (result.answer, result.stop_reason, result.ok) == ("42", "final", True)
+    assert roles(result) == ["system", "user", "assistant"]
+    assert result.messages[1] == {"role": "user", "content": "What is 6*7?"}
+    assert len(result.steps) == 1 and result.steps[0].observation is None
+    json.dumps(result.to_dict())
+
+
+def test_tool_call_then_final_trace():
+    llm = MockLLM([call("add", a=40, b=2), final("42")])
+    result = Agent(llm, make_tools()).run("add 40 and 2")
+    assert result.stop_reason == "final" and result.answer == "42"
+    assert roles(result) == ["system", "user", "assistant", "user", "assistant"]
+    first = result.steps[0]
+    assert (first.index, first.action.name, first.action.arguments) == (1, "add", {"a": 40, "b": 2})
+    assert first.observation == "[OBSERVATION] 42\n(step 1 of 10)"
+    assert result.messages[3] == {"role": "user", "content": first.observation}
+    assert first.error is None and first.tool_seconds >= 0 and first.llm_seconds >= 0
+    assert llm.calls[1][-1]["content"] == first.observation  # the model saw the observation
+
+
+def test_tools_may_be_a_list_of_functions():
+    def shout(text: str) -> str:
+        """Upper-case text."""
+        return text.upper()
+
+    result = Agent(MockLLM([call("shout", text="hi"), final("HI")]), [shout]).run("shout hi")
+    assert result.steps[0].observation.startswith("[OBSERVATION] HI")
+
+
+def test_module_run_uses_the_offline_planner_and_demo_tools():
+    result = agent_module.run("What is (128*3+40)/4?")
+    assert result.answer == "106" and result.stop_reason == "final"
+    assert [s.action.name for s in result.steps[:-1]] == ["calculator"]
+
+
+def test_offline_demo_is_multi_step():
+    result = agent_module.run(agent_module._DEMO_TASK)
+    assert [s.action.name for s in result.steps[:-1]] == ["clock", "calculator"]
+    assert "106" in result.answer and "UTC" in result.answer
+
+
+# -- failures that go back to the model ------------------------------------------------
+
+def test_unknown_tool_becomes_error_observation():
+    result = Agent(MockLLM([call("ad", a=1, b=2), final("3")]), make_tools()).run("t")
+    step = result.steps[0]
+    assert step.observation.startswith("[OBSERVATION] ERROR: unknown tool 'ad'. Did you mean 'add'?")
+    assert step.error.startswith("ERROR: unknown tool")
+    assert result.stop_reason == "final"
+
+
+def test_tool_exception_becomes_error_observation():
+    result = Agent(MockLLM([call("fail"), final("sorry")]), make_tools()).run("t")
+    assert "ERROR: 'fail' raised RuntimeError: disk on fire" in result.steps[0].observation
+    assert result.answer == "sorry"
+
+
+def test_bad_arguments_become_error_observation():
+    result = Agent(MockLLM([call("add", a="1", b=2), final("x")]), make_tools()).run("t")
+    assert "parameter 'a' must be integer, got string" in result.steps[0].observation
+
+
+def test_loop_recovers_from_a_format_error():
+    llm = MockLLM(["Sure! The answer is 42.", final("42")])
+    result = Agent(llm, make_tools()).run("t")
+    bad, good = result.steps
+    assert bad.action is None and bad.raw == "Sure! The answer is 42."
+    assert "no JSON object" in bad.error
+    assert bad.observation.startswith("[OBSERVATION] ERROR: your reply contains no JSON object.")
+    assert "(3 attempts left.)" in bad.observation
+    assert llm.calls[1][-1]["content"] == bad.observation  # the repair message reached the model
+    assert good.action.answer == "42" and result.stop_reason == "final"
+    assert roles(result) == ["system", "user", "assistant", "user", "assistant"]
+
+
+def test_reply_cut_off_at_the_token_limit_gets_its_own_message():
+    class CutOff(MockLLM):
+        def chat(self, messages):
+            reply = super().chat(messages)
+            self.last_finish_reason = "length" if len(self.calls) == 1 else "stop"
+            return reply
+
+    result = Agent(CutOff(['{"type": "final", "answer": "The long', final("ok")]), make_tools()).run("t")
+    assert "cut off at the token limit" in result.steps[0].observation
+    assert "shorter reply" in result.steps[0].observation
+    assert result.answer == "ok"
+
+
+def test_confirm_tool_is_declined_without_a_callback():
+    log = []
+    result = Agent(MockLLM([call("delete", path="/x"), final("no")]), make_tools(log)).run("t")
+    assert log == []
+    assert "the user declined to run 'delete'" in result.steps[0].observation
+
+
+def test_confirm_tool_runs_when_the_callback_says_yes():
+    log, asked = [], []
+    confirm = lambda name, args: asked.append((name, args)) or True  # noqa: E731
+    result = Agent(MockLLM([call("delete", path="/x"), final("ok")]), make_tools(log), confirm=confirm).run("t")
+    assert log == [("delete", "/x")] and asked == [("delete", {"path": "/x"})]
+    assert result.steps[0].observation.startswith("[OBSERVATION] deleted /x")
+
+
+def test_long_observation_is_cut_to_max_observation_chars():
+    registry = ToolRegistry()
+    registry.register(lambda: "x" * 10_000, name="big")
+    result = Agent(MockLLM([call("big"), final("ok")]), registry, max_observation_chars=500).run("t")
+    assert "characters cut" in result.steps[0].observation
+    assert len(result.steps[0].observation) < 700
+
+
+# -- stop reasons -----------------------------------------------------------------------
+
+def test_every_stop_reason_is_listed():
+    assert STOP_REASONS == ("final", "max_steps", "repeat_limit", "format_errors", "time_limit",
+                            "token_limit", "llm_error")
+
+
+def test_max_steps_stops_and_the_last_observation_asks_for_the_answer():
+    replies = [call("add", a=i, b=1) for i in range(10)]
+    result = Agent(MockLLM(replies), make_tools(), max_steps=3).run("t")
+    assert result.stop_reason == "max_steps" and result.answer is None and not result.ok
+    assert len(result.steps) == 3
+    assert result.steps[0].observation.endswith("(step 1 of 3)")
+    assert result.steps[1].observation.endswith("(step 2 of 3; your next reply is the last: give the final answer)")
+    assert result.last_observation == result.steps[2].observation
+    assert "max_steps=3" in result.summary
+
+
+def test_repeated_call_is_not_run_again_and_gets_a_nudge():
+    log = []
+    replies = [call("add", a=1, b=2)] * 3 + [final("3")]
+    result = Agent(MockLLM(replies), make_tools(log), max_repeats=2).run("t")
+    assert log == [(1, 2)]  # ran once
+    nudge = result.steps[1].observation
+    assert "You already made this exact call in step 1; it was not run again. Its result:\n3" in nudge
+    assert "Do not repeat it" in nudge
+    assert result.stop_reason == "final"
+
+
+def test_arguments_in_another_order_are_the_same_call():
+    log = []
+    replies = [call("add", a=1, b=2), json.dumps({"type": "tool_call", "name": "add", "arguments": {"b": 2, "a": 1}}),
+               final("3")]
+    Agent(MockLLM(replies), make_tools(log)).run("t")
+    assert log == [(1, 2)]
+
+
+def test_repeat_limit_stops_the_run():
+    log = []
+    result = Agent(MockLLM([call("add", a=1, b=2)] * 5), make_tools(log), max_repeats=2).run("t")
+    assert result.stop_reason == "repeat_limit"
+    assert len(result.steps) == 4 and log == [(1, 2)]
+    assert result.steps[-1].observation is None
+    assert "repeated 3 times" in result.steps[-1].error
+
+
+def test_format_errors_stop_after_the_limit_in_a_row():
+    result = Agent(MockLLM(["nope", "still nope", "{bad", "no"]), make_tools(), max_format_errors=2).run("t")
+    assert result.stop_reason == "format_errors"
+    assert len(result.steps) == 3
+    assert "(2 attempts left.)" in result.steps[0].observation
+    assert "(1 attempt left.)" in result.steps[1].observation
+    assert result.steps[2].observation is None and result.steps[2].error
+
+
+def test_format_error_count_resets_after_a_good_reply():
+    replies = ["bad", call("add", a=1, b=1), "bad", final("ok")]
+    result = Agent(MockLLM(replies), make_tools(), max_format_errors=1).run("t")
+    assert result.stop_reason == "final"
+
+
+def test_time_limit_stops_between_steps():
+    registry = ToolRegistry()
+    registry.register(lambda: time.sleep(0.05) or "slept", name="nap")
+    result = Agent(MockLLM([call("nap"), final("late")]), registry, max_seconds=0.02).run("t")
+    assert result.stop_reason == "time_limit" and len(result.steps) == 1
+
+
+def test_tool_timeout_never_runs_past_max_seconds():
+    registry = ToolRegistry(default_timeout=30)
+    registry.register(lambda: time.sleep(2) or "slept", name="slow")
+    started = time.monotonic()
+    result = Agent(MockLLM([call("slow"), final("x")]), registry, max_seconds=0.1).run("t")
+    assert time.monotonic() - started < 1.5
+    assert "did not finish within" in result.steps[0].observation
+    assert result.stop_reason == "time_limit"
+
+
+def test_token_limit_with_estimated_usage():
+    result = Agent(MockLLM([call("add", a=1, b=1), final("x")]), make_tools(), max_total_tokens=50).run("t")
+    assert result.stop_reason == "token_limit"
+    assert result.usage["estimated"] is True
+    assert result.usage["total_tokens"] > 50
+
+
+def test_token_limit_with_reported_usage():
+    class Counting(MockLLM):
+        usage = None
+
+        def __init__(self, replies):
+            super().__init__(replies)
+            self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
+
+        def chat(self, messages):
+            self.usage["prompt_tokens"] += 100
+            self.usage["completion_tokens"] += 10
+            return super().chat(messages)
+
+    replies = [call("add", a=i, b=1) for i in range(5)]
+    result = Agent(Counting(replies), make_tools(), max_total_tokens=250).run("t")
+    assert result.stop_reason == "token_limit" and len(result.steps) == 3
+    assert result.usage == {"prompt_tokens": 300, "completion_tokens": 30, "estimated": False, "total_tokens": 330}
+
+
+def test_llm_error_stops_and_keeps_the_message():
+    llm = MockLLM([call("add", a=1, b=1), LLMError("HTTP 503 from server: overloaded", status=503)])
+    result = Agent(llm, make_tools()).run("t")
+    assert result.stop_reason == "llm_error" and result.answer is None
+    assert len(result.steps) == 2
+    assert result.steps[-1].raw is None and result.steps[-1].error == "HTTP 503 from server: overloaded"
+    assert "overloaded" in result.summary
+
+
+def test_running_out_of_scripted_replies_is_an_llm_error():
+    result = Agent(MockLLM([]), make_tools()).run("t")
+    assert result.stop_reason == "llm_error"
+    assert "ran out of scripted replies" in result.steps[0].error
+
+
+def test_any_exception_from_a_custom_client_is_an_llm_error():
+    class Broken:
+        def chat(self, messages):
+            raise ConnectionError("socket closed")
+
+    result = Agent(Broken(), make_tools()).run("t")
+    assert result.stop_reason == "llm_error"
+    assert result.steps[0].error == "ConnectionError: socket closed"
+
+
+def test_non_string_reply_is_read_as_text():
+    result = Agent(MockLLM([lambda messages: None, final("ok")]), make_tools()).run("t")
+    assert result.steps[0].raw == "" and result.stop_reason == "final"
+
+
+# -- options, callbacks, logging ----------------------------------------------------------
+
+@pytest.mark.parametrize("option, value, words", [
+    ("max_steps", 0, "invalid max_steps 0 (must be an integer >= 1)"),
+    ("max_steps", 2.5, "invalid max_steps 2.5"),
+    ("max_repeats", -1, "invalid max_repeats -1"),
+    ("max_format_errors", True, "invalid max_format_errors True"),
+    ("max_context_chars", 10, "invalid max_context_chars 10"),
+    ("max_seconds", 0, "invalid max_seconds 0"),
+    ("max_total_tokens", 0, "invalid max_total_tokens 0"),
+])
+def test_options_are_validated(option, value, words):
+    with pytest.raises(ValueError) as info:
+        Agent(MockLLM([]), **{option: value})
+    assert words in str(info.value)
+
+
+def test_bad_task_or_history_is_a_value_error():
+    agent = Agent(MockLLM([final("x")]))
+    with pytest.raises(ValueError, match="invalid task"):
+        agent.run("")
+    with pytest.raises(ValueError, match="invalid history message 0"):
+        agent.run("t", history=[{"role": "robot", "content": "hi"}])
+
+
+def test_on_step_is_called_as_each_step_ends():
+    seen = []
+    Agent(MockLLM([call("add", a=1, b=1), final("2")]), make_tools(),
+          on_step=lambda step: seen.append((step.index, step.action.kind))).run("t")
+    assert seen == [(1, "tool_call"), (2, "final")]
+
+
+def test_debug_log_records_model_and_tool_calls(caplog):
+    with caplog.at_level(logging.DEBUG, logger="agent"):
+        Agent(MockLLM([call("add", a=1, b=1), final("2")]), make_tools()).run("t")
+    messages = [r.getMessage() for r in caplog.records if r.name == "agent"]
+    assert any(m.startswith("step 1: model call took") for m in messages)
+    assert any(m.startswith("step 1: tool add took") for m in messages)
+
+
+def test_result_round_trips_through_json(tmp_path):
+    result = Agent(MockLLM(["oops", call("add", a=1, b=1), final("2")]), make_tools()).run("t")
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["stop_reason"] == "final"
+    assert [s["index"] for s in data["steps"]] == [1, 2, 3]
+    assert data["steps"][1]["action"]["arguments"] == {"a": 1, "b": 1}
+    path = tmp_path / "run.json"
+    result.save(str(path))
+    assert json.loads(path.read_text())["answer"] == "2"
+
+
+# -- context budget and multi-turn ------------------------------------------------------------
+
+def test_context_budget_keeps_system_and_task_and_alternation():
+    replies = [call("add", a=i, b=1000) for i in range(30)] + [final("done")]
+    llm = MockLLM(replies)
+    result = Agent(llm, make_tools(), max_steps=40, max_context_chars=2500).run("Add many numbers.")
+    assert result.stop_reason == "final"
+    assert len(result.messages) == 2 + 2 * 30 + 1  # the result keeps everything
+    for sent in llm.calls:
+        assert sent[0]["role"] == "system"
+        assert sent[1]["content"].startswith("Add many numbers.")
+        assert_alternating(sent)
+        if len(sent) > 4:
+            assert sum(len(m["content"]) for m in sent) <= 2500 + 200
+    assert "earlier step(s) of this task were left out" in llm.calls[-1][1]["content"]
+    assert llm.calls[-1][-1] == result.messages[-2]  # the latest observation is always sent
+
+
+def test_history_continues_a_conversation():
+    agent = Agent(MockLLM([final("Paris"), final("About 2.1 million")]), make_tools())
+    first = agent.run("Capital of France?")
+    second = agent.run("How many people live there?", history=first.messages)
+    assert [m["role"] for m in second.messages] == ["system", "user", "assistant", "user", "assistant"]
+    assert second.messages[:3] == first.messages
+    assert agent.llm.calls[1][2]["content"] == first.messages[2]["content"]
+
+
+def test_history_ending_with_a_user_message_keeps_roles_alternating():
+    agent = Agent(MockLLM([call("add", a=1, b=1), final("x")]), make_tools(), max_steps=1)
+    stopped = agent.run("first")
+    assert stopped.messages[-1]["role"] == "user"
+    second = agent.run("second", history=stopped.messages)
+    assert_alternating(second.messages[:-1])
+    assert second.messages[3]["content"].endswith("\n\nsecond")

@@ -1,0 +1,81 @@
+"""MockLLM: scripted replies, replay of saved runs, and the offline planner."""
+import json
+
+import pytest
+
+from agent import Agent, LLMError, MockLLM, _demo_tools
+
+
+def test_scripted_replies_in_order_then_llm_error():
+    llm = MockLLM(["a", lambda messages: f"saw {len(messages)}"])
+    assert llm.chat([{"role": "user", "content": "x"}]) == "a"
+    assert llm.chat([{"role": "user", "content": "y"}, {"role": "user", "content": "z"}]) == "saw 2"
+    with pytest.raises(LLMError, match="ran out of scripted replies after 2"):
+        llm.chat([])
+    assert [len(c) for c in llm.calls] == [1, 2, 0]
+
+
+def test_calls_are_copies():
+    llm = MockLLM(["a"])
+    messages = [{"role": "user", "content": "x"}]
+    llm.chat(messages)
+    messages[0]["content"] = "changed"
+    assert llm.calls[0][0]["content"] == "x"
+
+
+def test_scripted_exception_is_raised():
+    with pytest.raises(LLMError, match="boom"):
+        MockLLM([LLMError("boom")]).chat([])
+
+
+def test_planner_calls_calculator_then_answers():
+    agent = Agent(MockLLM(), _demo_tools())
+    result = agent.run("What is 17 * 23 + 4?")
+    assert result.answer == "395"
+    call = result.steps[0].action
+    assert (call.name, call.arguments) == ("calculator", {"expression": "17 * 23 + 4"})
+
+
+def test_planner_handles_several_expressions_and_caret():
+    result = Agent(MockLLM(), _demo_tools()).run("Compute 2^10 and then 3*(4+5).")
+    assert result.answer == "2**10 = 1024, and 3*(4+5) = 27."
+
+
+def test_planner_without_arithmetic_explains_itself():
+    result = Agent(MockLLM(), _demo_tools()).run("Write a poem.")
+    assert "offline demo model" in result.answer and result.stop_reason == "final"
+
+
+def test_planner_reports_tool_errors():
+    result = Agent(MockLLM(), _demo_tools()).run("What is 1/0 + 2?")
+    assert result.answer.startswith("ERROR: 'calculator' raised UnsafeExpression: division by zero")
+
+
+def test_from_trace_replays_a_saved_result(tmp_path):
+    original = Agent(MockLLM(["oops", '{"type": "final", "answer": "ok"}']), _demo_tools()).run("t")
+    path = tmp_path / "result.json"
+    original.save(str(path))
+    replay = MockLLM.from_trace(str(path))
+    assert replay.replies == ["oops", '{"type": "final", "answer": "ok"}']
+    again = Agent(replay, _demo_tools()).run("t")
+    assert [s.raw for s in again.steps] == [s.raw for s in original.steps]
+    assert [s.observation for s in again.steps] == [s.observation for s in original.steps]
+
+
+def test_from_trace_reads_json_lines(tmp_path):
+    path = tmp_path / "trace.jsonl"
+    lines = [{"event": "step", "index": 1, "raw": "a"}, {"event": "step", "index": 2, "raw": None},
+             {"event": "result", "answer": None}]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    assert MockLLM.from_trace(str(path)).replies == ["a"]
+
+
+@pytest.mark.parametrize("content, words", [
+    ("not json at all\n{", "neither a saved result"),
+    ('{"answer": "x"}', "holds no steps"),
+])
+def test_from_trace_rejects_files_without_a_run(tmp_path, content, words):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(ValueError, match=words):
+        MockLLM.from_trace(str(path))
