@@ -160,10 +160,10 @@ def safe_eval(expr: str) -> int | float:
     106
     >>> safe_eval("sqrt(16) + pi")
     7.141592653589793
-    >>> safe_eval("__import__('os')")
+    >>> safe_eval("__import__('os')")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    agent.UnsafeExpression: name '__import__' is not allowed (constants: pi, e, tau)
+    agent.UnsafeExpression: calling __import__ is not allowed (functions: abs, round, ...)
     """
     if not isinstance(expr, str):
         raise UnsafeExpression(f"expected the expression as text, got {type(expr).__name__}")
@@ -1668,6 +1668,9 @@ class Agent:
         step = Step(index=len(state.steps) + 1)
         try:
             return self._query(state, step) or self._act(state, step)
+        except BaseException as exc:  # Ctrl-C, or a callback that raised: the trace still gets this step
+            step.error = step.error or f"interrupted: {type(exc).__name__}"
+            raise
         finally:
             state.steps.append(step)
             if self.on_step is not None:

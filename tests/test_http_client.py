@@ -62,7 +62,7 @@ class FakeServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
 
     def close(self):
         self.httpd.shutdown()
@@ -322,5 +322,4 @@ def test_key_is_scrubbed_before_long_bodies_are_cut(serve):
     for _ in range(2):
         with pytest.raises(LLMError) as info:
             llm.chat(MESSAGES)
-        assert KEY[:8] not in str(info.value).replace("sk-test-", "", 0) or "***" in str(info.value)
-        assert "SECRET" not in str(info.value)
+        assert "SECRET" not in str(info.value)  # not even part of the key
