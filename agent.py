@@ -725,7 +725,7 @@ _ACTION_START = re.compile(r"\{|\[\s*\{")
 _STRUCTURE = re.compile(r"[][{}\"']")
 _STRING_BODY = {'"': re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.S), "'": re.compile(r"[^'\\]*(?:\\.[^'\\]*)*'", re.S)}
 _ONLY_TAGS = re.compile(r"(?:\s+|<\|?/?[\w.-]+\|?>|\[/?[A-Z_]+\]|<｜[^｜<>]{0,40}｜>|json|JSON|assistant|```\w*)*\Z")
-_OBSERVATION_TAIL = re.compile(r"\[OBSERVATION\]|^[ \t>*#]*Observation\s*:", re.I | re.M)
+_OBSERVATION_TAIL = re.compile(r"\[OBSERVATION\]|\bObservation\s*:|^[ \t>*#]*(?i:observation)\s*:", re.M)
 _ACTION_KEY = re.compile(
     r"""(?:\[\s*)?\{\s*["']?(?:type|name|answer|arguments|thought|action|tool|tool_name|function|final_answer|action_input)["']?\s*:""")
 _JSON_TOKEN = re.compile(r"""
