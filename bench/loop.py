@@ -1,0 +1,61 @@
+"""The agent's own overhead per step over a 2,000-step run, and whether it grows.
+
+    python bench/loop.py
+
+A fake model answers instantly with a new tool call each step (never a repeat),
+and the tool returns at once, so nearly all the time measured is the loop's own:
+building the context, parsing, validating, dispatching the tool to a worker
+thread, recording the step. The ratio of the last 200 steps to the first 200
+shows growth (1.0 means flat).
+"""
+import json
+import time
+
+from _common import machine, median, table
+
+from agent import Agent, ToolRegistry
+
+STEPS = 2000
+
+
+class FastModel:
+    """Answers immediately: a distinct tool call each step, so no call is a repeat."""
+
+    def __init__(self):
+        self.count = 0
+
+    def chat(self, messages):
+        self.count += 1
+        return json.dumps({"type": "tool_call", "thought": "next", "name": "echo",
+                           "arguments": {"text": f"item {self.count}"}})
+
+
+def run(max_context_chars, default_timeout):
+    tools = ToolRegistry(default_timeout=default_timeout)
+    tools.register(lambda text: text, name="echo",
+                   parameters={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
+    marks = []
+    agent = Agent(FastModel(), tools, max_steps=STEPS, max_context_chars=max_context_chars,
+                  on_step=lambda step: marks.append(time.perf_counter()))
+    started = time.perf_counter()
+    result = agent.run("Echo items until told to stop.")
+    assert result.stop_reason == "max_steps" and len(result.steps) == STEPS
+    durations = [b - a for a, b in zip([started] + marks, marks)]
+    return median(durations[:200]), median(durations[-200:]), sum(durations) / STEPS
+
+
+def main():
+    print(f"Agent loop, {STEPS} steps, instant model and tool, on {machine()}\n")
+    run(None, 30.0)  # warm up: caches, worker thread, CPU clock
+    rows = []
+    for label, budget, timeout in [("no context budget, tools on worker threads", None, 30.0),
+                                   ("max_context_chars=8000, worker threads", 8000, 30.0),
+                                   ("no context budget, tools inline (no timeout)", None, None)]:
+        first, last, mean = run(budget, timeout)
+        rows.append([label, f"{mean * 1e6:.0f} µs", f"{first * 1e6:.0f} µs", f"{last * 1e6:.0f} µs",
+                     f"{last / first:.2f}"])
+    table(["setup", "mean per step", "median first 200", "median last 200", "last/first"], rows)
+
+
+if __name__ == "__main__":
+    main()
