@@ -40,7 +40,8 @@ import time
 import types
 import typing
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable, Optional, Protocol
+from collections.abc import Iterable
+from typing import Any, Callable, Optional, Protocol
 
 __all__ = [
     "AgentError", "UnsafeExpression", "ActionFormatError", "ToolError", "LLMError",
@@ -222,13 +223,13 @@ def _eval_node(node: ast.AST, depth: int):
         for binop in reversed(chain):
             op = _BINARY_OPS.get(type(binop.op))
             if op is None:
-                raise UnsafeExpression(f"operator {_OPERATOR_SYMBOLS.get(type(binop.op), type(binop.op).__name__)} is not allowed")
+                raise UnsafeExpression(f"operator {_operator_name(binop.op)} is not allowed")
             value = _check_number(op(value, _eval_node(binop.right, depth + 1)))
         return value
     if isinstance(node, ast.UnaryOp):
         op = _UNARY_OPS.get(type(node.op))
         if op is None:
-            raise UnsafeExpression(f"operator {_OPERATOR_SYMBOLS.get(type(node.op), type(node.op).__name__)} is not allowed")
+            raise UnsafeExpression(f"operator {_operator_name(node.op)} is not allowed")
         return op(_eval_node(node.operand, depth + 1))
     if isinstance(node, ast.Constant):
         return _literal(node.value)
@@ -243,6 +244,10 @@ def _eval_node(node: ast.AST, depth: int):
     if isinstance(node, ast.Attribute):
         raise UnsafeExpression(f"attribute access '.{node.attr}' is not allowed")
     raise UnsafeExpression(f"{_SYNTAX_NAMES.get(type(node), type(node).__name__)} not allowed in a calculation")
+
+
+def _operator_name(op: ast.AST) -> str:
+    return _OPERATOR_SYMBOLS.get(type(op), type(op).__name__)
 
 
 def _literal(value):
@@ -345,14 +350,14 @@ def _parse_docstring(doc: Optional[str]) -> tuple[str, dict]:
 
 
 def _type_hints(func: Callable) -> dict:
-    for target in (func, getattr(func, "__call__", None)):
-        try:
-            return typing.get_type_hints(target)
-        except TypeError:
-            continue  # not a function (a partial, a callable object): try __call__
-        except Exception as exc:
-            raise ToolError(f"cannot resolve the type hints of {func!r}: {exc}") from None
-    return {}
+    # A callable object keeps its hints on its class's __call__; a partial has none to read.
+    target = func if isinstance(func, (types.FunctionType, types.MethodType)) else type(func).__call__
+    if not isinstance(target, (types.FunctionType, types.MethodType)):
+        return {}
+    try:
+        return typing.get_type_hints(target)
+    except Exception as exc:
+        raise ToolError(f"cannot resolve the type hints of {func!r}: {exc}") from None
 
 
 def _infer_parameters(func: Callable, name: str, arg_docs: dict) -> dict:
@@ -620,8 +625,8 @@ class ToolRegistry:
         try:
             kwargs = _validate(arguments, tool.parameters, "")
         except _ArgumentError as exc:
-            return (f"ERROR: invalid arguments for {name!r}: {exc}. Expected arguments: "
-                    f"{json.dumps(tool.parameters.get('properties', {}), ensure_ascii=False)}. Fix them and call again.")
+            expected = json.dumps(tool.parameters.get("properties", {}), ensure_ascii=False)
+            return f"ERROR: invalid arguments for {name!r}: {exc}. Expected arguments: {expected}. Fix and call again."
         if tool.confirm and not _confirmed(confirm, name, kwargs):
             return f"ERROR: the user declined to run {name!r} with these arguments. Do not retry it; go on without it."
         limit = tool.timeout if tool.timeout is not None else self.default_timeout
@@ -630,7 +635,8 @@ class ToolRegistry:
         try:
             result = self._run(tool.func, kwargs, limit)
         except _Timeout:
-            return f"ERROR: {name!r} did not finish within {limit:g} s and was abandoned. Try smaller input or another approach."
+            return (f"ERROR: {name!r} did not finish within {limit:g} s and was abandoned. "
+                    "Try smaller input or another approach.")
         except KeyboardInterrupt:
             raise
         except BaseException as exc:
@@ -981,7 +987,7 @@ def _fix_string(token: str, repairs: list) -> str:
 
 
 def _json_escape(match: Any) -> str:
-    """One backslash escape as JSON: JSON's own kept, Python's decoded, any other (Markdown's \\_) the bare character."""
+    """One backslash escape as JSON: JSON's own kept, Python's decoded, others (Markdown's \\_) the character."""
     code = match.group(1)
     if code in _JSON_ESCAPES or (code[0] == "u" and len(code) == 5):
         return match.group()
@@ -1426,7 +1432,8 @@ class OpenAICompatLLM:
             start = self._scrub(raw.decode("utf-8", errors="replace"))[:200]
             raise LLMError(f"{self.url} did not answer with JSON (is the base URL right?): {start!r}") from None
         if isinstance(data, dict) and data.get("error"):
-            raise LLMError(f"{self.url} returned an error: {_server_message(self._scrub(raw.decode('utf-8', 'replace')))}")
+            message = _server_message(self._scrub(raw.decode("utf-8", errors="replace")))
+            raise LLMError(f"{self.url} returned an error: {message}")
         choices = data.get("choices") if isinstance(data, dict) else None
         if not choices or not isinstance(choices[0], dict):
             start = self._scrub(raw.decode("utf-8", errors="replace"))[:200]
@@ -1716,7 +1723,8 @@ class Agent:
                 step.error = f"the call {action.name} with the same arguments was repeated {earlier[2]} times"
                 return "repeat_limit"
             text = (f"You already made this exact call in step {earlier[0]}; it was not run again. Its result:\n"
-                    f"{earlier[1]}\nDo not repeat it: use the result, try something different, or give the final answer.")
+                    f"{earlier[1]}\nDo not repeat it: use the result, try something different, "
+                    "or give the final answer.")
         self._observe(state, step, text)
         return "max_steps" if step.index >= self.max_steps else None
 

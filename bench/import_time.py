@@ -3,7 +3,8 @@
     python bench/import_time.py [runs]
 
 Each figure is the median wall time of fresh `python -c ...` processes; the
-floor (`python -c pass`) is subtracted. Bytecode is cached first, as in any normal install. Peers are measured when importable.
+floor (`python -c pass`) is subtracted. Bytecode is cached first, as in any normal
+install. Peers are measured when importable.
 """
 import os
 import subprocess
@@ -12,7 +13,8 @@ import time
 
 from _common import ROOT, machine, median, table
 
-STDLIB_NEEDED = "import ast, dataclasses, json, logging, math, operator, os, queue, re, sys, threading, time, types, typing"
+STDLIB_NEEDED = ("import ast, collections.abc, dataclasses, json, logging, math, operator, os, queue, re, sys, "
+                 "threading, time, types, typing")
 CANDIDATES = [
     ("python -c pass (the floor)", "pass"),
     ("stdlib modules agent.py needs", STDLIB_NEEDED),
