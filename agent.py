@@ -144,6 +144,43 @@ _SYNTAX_NAMES = {
 _BRACKETS = re.compile(r"[][(){}]")
 
 
+def _check_brackets(expr: str) -> None:
+    depth = 0
+    for match in _BRACKETS.finditer(expr):
+        depth += 1 if match.group() in "([{" else -1
+        if depth > _MAX_NESTING:
+            raise UnsafeExpression(f"brackets nested more than {_MAX_NESTING} levels deep", expr[:100])
+
+
+def _check_number(value, expr: str = ""):
+    if type(value) is int:
+        if abs(value) >= _INT_LIMIT:
+            raise UnsafeExpression(f"integer result has more than {_MAX_INT_DIGITS} digits", expr)
+        return value
+    if type(value) is float:
+        if not math.isfinite(value):
+            raise UnsafeExpression(f"result is not a finite number ({value})", expr)
+        return value
+    if isinstance(value, complex):
+        raise UnsafeExpression("complex results are not allowed", expr)
+    raise UnsafeExpression(f"{type(value).__name__} values are not allowed", expr)
+
+
+def _operator_name(op: ast.AST) -> str:
+    return _OPERATOR_SYMBOLS.get(type(op), type(op).__name__)
+
+
+def _literal(value):
+    if type(value) in (int, float):
+        return _check_number(value)
+    if isinstance(value, bool):
+        raise UnsafeExpression(f"booleans ({value}) are not numbers here")
+    if isinstance(value, complex):
+        raise UnsafeExpression(f"complex numbers ({value!r}) are not allowed")
+    kind = {str: "strings", bytes: "bytes"}.get(type(value), repr(value))
+    raise UnsafeExpression(f"{kind} not allowed in a calculation")
+
+
 def safe_eval(expr: str) -> int | float:
     """Evaluate an arithmetic expression without eval: ``ast`` plus a whitelist.
 
@@ -187,28 +224,6 @@ def safe_eval(expr: str) -> int | float:
         raise UnsafeExpression(f"result too large: {exc}", expr) from None
 
 
-def _check_brackets(expr: str) -> None:
-    depth = 0
-    for match in _BRACKETS.finditer(expr):
-        depth += 1 if match.group() in "([{" else -1
-        if depth > _MAX_NESTING:
-            raise UnsafeExpression(f"brackets nested more than {_MAX_NESTING} levels deep", expr[:100])
-
-
-def _check_number(value, expr: str = ""):
-    if type(value) is int:
-        if abs(value) >= _INT_LIMIT:
-            raise UnsafeExpression(f"integer result has more than {_MAX_INT_DIGITS} digits", expr)
-        return value
-    if type(value) is float:
-        if not math.isfinite(value):
-            raise UnsafeExpression(f"result is not a finite number ({value})", expr)
-        return value
-    if isinstance(value, complex):
-        raise UnsafeExpression("complex results are not allowed", expr)
-    raise UnsafeExpression(f"{type(value).__name__} values are not allowed", expr)
-
-
 def _eval_node(node: ast.AST, depth: int):
     # Recursive walk over a whitelist; each branch names what it refuses.
     if depth > _MAX_AST_DEPTH:
@@ -244,21 +259,6 @@ def _eval_node(node: ast.AST, depth: int):
     if isinstance(node, ast.Attribute):
         raise UnsafeExpression(f"attribute access '.{node.attr}' is not allowed")
     raise UnsafeExpression(f"{_SYNTAX_NAMES.get(type(node), type(node).__name__)} not allowed in a calculation")
-
-
-def _operator_name(op: ast.AST) -> str:
-    return _OPERATOR_SYMBOLS.get(type(op), type(op).__name__)
-
-
-def _literal(value):
-    if type(value) in (int, float):
-        return _check_number(value)
-    if isinstance(value, bool):
-        raise UnsafeExpression(f"booleans ({value}) are not numbers here")
-    if isinstance(value, complex):
-        raise UnsafeExpression(f"complex numbers ({value!r}) are not allowed")
-    kind = {str: "strings", bytes: "bytes"}.get(type(value), repr(value))
-    raise UnsafeExpression(f"{kind} not allowed in a calculation")
 
 
 def _call_function(node: ast.Call, depth: int):
@@ -442,6 +442,49 @@ def _is_type(value: Any, kind: str) -> bool:
     return expected is None or type(value) is expected
 
 
+def _truncate(text: str, max_chars: Optional[int]) -> str:
+    """Keep the head and the tail of a long text, with a marker saying how much was cut."""
+    if max_chars is None or len(text) <= max_chars:
+        return text
+    tail = max_chars // 3
+    head = max_chars - tail
+    return f"{text[:head]}\n[... {len(text) - head - tail:,} characters cut ...]\n{text[len(text) - tail:]}"
+
+
+class _Timeout(Exception):
+    """A tool ran past its time limit (internal)."""
+
+
+class _Worker:
+    """A reusable daemon thread that runs one tool call at a time."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self.results: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name="agent-tool", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            job = self.jobs.get()
+            if job is None:
+                return  # abandoned after a timeout, or shut down
+            func, kwargs = job
+            try:
+                self.results.put((True, func(**kwargs)))
+            except BaseException as exc:  # handed to the caller, which reports it
+                self.results.put((False, exc))
+
+
+def _confirmed(confirm: Optional[Callable], name: str, arguments: dict) -> bool:
+    if confirm is None:
+        return False
+    try:
+        return confirm(name, arguments) is True
+    except Exception:
+        _log.warning("confirm callback failed for %s; treating it as declined", name, exc_info=True)
+        return False
+
+
 def _validate(value: Any, schema: dict, path: str) -> Any:
     """Check value against the JSON Schema subset tools use; return it with integral floats as ints.
 
@@ -492,39 +535,6 @@ def _validate_object(value: dict, schema: dict, path: str) -> dict:
             raise _ArgumentError(f"unexpected parameter {prefix + extra[0]!r} (allowed: {allowed})")
     return {key: _validate(item, properties[key], prefix + key) if key in properties else item
             for key, item in value.items()}
-
-
-def _truncate(text: str, max_chars: Optional[int]) -> str:
-    """Keep the head and the tail of a long text, with a marker saying how much was cut."""
-    if max_chars is None or len(text) <= max_chars:
-        return text
-    tail = max_chars // 3
-    head = max_chars - tail
-    return f"{text[:head]}\n[... {len(text) - head - tail:,} characters cut ...]\n{text[len(text) - tail:]}"
-
-
-class _Timeout(Exception):
-    """A tool ran past its time limit (internal)."""
-
-
-class _Worker:
-    """A reusable daemon thread that runs one tool call at a time."""
-
-    def __init__(self) -> None:
-        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self.results: queue.SimpleQueue = queue.SimpleQueue()
-        threading.Thread(target=self._serve, name="agent-tool", daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            job = self.jobs.get()
-            if job is None:
-                return  # abandoned after a timeout, or shut down
-            func, kwargs = job
-            try:
-                self.results.put((True, func(**kwargs)))
-            except BaseException as exc:  # handed to the caller, which reports it
-                self.results.put((False, exc))
 
 
 class ToolRegistry:
@@ -675,16 +685,6 @@ class ToolRegistry:
         raise value
 
 
-def _confirmed(confirm: Optional[Callable], name: str, arguments: dict) -> bool:
-    if confirm is None:
-        return False
-    try:
-        return confirm(name, arguments) is True
-    except Exception:
-        _log.warning("confirm callback failed for %s; treating it as declined", name, exc_info=True)
-        return False
-
-
 # -- Protocol --------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -756,90 +756,6 @@ def _refuse(problem: str, shape: str = _BOTH_SHAPES) -> ActionFormatError:
     return ActionFormatError(f"{problem}. Reply with exactly one JSON object: {shape}")
 
 
-def parse_action(text: str) -> Action:
-    """Read one action from a model reply: strict about meaning, tolerant about packaging.
-
-    Unambiguous packaging is repaired locally and named in ``Action.repairs``:
-    BOM and whitespace, ``<think>`` blocks, code fences, prose and special tokens
-    around the object, an invented observation after it, raw newlines and invalid
-    escapes in strings, trailing commas, Python literals, an escaped-twice reply,
-    a one-element array, ``arguments`` as a JSON string, a missing ``type`` or
-    ``arguments`` when nothing else is meant. The action is the object starting at
-    the first ``{`` (or ``[{``); a broken one is never skipped for a later one.
-    Anything else raises ``ActionFormatError`` with a message written for the model.
-
-    >>> parse_action('{"type": "final", "answer": "42"}').answer
-    '42'
-    >>> parse_action('```json\\n{"name": "calculator", "arguments": {"expression": "6*7"},}\\n```').repairs
-    ('code_fence', 'trailing_comma', 'missing_type')
-    """
-    if not isinstance(text, str):
-        raise ActionFormatError(f"expected the reply as text, got {type(text).__name__}", "")
-    try:
-        repairs: list = []
-        body = _unwrap(text, repairs)
-        body, start = _locate(body, repairs)
-        value, end = _read_value(body, start, repairs)
-        _check_rest(body[end:], value, repairs)
-        return _interpret(_one_object(value, repairs), repairs)
-    except ActionFormatError as exc:
-        exc.text = text
-        raise
-
-
-def _unwrap(text: str, repairs: list) -> str:
-    """Strip BOM, whitespace, a JSON-string wrapper and reasoning blocks."""
-    if len(text) > _MAX_REPLY_CHARS:
-        raise _refuse(f"the reply is {len(text):,} characters long (limit {_MAX_REPLY_CHARS:,}); send a short one")
-    if text.lstrip().startswith("\ufeff"):
-        text = text.lstrip().lstrip("\ufeff")
-        repairs.append("bom")
-    if text != text.strip():
-        text = text.strip()
-        repairs.append("whitespace")
-    if not text:
-        raise _refuse("the reply was empty")
-    if _ESCAPED_QUOTE_START.match(text):  # every quote escaped once too often
-        try:
-            text = json.loads(f'"{text}"', strict=False).strip()
-            repairs.append("escaped_twice")
-        except ValueError:
-            pass
-    return _drop_think(text, repairs)
-
-
-def _drop_think(text: str, repairs: list) -> str:
-    """Remove reasoning blocks that open before the action, and a lone closing tag."""
-    while True:
-        opening = _THINK_OPEN.search(text)
-        brace = text.find("{")
-        if opening is None or (brace != -1 and brace < opening.start()):
-            break
-        closing = _THINK_CLOSE.search(text, opening.end())
-        if closing is None:  # never closed: keep what follows, the action may be there
-            text = (text[:opening.start()] + text[opening.end():]).strip()
-            repairs.append("think_unclosed")
-            break
-        text = (text[:opening.start()] + text[closing.end():]).strip()
-        repairs.append("think")
-    closing = _THINK_CLOSE.search(text)
-    if closing and not _inside_first_object(text, closing.start()):
-        text = text[closing.end():].strip()  # the server dropped the opening tag
-        repairs.append("think")
-    return text
-
-
-def _inside_first_object(text: str, pos: int) -> bool:
-    start = text.find("{")
-    if start == -1 or start > pos:
-        return False
-    try:
-        end = _value_end(text, start)
-    except ActionFormatError:
-        return True
-    return end is None or end > pos
-
-
 def _value_end(text: str, start: int) -> Optional[int]:
     """Index just past the bracketed value at text[start], or None if it never closes.
 
@@ -869,6 +785,72 @@ def _value_end(text: str, start: int) -> Optional[int]:
             return pos
 
 
+def _inside_first_object(text: str, pos: int) -> bool:
+    start = text.find("{")
+    if start == -1 or start > pos:
+        return False
+    try:
+        end = _value_end(text, start)
+    except ActionFormatError:
+        return True
+    return end is None or end > pos
+
+
+def _drop_think(text: str, repairs: list) -> str:
+    """Remove reasoning blocks that open before the action, and a lone closing tag."""
+    while True:
+        opening = _THINK_OPEN.search(text)
+        brace = text.find("{")
+        if opening is None or (brace != -1 and brace < opening.start()):
+            break
+        closing = _THINK_CLOSE.search(text, opening.end())
+        if closing is None:  # never closed: keep what follows, the action may be there
+            text = (text[:opening.start()] + text[opening.end():]).strip()
+            repairs.append("think_unclosed")
+            break
+        text = (text[:opening.start()] + text[closing.end():]).strip()
+        repairs.append("think")
+    closing = _THINK_CLOSE.search(text)
+    if closing and not _inside_first_object(text, closing.start()):
+        text = text[closing.end():].strip()  # the server dropped the opening tag
+        repairs.append("think")
+    return text
+
+
+def _unwrap(text: str, repairs: list) -> str:
+    """Strip BOM, whitespace, a JSON-string wrapper and reasoning blocks."""
+    if len(text) > _MAX_REPLY_CHARS:
+        raise _refuse(f"the reply is {len(text):,} characters long (limit {_MAX_REPLY_CHARS:,}); send a short one")
+    if text.lstrip().startswith("\ufeff"):
+        text = text.lstrip().lstrip("\ufeff")
+        repairs.append("bom")
+    if text != text.strip():
+        text = text.strip()
+        repairs.append("whitespace")
+    if not text:
+        raise _refuse("the reply was empty")
+    if _ESCAPED_QUOTE_START.match(text):  # every quote escaped once too often
+        try:
+            text = json.loads(f'"{text}"', strict=False).strip()
+            repairs.append("escaped_twice")
+        except ValueError:
+            pass
+    return _drop_think(text, repairs)
+
+
+def _unquote_action(text: str, first: Any, repairs: list) -> tuple:
+    """The action is inside a JSON string literal (the reply was encoded once more): decode it in place."""
+    try:
+        inner, end = _STRING_DECODER.raw_decode(text, first.start() - 1)
+    except ValueError:
+        return text, first
+    if not isinstance(inner, str) or inner.lstrip()[:1] not in ("{", "["):
+        return text, first
+    repairs.append("json_string")
+    text = text[:first.start() - 1] + inner.strip() + text[end:]
+    return text, _ACTION_START.search(text, first.start() - 1)
+
+
 def _locate(text: str, repairs: list) -> tuple[str, int]:
     """The text to search (the first code fence's body, if one opens before the action) and the action's start."""
     first = _ACTION_START.search(text)
@@ -889,42 +871,55 @@ def _locate(text: str, repairs: list) -> tuple[str, int]:
     return text, first.start()
 
 
-def _unquote_action(text: str, first: Any, repairs: list) -> tuple:
-    """The action is inside a JSON string literal (the reply was encoded once more): decode it in place."""
-    try:
-        inner, end = _STRING_DECODER.raw_decode(text, first.start() - 1)
-    except ValueError:
-        return text, first
-    if not isinstance(inner, str) or inner.lstrip()[:1] not in ("{", "["):
-        return text, first
-    repairs.append("json_string")
-    text = text[:first.start() - 1] + inner.strip() + text[end:]
-    return text, _ACTION_START.search(text, first.start() - 1)
-
-
-def _read_value(text: str, start: int, repairs: list) -> tuple[Any, int]:
-    """Read the JSON value at text[start]: strictly first, then with lexical repairs."""
-    end = _value_end(text, start)
-    if end is None:
-        raise _refuse("the JSON object is not complete: it was cut off or a closing bracket or quote is missing; "
-                      "send a shorter, complete object")
-    chunk = text[start:end]
-    try:
-        return json.loads(chunk, parse_constant=_reject_constant), end
-    except ValueError:
-        pass
-    try:
-        return json.loads(_normalize_json(chunk, repairs), parse_constant=_reject_constant), end
-    except ActionFormatError:
-        raise
-    except json.JSONDecodeError as exc:
-        raise _refuse(f"the JSON is invalid: {exc.msg} at character {exc.pos}") from None
-    except ValueError as exc:
-        raise _refuse(f"the JSON is invalid: {exc}") from None
-
-
 def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not a JSON value")
+
+
+def _note(repairs: list, tag: str) -> None:
+    if tag not in repairs:
+        repairs.append(tag)
+
+
+def _fix_word(word: str, repairs: list) -> str:
+    if word in ("true", "false", "null"):
+        return word
+    if word in _PYTHON_WORDS:
+        _note(repairs, "python_literal")
+        return _PYTHON_WORDS[word]
+    raise _refuse(f"the value {word[:40]!r} is not quoted: put text values in double quotes")
+
+
+def _json_escape(match: Any) -> str:
+    """One backslash escape as JSON: JSON's own kept, Python's decoded, others (Markdown's \\_) the character."""
+    code = match.group(1)
+    if code in _JSON_ESCAPES or (code[0] == "u" and len(code) == 5):
+        return match.group()
+    if len(code) > 1 or code.isdigit():  # \xHH, \UHHHHHHHH or octal, as Python's repr writes them
+        value = int(code, 8) if code.isdigit() else int(code[1:], 16)
+        return json.dumps(chr(min(value, 0x10FFFF)))[1:-1]
+    return json.dumps(_PYTHON_ONLY_ESCAPES.get(code, code))[1:-1]
+
+
+def _fix_string(token: str, repairs: list) -> str:
+    """Return a valid JSON string literal for a double- or single-quoted string token."""
+    quote, body = token[0], token[1:-1]
+    if _CONTROL.search(body):
+        body = _CONTROL.sub(lambda m: json.dumps(m.group())[1:-1], body)
+        _note(repairs, "raw_control_characters")
+    if quote == '"':
+        fixed = _ESCAPE_PAIR.sub(_json_escape, body)
+    else:
+        fixed = _ESCAPE_PAIR.sub(lambda m: m.group() if m.group(1)[0] in _PYTHON_ESCAPES else m.group(1), body)
+    if fixed != body:
+        body = fixed
+        _note(repairs, "invalid_escape")
+    if quote == '"':
+        return f'"{body}"'
+    _note(repairs, "python_literal")
+    try:
+        return json.dumps(ast.literal_eval(f"'{body}'"), ensure_ascii=False)
+    except (ValueError, SyntaxError) as exc:
+        raise _refuse(f"a single-quoted string could not be read ({exc}); use double quotes") from None
 
 
 def _normalize_json(chunk: str, repairs: list) -> str:
@@ -950,51 +945,25 @@ def _normalize_json(chunk: str, repairs: list) -> str:
     return "".join(out)
 
 
-def _note(repairs: list, tag: str) -> None:
-    if tag not in repairs:
-        repairs.append(tag)
-
-
-def _fix_word(word: str, repairs: list) -> str:
-    if word in ("true", "false", "null"):
-        return word
-    if word in _PYTHON_WORDS:
-        _note(repairs, "python_literal")
-        return _PYTHON_WORDS[word]
-    raise _refuse(f"the value {word[:40]!r} is not quoted: put text values in double quotes")
-
-
-def _fix_string(token: str, repairs: list) -> str:
-    """Return a valid JSON string literal for a double- or single-quoted string token."""
-    quote, body = token[0], token[1:-1]
-    if _CONTROL.search(body):
-        body = _CONTROL.sub(lambda m: json.dumps(m.group())[1:-1], body)
-        _note(repairs, "raw_control_characters")
-    if quote == '"':
-        fixed = _ESCAPE_PAIR.sub(_json_escape, body)
-    else:
-        fixed = _ESCAPE_PAIR.sub(lambda m: m.group() if m.group(1)[0] in _PYTHON_ESCAPES else m.group(1), body)
-    if fixed != body:
-        body = fixed
-        _note(repairs, "invalid_escape")
-    if quote == '"':
-        return f'"{body}"'
-    _note(repairs, "python_literal")
+def _read_value(text: str, start: int, repairs: list) -> tuple[Any, int]:
+    """Read the JSON value at text[start]: strictly first, then with lexical repairs."""
+    end = _value_end(text, start)
+    if end is None:
+        raise _refuse("the JSON object is not complete: it was cut off or a closing bracket or quote is missing; "
+                      "send a shorter, complete object")
+    chunk = text[start:end]
     try:
-        return json.dumps(ast.literal_eval(f"'{body}'"), ensure_ascii=False)
-    except (ValueError, SyntaxError) as exc:
-        raise _refuse(f"a single-quoted string could not be read ({exc}); use double quotes") from None
-
-
-def _json_escape(match: Any) -> str:
-    """One backslash escape as JSON: JSON's own kept, Python's decoded, others (Markdown's \\_) the character."""
-    code = match.group(1)
-    if code in _JSON_ESCAPES or (code[0] == "u" and len(code) == 5):
-        return match.group()
-    if len(code) > 1 or code.isdigit():  # \xHH, \UHHHHHHHH or octal, as Python's repr writes them
-        value = int(code, 8) if code.isdigit() else int(code[1:], 16)
-        return json.dumps(chr(min(value, 0x10FFFF)))[1:-1]
-    return json.dumps(_PYTHON_ONLY_ESCAPES.get(code, code))[1:-1]
+        return json.loads(chunk, parse_constant=_reject_constant), end
+    except ValueError:
+        pass
+    try:
+        return json.loads(_normalize_json(chunk, repairs), parse_constant=_reject_constant), end
+    except ActionFormatError:
+        raise
+    except json.JSONDecodeError as exc:
+        raise _refuse(f"the JSON is invalid: {exc.msg} at character {exc.pos}") from None
+    except ValueError as exc:
+        raise _refuse(f"the JSON is invalid: {exc}") from None
 
 
 def _check_rest(rest: str, action: Any, repairs: list) -> None:
@@ -1046,21 +1015,8 @@ def _lookalike(obj: dict, keys: tuple) -> Optional[str]:
     return next((key for key in keys if obj.get(key) is not None), None)
 
 
-def _interpret(obj: dict, repairs: list) -> Action:
-    """Turn the action object into an Action, refusing anything whose meaning is not certain."""
-    kind = _action_kind(obj, repairs)
-    thought = obj.get("thought")
-    if thought is not None and not isinstance(thought, str):
-        thought = json.dumps(thought, ensure_ascii=False)
-    if kind == "final":
-        if _present(obj, "name") or _present(obj, "arguments"):
-            raise _refuse("your reply has both an answer and a tool call; send one of them")
-        return Action("final", answer=_answer(obj, repairs), thought=thought, repairs=tuple(repairs))
-    if _present(obj, "answer"):
-        raise _refuse("your reply has both an answer and a tool call; send one of them")
-    name = _tool_name(obj, repairs)
-    return Action("tool_call", name=name, arguments=_arguments(obj, repairs), thought=thought,
-                  repairs=tuple(repairs))
+_RIGHT_KEY = {**{k: "name" for k in _NAME_LOOKALIKES}, **{k: "arguments" for k in _ARGUMENT_LOOKALIKES},
+              **{k: "answer" for k in _ANSWER_LOOKALIKES}}
 
 
 def _action_kind(obj: dict, repairs: list) -> str:
@@ -1085,10 +1041,6 @@ def _action_kind(obj: dict, repairs: list) -> str:
     raise _refuse(f'the object has no "type", "name" or "answer" (keys: {", ".join(map(str, obj))[:80] or "none"})')
 
 
-_RIGHT_KEY = {**{k: "name" for k in _NAME_LOOKALIKES}, **{k: "arguments" for k in _ARGUMENT_LOOKALIKES},
-              **{k: "answer" for k in _ANSWER_LOOKALIKES}}
-
-
 def _tool_name(obj: dict, repairs: list) -> str:
     name = obj.get("name")
     if name is None:
@@ -1103,6 +1055,19 @@ def _tool_name(obj: dict, repairs: list) -> str:
     if name != name.strip():
         repairs.append("name_whitespace")
     return name.strip()
+
+
+def _arguments_from_string(text: str, repairs: list) -> Any:
+    repairs.append("arguments_string")
+    text = text.strip()
+    if not text:
+        return {}
+    if text[0] != "{":
+        raise _refuse(f'"arguments" must be a JSON object, got the string {text[:40]!r}', _CALL_SHAPE)
+    value, end = _read_value(text, 0, repairs)
+    if text[end:].strip():
+        raise _refuse('"arguments" holds text after its JSON object', _CALL_SHAPE)
+    return value
 
 
 def _arguments(obj: dict, repairs: list) -> dict:
@@ -1121,19 +1086,6 @@ def _arguments(obj: dict, repairs: list) -> dict:
     return arguments
 
 
-def _arguments_from_string(text: str, repairs: list) -> Any:
-    repairs.append("arguments_string")
-    text = text.strip()
-    if not text:
-        return {}
-    if text[0] != "{":
-        raise _refuse(f'"arguments" must be a JSON object, got the string {text[:40]!r}', _CALL_SHAPE)
-    value, end = _read_value(text, 0, repairs)
-    if text[end:].strip():
-        raise _refuse('"arguments" holds text after its JSON object', _CALL_SHAPE)
-    return value
-
-
 def _answer(obj: dict, repairs: list) -> str:
     answer = obj.get("answer")
     if answer is None:
@@ -1144,6 +1096,54 @@ def _answer(obj: dict, repairs: list) -> str:
         repairs.append("answer_not_text")
         answer = json.dumps(answer, ensure_ascii=False)
     return answer
+
+
+def _interpret(obj: dict, repairs: list) -> Action:
+    """Turn the action object into an Action, refusing anything whose meaning is not certain."""
+    kind = _action_kind(obj, repairs)
+    thought = obj.get("thought")
+    if thought is not None and not isinstance(thought, str):
+        thought = json.dumps(thought, ensure_ascii=False)
+    if kind == "final":
+        if _present(obj, "name") or _present(obj, "arguments"):
+            raise _refuse("your reply has both an answer and a tool call; send one of them")
+        return Action("final", answer=_answer(obj, repairs), thought=thought, repairs=tuple(repairs))
+    if _present(obj, "answer"):
+        raise _refuse("your reply has both an answer and a tool call; send one of them")
+    name = _tool_name(obj, repairs)
+    return Action("tool_call", name=name, arguments=_arguments(obj, repairs), thought=thought,
+                  repairs=tuple(repairs))
+
+
+def parse_action(text: str) -> Action:
+    """Read one action from a model reply: strict about meaning, tolerant about packaging.
+
+    Unambiguous packaging is repaired locally and named in ``Action.repairs``:
+    BOM and whitespace, ``<think>`` blocks, code fences, prose and special tokens
+    around the object, an invented observation after it, raw newlines and invalid
+    escapes in strings, trailing commas, Python literals, an escaped-twice reply,
+    a one-element array, ``arguments`` as a JSON string, a missing ``type`` or
+    ``arguments`` when nothing else is meant. The action is the object starting at
+    the first ``{`` (or ``[{``); a broken one is never skipped for a later one.
+    Anything else raises ``ActionFormatError`` with a message written for the model.
+
+    >>> parse_action('{"type": "final", "answer": "42"}').answer
+    '42'
+    >>> parse_action('```json\\n{"name": "calculator", "arguments": {"expression": "6*7"},}\\n```').repairs
+    ('code_fence', 'trailing_comma', 'missing_type')
+    """
+    if not isinstance(text, str):
+        raise ActionFormatError(f"expected the reply as text, got {type(text).__name__}", "")
+    try:
+        repairs: list = []
+        body = _unwrap(text, repairs)
+        body, start = _locate(body, repairs)
+        value, end = _read_value(body, start, repairs)
+        _check_rest(body[end:], value, repairs)
+        return _interpret(_one_object(value, repairs), repairs)
+    except ActionFormatError as exc:
+        exc.text = text
+        raise
 
 
 def _example_arguments(tool: Optional[Tool]) -> str:
@@ -1190,9 +1190,9 @@ _HAS_OPERATOR = re.compile(r"[\d)]\s*(?:\*\*|[-+*/%^])\s*[-+(]*[\d(]")
 def _find_arithmetic(task: str) -> list:
     found = []
     for match in _ARITHMETIC_RUN.finditer(task):
-        run = match.group().strip()
-        if _HAS_OPERATOR.search(run):
-            found.append(run.replace("^", "**"))
+        candidate = match.group().strip()
+        if _HAS_OPERATOR.search(candidate):
+            found.append(candidate.replace("^", "**"))
     return found
 
 
@@ -1200,6 +1200,18 @@ def _observation_result(content: str) -> str:
     text = content[len("[OBSERVATION]"):].strip()
     head, _, last = text.rpartition("\n")
     return head.strip() if head and last.startswith("(step") else text
+
+
+def _compose_answer(plan: list, results: list) -> str:
+    if not plan:
+        return ("I am the offline demo model: I can only tell the time and do arithmetic. "
+                "Set OPENAI_MODEL (see the README) to use a real model.")
+    if len(plan) == 1 and plan[0][0] == "calculator":
+        return results[0]
+    parts = [f"the time is {result}" if name == "clock" else f"{args['expression']} = {result}"
+             for (name, args), result in zip(plan, results)]
+    sentence = ", and ".join(parts)
+    return sentence[0].upper() + sentence[1:] + "."
 
 
 class MockLLM:
@@ -1269,18 +1281,6 @@ class MockLLM:
                            "answer": _compose_answer(plan, results)})
 
 
-def _compose_answer(plan: list, results: list) -> str:
-    if not plan:
-        return ("I am the offline demo model: I can only tell the time and do arithmetic. "
-                "Set OPENAI_MODEL (see the README) to use a real model.")
-    if len(plan) == 1 and plan[0][0] == "calculator":
-        return results[0]
-    parts = [f"the time is {result}" if name == "clock" else f"{args['expression']} = {result}"
-             for (name, args), result in zip(plan, results)]
-    sentence = ", and ".join(parts)
-    return sentence[0].upper() + sentence[1:] + "."
-
-
 _RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504}
 _MAX_RETRY_AFTER = 60.0   # seconds; a longer Retry-After is capped
 _STATUS_HINTS = {
@@ -1290,6 +1290,58 @@ _STATUS_HINTS = {
     404: "check that the base URL ends in /v1 (e.g. http://localhost:11434/v1) and that the model name exists",
     422: "the server could not process the request; check the model name and options",
 }
+
+
+class _Retryable(Exception):
+    """A failure worth another attempt (internal)."""
+
+    def __init__(self, message: str, status: Optional[int] = None, retry_after: Optional[float] = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+def _chat_url(base_url: str) -> str:
+    url = (base_url or "").strip().rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"invalid base URL {base_url!r} (must start with http:// or https://)")
+    return url if url.endswith("/chat/completions") else url + "/chat/completions"
+
+
+def _read_error_body(exc: Any) -> bytes:
+    try:
+        return exc.read() or b""
+    except Exception:
+        return b""
+
+
+def _server_message(text: str) -> str:
+    """The server's own error message from an OpenAI-style error body, or the start of the body."""
+    text = text.strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text[:200] or "(empty body)"
+    error = data.get("error", data) if isinstance(data, dict) else data
+    if isinstance(error, dict):
+        error = error.get("message") or error.get("detail") or error
+    return (error if isinstance(error, str) else json.dumps(error))[:300]
+
+
+def _retry_after(value: Optional[str]) -> Optional[float]:
+    """Seconds to wait from a Retry-After header (seconds or an HTTP date), capped."""
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        import email.utils
+
+        try:
+            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError, IndexError):
+            return None
+    return min(max(seconds, 0.0), _MAX_RETRY_AFTER)
 
 
 class OpenAICompatLLM:
@@ -1460,58 +1512,6 @@ class OpenAICompatLLM:
         return text.replace(self._api_key, "***") if self._api_key else text
 
 
-class _Retryable(Exception):
-    """A failure worth another attempt (internal)."""
-
-    def __init__(self, message: str, status: Optional[int] = None, retry_after: Optional[float] = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.retry_after = retry_after
-
-
-def _chat_url(base_url: str) -> str:
-    url = (base_url or "").strip().rstrip("/")
-    if not url.startswith(("http://", "https://")):
-        raise ValueError(f"invalid base URL {base_url!r} (must start with http:// or https://)")
-    return url if url.endswith("/chat/completions") else url + "/chat/completions"
-
-
-def _read_error_body(exc: Any) -> bytes:
-    try:
-        return exc.read() or b""
-    except Exception:
-        return b""
-
-
-def _server_message(text: str) -> str:
-    """The server's own error message from an OpenAI-style error body, or the start of the body."""
-    text = text.strip()
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return text[:200] or "(empty body)"
-    error = data.get("error", data) if isinstance(data, dict) else data
-    if isinstance(error, dict):
-        error = error.get("message") or error.get("detail") or error
-    return (error if isinstance(error, str) else json.dumps(error))[:300]
-
-
-def _retry_after(value: Optional[str]) -> Optional[float]:
-    """Seconds to wait from a Retry-After header (seconds or an HTTP date), capped."""
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        import email.utils
-
-        try:
-            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
-        except (TypeError, ValueError, IndexError):
-            return None
-    return min(max(seconds, 0.0), _MAX_RETRY_AFTER)
-
-
 # -- Loop ------------------------------------------------------------------------------
 
 STOP_REASONS = ("final", "max_steps", "repeat_limit", "format_errors", "time_limit", "token_limit", "llm_error")
@@ -1601,6 +1601,28 @@ def _as_registry(tools: Any) -> ToolRegistry:
     for tool in tools or ():
         registry.register(tool)
     return registry
+
+
+def _clean_history(history: Optional[list]) -> list:
+    if history is None:
+        return []
+    if not isinstance(history, list):
+        raise ValueError(f"invalid history {type(history).__name__} (must be a list of messages)")
+    cleaned = []
+    for i, message in enumerate(history):
+        if not (isinstance(message, dict) and message.get("role") in ("system", "user", "assistant")
+                and isinstance(message.get("content"), str)):
+            raise ValueError(f"invalid history message {i} (must be {{'role': system|user|assistant, 'content': str}})")
+        cleaned.append({"role": message["role"], "content": message["content"]})
+    return cleaned
+
+
+def _usage_of(llm: Any) -> tuple:
+    usage = getattr(llm, "usage", None)
+    if not isinstance(usage, dict):
+        return (0, 0)
+    return tuple(usage.get(key) if isinstance(usage.get(key), int) else 0
+                 for key in ("prompt_tokens", "completion_tokens"))
 
 
 class Agent:
@@ -1811,29 +1833,7 @@ class Agent:
                            summary=summary)
 
 
-def _clean_history(history: Optional[list]) -> list:
-    if history is None:
-        return []
-    if not isinstance(history, list):
-        raise ValueError(f"invalid history {type(history).__name__} (must be a list of messages)")
-    cleaned = []
-    for i, message in enumerate(history):
-        if not (isinstance(message, dict) and message.get("role") in ("system", "user", "assistant")
-                and isinstance(message.get("content"), str)):
-            raise ValueError(f"invalid history message {i} (must be {{'role': system|user|assistant, 'content': str}})")
-        cleaned.append({"role": message["role"], "content": message["content"]})
-    return cleaned
-
-
-def _usage_of(llm: Any) -> tuple:
-    usage = getattr(llm, "usage", None)
-    if not isinstance(usage, dict):
-        return (0, 0)
-    return tuple(usage.get(key) if isinstance(usage.get(key), int) else 0
-                 for key in ("prompt_tokens", "completion_tokens"))
-
-
-# -- Demo tools and the CLI -------------------------------------------------------
+# -- Demo tools and the CLI ------------------------------------------------------------
 
 def _format_number(value: int | float) -> str:
     return str(value) if isinstance(value, int) else f"{value:.15g}"
