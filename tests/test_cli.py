@@ -158,3 +158,15 @@ def test_interactive_keeps_the_history_between_questions(monkeypatch, capsys):
 def test_confirmation_is_declined_when_stdin_is_not_a_terminal(monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))
     assert agent._cli_confirm("delete", {"path": "/"}) is False
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_confirmation_asks_on_a_terminal(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdin", Terminal("y\nno\n"))
+    assert agent._cli_confirm("delete", {"path": "/tmp/x"}) is True
+    assert agent._cli_confirm("delete", {"path": "/tmp/y"}) is False
+    assert 'Run delete {"path": "/tmp/x"}? [y/N]' in capsys.readouterr().err

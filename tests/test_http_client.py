@@ -94,7 +94,7 @@ MESSAGES = [{"role": "user", "content": "hello"}]
 
 def test_success_sends_the_openai_request_and_sums_usage(serve):
     server = serve(completion("one", usage=(10, 3)), completion("two", usage=(20, 4)))
-    llm = client(server, max_tokens=64, extra_body={"seed": 7})
+    llm = client(server, max_tokens=64, extra_body={"seed": 7}, headers={"X-Team": "agents"})
     assert llm.chat(MESSAGES) == "one"
     assert llm.chat(MESSAGES) == "two"
     assert llm.usage == {"prompt_tokens": 30, "completion_tokens": 7}
@@ -106,6 +106,7 @@ def test_success_sends_the_openai_request_and_sums_usage(serve):
     assert request["headers"]["Authorization"] == f"Bearer {KEY}"
     assert request["headers"]["Content-Type"] == "application/json"
     assert request["headers"]["User-Agent"].startswith("agent.py/")
+    assert request["headers"]["X-Team"] == "agents"
 
 
 def test_no_key_means_no_authorization_header(serve):
