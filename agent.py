@@ -756,6 +756,12 @@ def _refuse(problem: str, shape: str = _BOTH_SHAPES) -> ActionFormatError:
     return ActionFormatError(f"{problem}. Reply with exactly one JSON object: {shape}")
 
 
+def _note(repairs: list, tag: str) -> None:
+    """Record a repair once."""
+    if tag not in repairs:
+        repairs.append(tag)
+
+
 def _value_end(text: str, start: int) -> Optional[int]:
     """Index just past the bracketed value at text[start], or None if it never closes.
 
@@ -798,22 +804,27 @@ def _inside_first_object(text: str, pos: int) -> bool:
 
 def _drop_think(text: str, repairs: list) -> str:
     """Remove reasoning blocks that open before the action, and a lone closing tag."""
+    kept, pos = [], 0
+    brace = text.find("{")
     while True:
-        opening = _THINK_OPEN.search(text)
-        brace = text.find("{")
+        opening = _THINK_OPEN.search(text, pos)
+        if brace != -1 and brace < pos:
+            brace = text.find("{", pos)  # that brace was inside a removed block
         if opening is None or (brace != -1 and brace < opening.start()):
             break
+        kept.append(text[pos:opening.start()])
         closing = _THINK_CLOSE.search(text, opening.end())
         if closing is None:  # never closed: keep what follows, the action may be there
-            text = (text[:opening.start()] + text[opening.end():]).strip()
-            repairs.append("think_unclosed")
+            pos = opening.end()
+            _note(repairs, "think_unclosed")
             break
-        text = (text[:opening.start()] + text[closing.end():]).strip()
-        repairs.append("think")
+        pos = closing.end()
+        _note(repairs, "think")
+    text = ("".join(kept) + text[pos:]).strip()
     closing = _THINK_CLOSE.search(text)
     if closing and not _inside_first_object(text, closing.start()):
         text = text[closing.end():].strip()  # the server dropped the opening tag
-        repairs.append("think")
+        _note(repairs, "think")
     return text
 
 
@@ -823,16 +834,16 @@ def _unwrap(text: str, repairs: list) -> str:
         raise _refuse(f"the reply is {len(text):,} characters long (limit {_MAX_REPLY_CHARS:,}); send a short one")
     if text.lstrip().startswith("\ufeff"):
         text = text.lstrip().lstrip("\ufeff")
-        repairs.append("bom")
+        _note(repairs, "bom")
     if text != text.strip():
         text = text.strip()
-        repairs.append("whitespace")
+        _note(repairs, "whitespace")
     if not text:
         raise _refuse("the reply was empty")
     if _ESCAPED_QUOTE_START.match(text):  # every quote escaped once too often
         try:
             text = json.loads(f'"{text}"', strict=False).strip()
-            repairs.append("escaped_twice")
+            _note(repairs, "escaped_twice")
         except ValueError:
             pass
     return _drop_think(text, repairs)
@@ -846,7 +857,7 @@ def _unquote_action(text: str, first: Any, repairs: list) -> tuple:
         return text, first
     if not isinstance(inner, str) or inner.lstrip()[:1] not in ("{", "["):
         return text, first
-    repairs.append("json_string")
+    _note(repairs, "json_string")
     text = text[:first.start() - 1] + inner.strip() + text[end:]
     return text, _ACTION_START.search(text, first.start() - 1)
 
@@ -857,9 +868,9 @@ def _locate(text: str, repairs: list) -> tuple[str, int]:
     fence = text.find("```")
     if fence != -1 and (first is None or fence < first.start()):
         if text[:fence].strip():
-            repairs.append("prose")
+            _note(repairs, "prose")
         text = text[_FENCE_OPEN.match(text, fence).end():]
-        repairs.append("code_fence")
+        _note(repairs, "code_fence")
         first = _ACTION_START.search(text)
     if first is not None and text[first.start() - 1:first.start()] == '"':
         text, first = _unquote_action(text, first, repairs)
@@ -867,17 +878,12 @@ def _locate(text: str, repairs: list) -> tuple[str, int]:
         raise _refuse("your reply contains no JSON object")
     before = text[:first.start()]
     if before.strip():
-        repairs.append("special_tokens" if _ONLY_TAGS.match(before) else "prose")
+        _note(repairs, "special_tokens" if _ONLY_TAGS.match(before) else "prose")
     return text, first.start()
 
 
 def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not a JSON value")
-
-
-def _note(repairs: list, tag: str) -> None:
-    if tag not in repairs:
-        repairs.append(tag)
 
 
 def _fix_word(word: str, repairs: list) -> str:
@@ -971,7 +977,7 @@ def _check_rest(rest: str, action: Any, repairs: list) -> None:
     tail = _OBSERVATION_TAIL.search(rest)
     if tail:
         rest = rest[:tail.start()]
-        repairs.append("observation_tail")
+        _note(repairs, "observation_tail")
     pos = 0
     while True:
         start = _ACTION_START.search(rest, pos)
@@ -991,13 +997,13 @@ def _check_rest(rest: str, action: Any, repairs: list) -> None:
         _note(repairs, "duplicate_action")
         pos = end
     if rest.strip().strip("`").strip():
-        repairs.append("trailing_prose")
+        _note(repairs, "trailing_prose")
 
 
 def _one_object(value: Any, repairs: list) -> dict:
     if isinstance(value, list):
         if value and all(item == value[0] for item in value) and isinstance(value[0], dict):
-            repairs.append("array")
+            _note(repairs, "array")
             if len(value) > 1:
                 _note(repairs, "duplicate_action")
             return value[0]
@@ -1026,13 +1032,13 @@ def _action_kind(obj: dict, repairs: list) -> str:
         if normal not in ("tool_call", "final"):
             raise _refuse(f'unknown "type" {json.dumps(kind, ensure_ascii=False)[:40]}: use "tool_call" or "final"')
         if normal != kind:
-            repairs.append("type_spelling")
+            _note(repairs, "type_spelling")
         return normal
     is_call = "name" in obj or "arguments" in obj
     if is_call and "answer" in obj:
         raise _refuse("your reply has both an answer and a tool call; send one of them")
     if is_call or "answer" in obj:
-        repairs.append("missing_type")
+        _note(repairs, "missing_type")
         return "tool_call" if is_call else "final"
     names = [key for key in obj if key in _NAME_LOOKALIKES + _ARGUMENT_LOOKALIKES + _ANSWER_LOOKALIKES]
     if names:
@@ -1053,12 +1059,12 @@ def _tool_name(obj: dict, repairs: list) -> str:
         raise _refuse(f'"name" must be only the tool name, got {name[:60]!r}; put the arguments in "arguments"',
                       _CALL_SHAPE)
     if name != name.strip():
-        repairs.append("name_whitespace")
+        _note(repairs, "name_whitespace")
     return name.strip()
 
 
 def _arguments_from_string(text: str, repairs: list) -> Any:
-    repairs.append("arguments_string")
+    _note(repairs, "arguments_string")
     text = text.strip()
     if not text:
         return {}
@@ -1079,7 +1085,7 @@ def _arguments(obj: dict, repairs: list) -> dict:
         if alt and obj[alt] not in ({}, ""):
             raise _refuse(f'use "arguments" instead of "{alt}"', _CALL_SHAPE)
         if arguments is None:
-            repairs.append("missing_arguments")
+            _note(repairs, "missing_arguments")
         return {}
     if not isinstance(arguments, dict):
         raise _refuse(f'"arguments" must be a JSON object, got {_shown(arguments)}', _CALL_SHAPE)
@@ -1093,7 +1099,7 @@ def _answer(obj: dict, repairs: list) -> str:
         problem = f'use "answer" instead of "{alt}"' if alt else '"answer" is missing'
         raise _refuse(problem, _FINAL_SHAPE)
     if not isinstance(answer, str):
-        repairs.append("answer_not_text")
+        _note(repairs, "answer_not_text")
         answer = json.dumps(answer, ensure_ascii=False)
     return answer
 
