@@ -895,27 +895,49 @@ def _fix_word(word: str, repairs: list) -> str:
     raise _refuse(f"the value {word[:40]!r} is not quoted: put text values in double quotes")
 
 
-def _json_escape(match: Any) -> str:
-    """One backslash escape as JSON: JSON's own kept, Python's decoded, others (Markdown's \\_) the character."""
-    code = match.group(1)
+def _unclear_backslash(code: str) -> ActionFormatError:
+    return _refuse(f"a string holds '\\{code[0]}', which may be a literal backslash (as in C:\\Users) or an escape; "
+                   "write a literal backslash as \\\\")
+
+
+def _json_escape(code: str, python: bool) -> str:
+    """One backslash escape in a double-quoted string, as JSON.
+
+    JSON's own escapes stay. Punctuation escaped the Markdown way (``\\_``) reads as
+    the character. In a Python-literal reply, Python's ``\\x41``, ``\\U0001F600``,
+    octal, ``\\a`` and ``\\v`` mean what Python means. A backslash before any other
+    letter or digit is refused: it may be a path's backslash or an escape.
+    """
     if code in _JSON_ESCAPES or (code[0] == "u" and len(code) == 5):
-        return match.group()
-    if len(code) > 1 or code.isdigit():  # \xHH, \UHHHHHHHH or octal, as Python's repr writes them
-        value = int(code, 8) if code.isdigit() else int(code[1:], 16)
-        return json.dumps(chr(min(value, 0x10FFFF)))[1:-1]
-    return json.dumps(_PYTHON_ONLY_ESCAPES.get(code, code))[1:-1]
+        return "\\" + code
+    if python and (len(code) > 1 or code.isdigit() or code in _PYTHON_ONLY_ESCAPES):
+        char = _PYTHON_ONLY_ESCAPES.get(code) or chr(min(int(code, 8) if code.isdigit() else int(code[1:], 16),
+                                                         0x10FFFF))
+        return json.dumps(char)[1:-1]
+    if code[0].isalnum():
+        raise _unclear_backslash(code)
+    return json.dumps(code)[1:-1]
 
 
-def _fix_string(token: str, repairs: list) -> str:
+def _python_escape(code: str) -> str:
+    """One backslash escape in a single-quoted string, kept for ast.literal_eval when Python has it."""
+    if code[0] in _PYTHON_ESCAPES:
+        return "\\" + code
+    if code[0].isalnum():
+        raise _unclear_backslash(code)
+    return code
+
+
+def _fix_string(token: str, python: bool, repairs: list) -> str:
     """Return a valid JSON string literal for a double- or single-quoted string token."""
     quote, body = token[0], token[1:-1]
     if _CONTROL.search(body):
         body = _CONTROL.sub(lambda m: json.dumps(m.group())[1:-1], body)
         _note(repairs, "raw_control_characters")
     if quote == '"':
-        fixed = _ESCAPE_PAIR.sub(_json_escape, body)
+        fixed = _ESCAPE_PAIR.sub(lambda m: _json_escape(m.group(1), python), body)
     else:
-        fixed = _ESCAPE_PAIR.sub(lambda m: m.group() if m.group(1)[0] in _PYTHON_ESCAPES else m.group(1), body)
+        fixed = _ESCAPE_PAIR.sub(lambda m: _python_escape(m.group(1)), body)
     if fixed != body:
         body = fixed
         _note(repairs, "invalid_escape")
@@ -928,20 +950,29 @@ def _fix_string(token: str, repairs: list) -> str:
         raise _refuse(f"a single-quoted string could not be read ({exc}); use double quotes") from None
 
 
-def _normalize_json(chunk: str, repairs: list) -> str:
-    """Rewrite near-JSON as JSON, token by token: Python literals, raw control characters,
-    invalid escapes, trailing commas, escaped-twice whitespace. Unquoted words are refused."""
-    out, pos = [], 0
+def _json_tokens(chunk: str) -> list:
+    tokens, pos = [], 0
     while pos < len(chunk):
         token = _JSON_TOKEN.match(chunk, pos)
         if token is None:
             raise _refuse(f"the JSON has an unexpected character {chunk[pos]!r} at character {pos}")
-        kind, value, pos = token.lastgroup, token.group(), token.end()
+        tokens.append((token.lastgroup, token.group()))
+        pos = token.end()
+    return tokens
+
+
+def _normalize_json(chunk: str, repairs: list) -> str:
+    """Rewrite near-JSON as JSON, token by token: Python literals, raw control characters,
+    invalid escapes, trailing commas, escaped-twice whitespace. Unquoted words are refused."""
+    tokens = _json_tokens(chunk)
+    python = any(value[0] == "'" or value in _PYTHON_WORDS for kind, value in tokens if kind in ("string", "word"))
+    out: list = []
+    for kind, value in tokens:
         if kind == "escaped":
             _note(repairs, "escaped_twice")
             value = " "
         elif kind == "string":
-            value = _fix_string(value, repairs)
+            value = _fix_string(value, python, repairs)
         elif kind == "word":
             value = _fix_word(value, repairs)
         elif value in "]}" and out and out[-1] == ",":
