@@ -1319,6 +1319,7 @@ class MockLLM:
 
 
 _RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504}
+_ADAPTABLE_PARAMS = ("stop", "temperature", "max_tokens")  # dropped or renamed when a server rejects them
 _MAX_RETRY_AFTER = 60.0   # seconds; a longer Retry-After is capped
 _STATUS_HINTS = {
     400: "the server rejected the request",
@@ -1415,7 +1416,8 @@ class OpenAICompatLLM:
         self.response_schema = response_schema
         self._opener = opener
         self._sleep = sleep
-        self._send_stop = bool(self.stop)
+        self._dropped: set = set()           # optional parameters this server rejected by name
+        self._max_tokens_key = "max_tokens"   # or max_completion_tokens, when the server asks for it
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
         self.last_finish_reason: Optional[str] = None
 
@@ -1439,23 +1441,40 @@ class OpenAICompatLLM:
 
     def chat(self, messages: list) -> str:
         """Send the conversation; return the reply text. Raises LLMError when the endpoint fails for good."""
-        try:
-            data = self._post(self._body(messages))
-        except LLMError as exc:
-            if not (self._send_stop and exc.status in (400, 422) and "stop" in str(exc).lower()):
-                raise
-            _log.info("the server rejected the stop parameter; cutting replies client-side from now on")
-            self._send_stop = False
-            data = self._post(self._body(messages))
-        return self._read_reply(data)
+        while True:
+            body = self._body(messages)
+            try:
+                return self._read_reply(self._post(body))
+            except LLMError as exc:
+                if not self._adapt(exc, body):
+                    raise
+
+    def _adapt(self, exc: LLMError, body: dict) -> bool:
+        """Stop sending an optional parameter the server rejected by name; True to try again.
+
+        Some servers and models refuse ``stop`` (then replies are cut client-side),
+        a non-default ``temperature``, or ``max_tokens`` (renamed to
+        ``max_completion_tokens`` when the server asks for that). Each is adapted once.
+        """
+        message = str(exc).replace(self.url, "")
+        for param in _ADAPTABLE_PARAMS:
+            if exc.status not in (400, 422) or param not in body or not re.search(f"['\"`]{param}['\"`]", message):
+                continue
+            if param == "max_tokens" and "max_completion_tokens" in message:
+                self._max_tokens_key = "max_completion_tokens"
+            else:
+                self._dropped.add(param)
+            _log.info("the server rejected %r; adapting and retrying", param)
+            return True
+        return False
 
     def _body(self, messages: list) -> dict:
         body: dict = {"model": self.model, "messages": messages}
-        if self.temperature is not None:
+        if self.temperature is not None and "temperature" not in self._dropped:
             body["temperature"] = self.temperature
-        if self.max_tokens is not None:
-            body["max_tokens"] = self.max_tokens
-        if self.stop and self._send_stop:
+        if self.max_tokens is not None and "max_tokens" not in self._dropped:
+            body[self._max_tokens_key] = self.max_tokens
+        if self.stop and "stop" not in self._dropped:
             body["stop"] = self.stop
         if self.response_schema is not None:
             body["response_format"] = {"type": "json_schema",
@@ -1494,6 +1513,7 @@ class OpenAICompatLLM:
 
     def _attempt(self, opener: Any, request: Any) -> dict:
         import http.client
+        import ssl
         import urllib.error
 
         try:
@@ -1503,6 +1523,8 @@ class OpenAICompatLLM:
             self._raise_for_status(exc.code, _read_error_body(exc), exc.headers)
         except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out, cut short
             reason = getattr(exc, "reason", None) or exc
+            if isinstance(reason, ssl.SSLCertVerificationError):  # retrying will not help
+                raise LLMError(f"the TLS certificate of {self.url} could not be verified: {reason}") from None
             raise _Retryable(f"could not reach {self.url}: {self._scrub(str(reason)) or type(exc).__name__}") from None
         return self._decode(raw)
 
@@ -1540,7 +1562,7 @@ class OpenAICompatLLM:
         if isinstance(content, list):  # content parts: keep the text ones
             content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
         text = content if isinstance(content, str) else ""
-        if not self._send_stop:
+        if "stop" in self._dropped:
             for stop in self.stop:
                 text = text.split(stop, 1)[0]
         return text

@@ -324,3 +324,53 @@ def test_key_is_scrubbed_before_long_bodies_are_cut(serve):
         with pytest.raises(LLMError) as info:
             llm.chat(MESSAGES)
         assert "SECRET" not in str(info.value)  # not even part of the key
+
+
+def test_rejected_temperature_is_dropped_and_remembered(serve):
+    server = serve(error(400, "Unsupported value: 'temperature' does not support 0.0 with this model. "
+                              "Only the default (1) value is supported."), completion("a"), completion("b"))
+    llm = client(server)
+    assert llm.chat(MESSAGES) == "a" and llm.chat(MESSAGES) == "b"
+    assert "temperature" in server.requests[0]["body"]
+    assert "temperature" not in server.requests[1]["body"] and "temperature" not in server.requests[2]["body"]
+    assert server.requests[1]["body"]["stop"] == ["[OBSERVATION]"]  # only the rejected one is dropped
+
+
+def test_max_tokens_is_renamed_when_the_server_asks(serve):
+    server = serve(error(400, "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                              "Use 'max_completion_tokens' instead."), completion("a"))
+    assert client(server, max_tokens=100).chat(MESSAGES) == "a"
+    body = server.requests[1]["body"]
+    assert body["max_completion_tokens"] == 100 and "max_tokens" not in body
+
+
+def test_a_parameter_is_adapted_once_then_the_error_stands(serve):
+    rejection = error(400, "Unsupported parameter: 'stop' is not supported with this model.")
+    server = serve(rejection, rejection)
+    with pytest.raises(LLMError, match="'stop' is not supported") as info:
+        client(server).chat(MESSAGES)
+    assert info.value.status == 400 and len(server.requests) == 2
+
+
+def test_unrelated_400_is_not_retried(serve):
+    server = serve(error(400, "messages: roles must alternate"))
+    with pytest.raises(LLMError, match="roles must alternate"):
+        client(server).chat(MESSAGES)
+    assert len(server.requests) == 1
+
+
+def test_certificate_failure_fails_fast_through_an_injected_opener():
+    import ssl
+    import urllib.error
+
+    class Opener:
+        calls = 0
+
+        def open(self, request, timeout=None):
+            Opener.calls += 1
+            raise urllib.error.URLError(ssl.SSLCertVerificationError("certificate verify failed"))
+
+    llm = OpenAICompatLLM("m", "https://example.invalid/v1", opener=Opener(), sleep=lambda s: None)
+    with pytest.raises(LLMError, match="TLS certificate .* could not be verified"):
+        llm.chat(MESSAGES)
+    assert Opener.calls == 1
