@@ -1723,7 +1723,10 @@ class Agent:
         ``repeat_limit``, ``format_errors``, ``time_limit``, ``token_limit``, and
         ``llm_error`` when the model client raises. Nothing a model or a tool does
         makes this raise; ValueError only for a task that is not text or a
-        malformed ``history`` (a list of ``{"role", "content"}`` messages).
+        malformed ``history`` (a list of ``{"role", "content"}`` messages). An
+        exception from your own ``on_step`` propagates, and so does Ctrl-C; the step
+        in progress is kept in the trace, marked ``interrupted``. A ``confirm``
+        callback that raises counts as declined.
         """
         state = self._start(task, history)
         stop = None
