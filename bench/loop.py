@@ -44,6 +44,44 @@ def run(max_context_chars, default_timeout):
     return median(durations[:200]), median(durations[-200:]), sum(durations) / STEPS
 
 
+def dispatch_costs(calls=5000):
+    """Per call: registry.call with a time limit (reused worker), without one (inline), and a
+    naive new thread per call (start + join with timeout), all on a trivial tool."""
+    import queue
+    import threading
+
+    tools = ToolRegistry(default_timeout=30.0)
+    tools.register(lambda: "ok", name="noop", parameters={"type": "object", "properties": {}})
+    inline = ToolRegistry(default_timeout=None)
+    inline.register(lambda: "ok", name="noop", parameters={"type": "object", "properties": {}})
+
+    def thread_per_call():
+        box = []
+        worker = threading.Thread(target=lambda: box.append("ok"), daemon=True)
+        worker.start()
+        worker.join(30.0)
+
+    jobs, results = queue.SimpleQueue(), queue.SimpleQueue()
+    threading.Thread(target=lambda: [results.put(job()) for job in iter(jobs.get, None)], daemon=True).start()
+
+    def bare_hand_off():  # the machine's floor: one job to a waiting thread and back
+        jobs.put(lambda: "ok")
+        results.get(timeout=30.0)
+
+    rows = []
+    for label, func in [("bare thread hand-off (the floor)", bare_hand_off),
+                        ("registry.call, reused worker thread", lambda: tools.call("noop", {})),
+                        ("registry.call, inline (no limit)", lambda: inline.call("noop", {})),
+                        ("a new thread per call (not used)", thread_per_call)]:
+        func()
+        started = time.perf_counter()
+        for _ in range(calls):
+            func()
+        rows.append([label, f"{(time.perf_counter() - started) / calls * 1e6:.0f} µs"])
+    jobs.put(None)
+    return rows
+
+
 def main():
     print(f"Agent loop, {STEPS} steps, instant model and tool, on {machine()}\n")
     run(None, 30.0)  # warm up: caches, worker thread, CPU clock
@@ -55,6 +93,8 @@ def main():
         rows.append([label, f"{mean * 1e6:.0f} µs", f"{first * 1e6:.0f} µs", f"{last * 1e6:.0f} µs",
                      f"{last / first:.2f}"])
     table(["setup", "mean per step", "median first 200", "median last 200", "last/first"], rows)
+    print()
+    table(["one tool call", "time"], dispatch_costs())
 
 
 if __name__ == "__main__":
