@@ -45,8 +45,10 @@ def main():
         for steps in (10, 50, 200):
             sent = measure(steps, budget)
             totals[(budget, steps)] = sum(sent)
-            rows.append([budget or "none", steps, f"{sent[-1]:,}", f"{sum(sent):,}", f"{sum(sent) // 4:,}"])
-    table(["max_context_chars", "steps", "chars in last call", "chars in total", "≈ prompt tokens"], rows)
+            rows.append([budget or "none", steps, f"{sum(sent) // len(sent):,}", f"{sent[-1]:,}", f"{sum(sent):,}",
+                         f"{sum(sent) // 4:,}"])
+    table(["max_context_chars", "steps", "chars per call (mean)", "chars in last call", "chars in total",
+           "≈ prompt tokens"], rows)
     print()
     for budget in (None, 8000):
         growth = totals[(budget, 200)] / totals[(budget, 50)]
