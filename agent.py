@@ -730,7 +730,8 @@ _FENCE_OPEN = re.compile(r"```[\w+.-]*[ \t]*\n?")
 _ACTION_START = re.compile(r"\{|\[\s*\{")
 _STRUCTURE = re.compile(r"[][{}\"']")
 _STRING_BODY = {'"': re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.S), "'": re.compile(r"[^'\\]*(?:\\.[^'\\]*)*'", re.S)}
-_ONLY_TAGS = re.compile(r"(?:\s+|<\|?/?[\w.-]+\|?>|\[/?[A-Z_]+\]|<｜[^｜<>]{0,40}｜>|json|JSON|assistant|```\w*)*\Z")
+_SPECIAL_TOKEN = re.compile(
+    r"<\|?/?[\w.-]{1,40}\|?>|\[/?[A-Z_]{1,20}\]|<｜[^｜<>]{0,40}｜>|```\w*|\b(?:json|JSON|assistant)\b")
 _OBSERVATION_TAIL = re.compile(r"\[OBSERVATION\]|\bObservation\s*:|^[ \t>*#]*(?i:observation)\s*:", re.M)
 _ACTION_KEY = re.compile(
     r"""(?:\[\s*)?\{\s*["']?(?:type|name|answer|arguments|thought|action|tool|tool_name|function|final_answer|action_input)["']?\s*:""")
@@ -878,7 +879,7 @@ def _locate(text: str, repairs: list) -> tuple[str, int]:
         raise _refuse("your reply contains no JSON object")
     before = text[:first.start()]
     if before.strip():
-        _note(repairs, "special_tokens" if _ONLY_TAGS.match(before) else "prose")
+        _note(repairs, "prose" if _SPECIAL_TOKEN.sub("", before).strip() else "special_tokens")
     return text, first.start()
 
 

@@ -127,8 +127,9 @@ def score(parser, errors, cases, refusals):
 
 
 def pathological():
-    return ["x" * 200_000, "{" * 10_000, '{"a": "' + "\\" * 150_000, "<think>" * 20_000, "```" * 50_000,
-            "'" * 150_000, '{"type": "final", "answer": "x"}' + " {" * 80_000, "\\n" * 90_000, '"' * 150_000]
+    return [" " * 5000 + "x {}", "\n \t" * 30_000 + "Here: {}", "x" * 200_000, "{" * 10_000,
+            '{"a": "' + "\\" * 150_000, "<think>" * 20_000, "```" * 50_000, "'" * 150_000,
+            '{"type": "final", "answer": "x"}' + " {" * 80_000, "\\n" * 90_000, '"' * 150_000]
 
 
 def worst_time(parser, errors, inputs):

@@ -307,3 +307,29 @@ def test_custom_system_prompt_gets_the_tool_listing():
 
 def test_system_prompt_without_tools_says_so():
     assert "(none: answer directly with the final shape)" in Agent(MockLLM([])).system_prompt
+
+
+@pytest.mark.parametrize("before", [" " * 5000 + "x", "\n \t" * 3000 + "Here:", "<|eot_id|> " * 5000 + "y",
+                                    "json " * 8000 + "z", "[A] " * 9000],
+                         ids=["spaces", "mixed whitespace", "tokens", "labels", "bracket tokens"])
+def test_long_prose_before_the_action_is_linear(before):
+    started = time.perf_counter()
+    action = parse_action(before + '\n{"type": "final", "answer": "ok"}')
+    assert action.answer == "ok" and ("prose" in action.repairs or "special_tokens" in action.repairs)
+    assert time.perf_counter() - started < 0.5  # was exponential in the whitespace run
+
+
+FRAGMENTS = [" ", "  ", "\n", "\t", "x", "json", "<|eot_id|>", "<think>", "</think>", "```", "{", "}", "[", "]",
+             '"', "'", "\\", ":", ",", "Observation:", '"type"', '"final"', "[TOOL_CALLS]", "True", "\\n"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(FRAGMENTS), st.integers(1, 400)), min_size=1, max_size=8))
+def test_long_runs_of_any_fragment_are_handled_quickly(runs):
+    text = "".join(fragment * count for fragment, count in runs)
+    started = time.perf_counter()
+    try:
+        parse_action(text)
+    except ActionFormatError:
+        pass
+    assert time.perf_counter() - started < 1.0  # a backtracking blow-up shows up as seconds
