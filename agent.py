@@ -144,7 +144,10 @@ _SYNTAX_NAMES = {
 _BRACKETS = re.compile(r"[][(){}]")
 
 
-def _check_brackets(expr: str) -> None:
+def _check_size(expr: str) -> None:
+    """Refuse long input and deep brackets before parsing, so the parser never sees them."""
+    if len(expr) > _MAX_EXPR_CHARS:
+        raise UnsafeExpression(f"expression is {len(expr):,} characters long (limit {_MAX_EXPR_CHARS:,})", expr[:100])
     depth = 0
     for match in _BRACKETS.finditer(expr):
         depth += 1 if match.group() in "([{" else -1
@@ -205,9 +208,7 @@ def safe_eval(expr: str) -> int | float:
     """
     if not isinstance(expr, str):
         raise UnsafeExpression(f"expected the expression as text, got {type(expr).__name__}")
-    if len(expr) > _MAX_EXPR_CHARS:
-        raise UnsafeExpression(f"expression is {len(expr):,} characters long (limit {_MAX_EXPR_CHARS:,})", expr[:100])
-    _check_brackets(expr)
+    _check_size(expr)
     try:
         tree = ast.parse(expr.strip(), mode="eval")
         return _check_number(_eval_node(tree.body, 0), expr)
@@ -220,7 +221,7 @@ def safe_eval(expr: str) -> int | float:
         raise UnsafeExpression("expression is nested too deeply", expr) from None
     except ZeroDivisionError:
         raise UnsafeExpression("division by zero", expr) from None
-    except (OverflowError, ArithmeticError) as exc:
+    except ArithmeticError as exc:  # OverflowError
         raise UnsafeExpression(f"result too large: {exc}", expr) from None
 
 
@@ -1340,6 +1341,14 @@ class _Retryable(Exception):
         self.retry_after = retry_after
 
 
+def _backoff(attempt: int) -> float:
+    """Seconds before retry number attempt+1: exponential (0.5 s doubling, capped at 30 s), half of it jitter."""
+    import random
+
+    base = min(30.0, 0.5 * 2 ** attempt)
+    return base / 2 + random.uniform(0, base / 2)
+
+
 def _chat_url(base_url: str) -> str:
     url = (base_url or "").strip().rstrip("/")
     if not url.startswith(("http://", "https://")):
@@ -1484,25 +1493,22 @@ class OpenAICompatLLM:
         return body
 
     def _post(self, body: dict) -> dict:
-        import random
         import urllib.request
 
         request = urllib.request.Request(self.url, data=json.dumps(body).encode("utf-8"),
                                          headers=self._request_headers(), method="POST")
         opener = self._opener or urllib.request.build_opener()
-        for attempt in range(self.max_retries + 1):
+        attempt = 0
+        while True:
             try:
                 return self._attempt(opener, request)
             except _Retryable as exc:
                 if attempt == self.max_retries:
                     raise LLMError(f"{exc} (gave up after {attempt + 1} attempts)", exc.status) from None
-                delay = exc.retry_after
-                if delay is None:
-                    base = min(30.0, 0.5 * 2 ** attempt)
-                    delay = base / 2 + random.uniform(0, base / 2)
+                delay = exc.retry_after if exc.retry_after is not None else _backoff(attempt)
                 _log.info("model request failed (%s); retrying in %.1f s", exc, delay)
                 self._sleep(delay)
-        raise AssertionError("unreachable")
+                attempt += 1
 
     def _request_headers(self) -> dict:
         headers = {"Content-Type": "application/json", "Accept": "application/json",

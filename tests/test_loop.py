@@ -386,3 +386,13 @@ def test_history_ending_with_a_user_message_keeps_roles_alternating():
     second = agent.run("second", history=stopped.messages)
     assert_alternating(second.messages[:-1])
     assert second.messages[3]["content"].endswith("\n\nsecond")
+
+
+def test_history_before_the_task_is_always_sent_under_a_budget():
+    history = [{"role": "system", "content": "sys"}, {"role": "user", "content": "earlier " * 300},
+               {"role": "assistant", "content": "answer " * 300}]
+    llm = MockLLM([call("add", a=i, b=1) for i in range(8)] + [final("x")])
+    Agent(llm, make_tools(), max_context_chars=1000).run("now", history=history)
+    for sent in llm.calls:
+        assert sent[:3] == history and sent[3]["content"].startswith("now")
+    assert "left out" in llm.calls[-1][3]["content"]

@@ -333,3 +333,7 @@ def test_long_runs_of_any_fragment_are_handled_quickly(runs):
     except ActionFormatError:
         pass
     assert time.perf_counter() - started < 1.0  # a backtracking blow-up shows up as seconds
+
+
+def test_a_bracket_counts_only_when_an_object_follows():
+    check_parse('Step [1] of [2]: {"type": "final", "answer": "x"}', "final", answer="x")
