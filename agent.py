@@ -80,11 +80,16 @@ class ToolError(AgentError):
 
 
 class LLMError(AgentError):
-    """The model endpoint failed after retries; ``.status`` is the HTTP status or None."""
+    """The model endpoint failed after retries; ``.status`` is the HTTP status or None.
 
-    def __init__(self, message: str, status: Optional[int] = None) -> None:
+    ``.kind`` names a failure the agent can act on: ``"context_overflow"`` when the
+    prompt does not fit the model's context window, else None.
+    """
+
+    def __init__(self, message: str, status: Optional[int] = None, kind: Optional[str] = None) -> None:
         super().__init__(message)
         self.status = status
+        self.kind = kind
 
 
 # -- Calculator ------------------------------------------------------------------------
@@ -1267,6 +1272,7 @@ class MockLLM:
     def __init__(self, replies: Optional[Iterable] = None) -> None:
         self.replies = None if replies is None else list(replies)
         self.calls: list = []
+        self.options: list = []              # the per-call options of each call, e.g. response_schema
         self.last_finish_reason: Optional[str] = None
 
     @classmethod
@@ -1294,8 +1300,10 @@ class MockLLM:
             raise ValueError(f"{path} holds no steps to replay")
         return cls([step["raw"] for step in steps if isinstance(step, dict) and isinstance(step.get("raw"), str)])
 
-    def chat(self, messages: list) -> str:
+    def chat(self, messages: list, **options: Any) -> str:
+        """The next scripted reply (or the planner's); ``options`` are recorded in ``.options``."""
         self.calls.append([dict(message) for message in messages])
+        self.options.append(dict(options))
         if self.replies is None:
             return self._plan(messages)
         if len(self.calls) > len(self.replies):
@@ -1596,6 +1604,9 @@ class Step:
     error: Optional[str] = None           # what went wrong in this step, or None
     llm_seconds: float = 0.0
     tool_seconds: float = 0.0
+    finish_reason: Optional[str] = None   # the client's finish_reason for this reply, when it reports one
+    reasoning: Optional[str] = None       # a separate reasoning field the server sent, never parsed
+    notes: list = field(default_factory=list)   # what the agent changed for this call (ladder rungs, budgets)
 
     def to_dict(self) -> dict:
         data = asdict(self)
