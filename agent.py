@@ -147,6 +147,10 @@ _SYNTAX_NAMES = {
     ast.Starred: "* unpacking", ast.Await: "await", ast.Yield: "yield",
 }
 _BRACKETS = re.compile(r"[][(){}]")
+_ADDITIVE = {"+": ast.Add, "-": ast.Sub}
+_MULTIPLICATIVE = {"*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv, "%": ast.Mod}
+_CHAIN_SYMBOLS = {**_ADDITIVE, **_MULTIPLICATIVE}
+_OPENERS, _CLOSERS = ("(", "[", "{"), (")", "]", "}")
 
 
 def _check_size(expr: str) -> None:
@@ -189,6 +193,65 @@ def _literal(value):
     raise UnsafeExpression(f"{kind} not allowed in a calculation")
 
 
+class _TokenError(Exception):
+    """tokenize could not read the text (internal; tokenize's own error class is imported lazily)."""
+
+
+def _parse(text: str) -> ast.AST:
+    """Parse with ast; a chain too long for Python's parser is split at its top-level operators.
+
+    CPython refuses a tree ~3,000 levels deep, and ``1+1+...+1`` is a left spine that
+    deep. The size cap already bounds the work, so only the shape is worked around.
+    """
+    try:
+        return ast.parse(text, mode="eval").body
+    except (RecursionError, MemoryError):
+        return _parse_chain(text)
+
+
+def _parse_chain(text: str) -> ast.AST:
+    # Fold "a op b op c ..." with two precedence levels (+ - below * / // %);
+    # each operand is parsed by ast alone, and _eval_node walks the spine in a loop.
+    cuts = _top_level_operators(text)
+    if not cuts:
+        raise RecursionError  # one deep operand (a unary chain): nothing to split
+    total = total_op = term = term_op = None
+    for start, end, symbol in zip([0] + [c[1] for c in cuts], [c[0] for c in cuts] + [len(text)],
+                                  [c[2] for c in cuts] + [None]):
+        node = ast.parse(text[start:end].strip(), mode="eval").body
+        term = node if term_op is None else ast.BinOp(term, term_op(), node)
+        term_op = _MULTIPLICATIVE.get(symbol)
+        if term_op is None:
+            total = term if total_op is None else ast.BinOp(total, total_op(), term)
+            total_op, term = _ADDITIVE.get(symbol), None
+    return total
+
+
+def _top_level_operators(text: str) -> list:
+    """(start, end, symbol) of each binary + - * / // % outside brackets, found with tokenize."""
+    import io
+    import itertools
+    import tokenize
+
+    lines = io.StringIO(text).readlines()
+    offsets = list(itertools.accumulate(map(len, lines), initial=0))
+    operand_types = (tokenize.NAME, tokenize.NUMBER, tokenize.STRING)
+    cuts, depth, after_operand = [], 0, False
+    try:
+        for token in tokenize.generate_tokens(iter(lines).__next__):
+            if token.type not in operand_types and token.type != tokenize.OP:
+                continue  # line breaks, comments, the end marker
+            depth += (token.string in _OPENERS) - (token.string in _CLOSERS)
+            if depth == 0 and after_operand and token.string in _CHAIN_SYMBOLS:
+                start = offsets[token.start[0] - 1] + token.start[1]
+                cuts.append((start, start + len(token.string), token.string))
+            # A + or - right after an operand is binary; after an operator or "(" it is unary.
+            after_operand = token.type in operand_types or token.string in _CLOSERS
+    except (tokenize.TokenError, SyntaxError) as exc:
+        raise _TokenError(exc) from None
+    return cuts
+
+
 def safe_eval(expr: str) -> int | float:
     """Evaluate an arithmetic expression without eval: ``ast`` plus a whitelist.
 
@@ -215,12 +278,11 @@ def safe_eval(expr: str) -> int | float:
         raise UnsafeExpression(f"expected the expression as text, got {type(expr).__name__}")
     _check_size(expr)
     try:
-        tree = ast.parse(expr.strip(), mode="eval")
-        return _check_number(_eval_node(tree.body, 0), expr)
+        return _check_number(_eval_node(_parse(expr.strip()), 0), expr)
     except UnsafeExpression as exc:
         exc.expression = expr
         raise
-    except (SyntaxError, ValueError, TypeError) as exc:
+    except (SyntaxError, ValueError, TypeError, _TokenError) as exc:
         raise UnsafeExpression(f"not a valid arithmetic expression: {exc}", expr) from None
     except (RecursionError, MemoryError):
         raise UnsafeExpression("expression is nested too deeply", expr) from None
