@@ -519,28 +519,158 @@ def _truncate(text: str, max_chars: Optional[int]) -> str:
     return f"{text[:head]}\n[... {len(text) - head - tail:,} characters cut ...]\n{text[len(text) - tail:]}"
 
 
+_IDLE_SECONDS = 5.0         # an idle worker thread exits after this long
+_MAX_ABANDONED = 16         # calls still running past their limit; beyond this no call is started
+_MIN_START_SECONDS = 0.05   # a tool is never started with less of the caller's time budget left
+
+
 class _Timeout(Exception):
     """A tool ran past its time limit (internal)."""
 
 
-class _Worker:
-    """A reusable daemon thread that runs one tool call at a time."""
+class _NotStarted(Exception):
+    """A tool call was refused before the tool ran (internal); the message says why."""
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _invoke(func: Callable, kwargs: dict) -> Any:
+    """Call a tool; an ``async def`` tool is run to the end on an event loop of this thread."""
+    result = func(**kwargs)
+    if hasattr(type(result), "__await__"):
+        import asyncio  # only async tools pay for the import
+
+        result = asyncio.run(_awaited(result))
+    return result
+
+
+class _Job:
+    """One tool call handed to a worker, and its outcome (internal).
+
+    ``state`` (guarded by the pool's lock) goes waiting -> running -> done; the
+    caller that gives up turns waiting into cancelled (the tool never runs) and
+    running into abandoned (the worker ends when the tool returns).
+    """
+
+    __slots__ = ("func", "kwargs", "state", "outcome")
+
+    def __init__(self, func: Callable, kwargs: dict) -> None:
+        self.func, self.kwargs, self.state = func, kwargs, "waiting"
+        self.outcome: queue.SimpleQueue = queue.SimpleQueue()
+
+
+class _Pool:
+    """The process-wide daemon threads that run tools with a time limit (internal).
+
+    Python cannot kill a thread, so what can be bounded is: one pool for every
+    registry; idle workers exit after ``_IDLE_SECONDS``; a worker whose caller gave
+    up (its limit, or Ctrl-C) ends when its tool returns; and while
+    ``_MAX_ABANDONED`` such workers are still running, no new call is started.
+    Live threads are then at most busy + idle + abandoned.
+    """
 
     def __init__(self) -> None:
-        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self.results: queue.SimpleQueue = queue.SimpleQueue()
-        threading.Thread(target=self._serve, name="agent-tool", daemon=True).start()
+        self.lock = threading.Lock()
+        self.idle: list = []     # the inboxes of workers waiting for a job
+        self.abandoned = 0       # workers still inside a tool nobody waits for
 
-    def _serve(self) -> None:
+    def run(self, func: Callable, kwargs: dict, limit: Optional[float]) -> Any:
+        """Run func on a worker; _Timeout past limit, _NotStarted over the cap."""
+        job = _Job(func, kwargs)
+        try:
+            self._hand_over(job)
+            ok, value = self._wait(job, limit)
+        except BaseException:  # the limit passed, or Ctrl-C (even while handing over)
+            with self.lock:  # no call before the state changes: a signal cannot land in between
+                if job.state == "running":
+                    job.state = "abandoned"
+                    self.abandoned += 1
+                elif job.state == "waiting":
+                    job.state = "cancelled"
+            raise
+        if ok:
+            return value
+        raise value
+
+    def _wait(self, job: _Job, limit: Optional[float]) -> tuple:
+        # A signal can end SimpleQueue.get early with Empty: only the clock says the limit passed.
+        deadline = None if limit is None else time.monotonic() + limit
         while True:
-            job = self.jobs.get()
-            if job is None:
-                return  # abandoned after a timeout, or shut down
-            func, kwargs = job
             try:
-                self.results.put((True, func(**kwargs)))
-            except BaseException as exc:  # handed to the caller, which reports it
-                self.results.put((False, exc))
+                return job.outcome.get(timeout=None if deadline is None else max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                if time.monotonic() < deadline:
+                    continue
+            with self.lock:
+                if job.state != "done":
+                    raise _Timeout
+            return job.outcome.get_nowait()  # it finished just as the limit passed
+
+    def _hand_over(self, job: _Job) -> None:
+        with self.lock:
+            if self.abandoned >= _MAX_ABANDONED:
+                raise _NotStarted(f"{self.abandoned} earlier tool calls are still running past their time limit "
+                                  f"(at most {_MAX_ABANDONED} may). Try again later or go on without it")
+            inbox = self.idle.pop() if self.idle else None
+            if inbox is not None:
+                inbox.put(job)  # under the lock, so a worker never retires with a job on its way
+                return
+        inbox = queue.SimpleQueue()
+        inbox.put(job)
+        threading.Thread(target=self._serve, args=(inbox,), name="agent-tool", daemon=True).start()
+
+    def _serve(self, inbox: queue.SimpleQueue) -> None:
+        while True:
+            job = self._next_job(inbox)
+            if job is None:
+                return
+            outcome = None
+            if job.state == "running":
+                try:
+                    outcome = (True, _invoke(job.func, job.kwargs))
+                except BaseException as exc:  # handed to the caller, which reports it
+                    outcome = (False, exc)
+            with self.lock:
+                if job.state == "abandoned":
+                    self.abandoned -= 1
+                    return  # nobody waits for this result
+                if job.state == "running":
+                    job.state = "done"
+                    job.outcome.put(outcome)
+                self.idle.append(inbox)
+
+    def _next_job(self, inbox: queue.SimpleQueue) -> Optional[_Job]:
+        """The next job, marked running unless its caller already gave up; None: exit (idle too long)."""
+        while True:
+            try:
+                job = inbox.get(timeout=_IDLE_SECONDS)
+            except queue.Empty:
+                job = None
+            with self.lock:
+                if job is not None:
+                    job.state = "running" if job.state == "waiting" else job.state
+                    return job
+                if inbox in self.idle:
+                    self.idle.remove(inbox)
+                    return None
+                if inbox.empty():
+                    return None  # a caller took this worker, then was interrupted before handing over
+
+
+_POOL = _Pool()
+
+
+def _in_event_loop() -> bool:
+    asyncio = sys.modules.get("asyncio")  # never imported: no loop can be running
+    if asyncio is None:
+        return False
+    try:
+        asyncio.get_running_loop()
+        return True
+    except RuntimeError:
+        return False
 
 
 def _confirmed(confirm: Optional[Callable], name: str, arguments: dict) -> bool:
@@ -608,16 +738,14 @@ def _validate_object(value: dict, schema: dict, path: str) -> dict:
 class ToolRegistry:
     """The tools a model may call, by name; ``call`` validates, runs and never raises.
 
-    Tools with a time limit run on reused worker threads: a limit that does not
-    fire costs microseconds, and a tool that overruns is abandoned (its thread
-    finishes in the background) and its worker replaced.
+    Tools with a time limit run on the worker threads of one process-wide pool
+    (``_Pool``): a limit that does not fire costs microseconds, and a tool that
+    overruns is abandoned (its thread finishes in the background, then ends).
     """
 
     def __init__(self, default_timeout: Optional[float] = 30.0) -> None:
         self.default_timeout = default_timeout  # seconds per call; a tool's own timeout wins
         self._tools: dict = {}
-        self._idle: list = []
-        self._lock = threading.Lock()
 
     def register(self, func: Any = None, *, name: Optional[str] = None, description: Optional[str] = None,
                  parameters: Optional[dict] = None, timeout: Optional[float] = None, confirm: bool = False) -> Any:
@@ -715,6 +843,8 @@ class ToolRegistry:
         except _Timeout:
             return (f"ERROR: {name!r} did not finish within {limit:g} s and was abandoned. "
                     "Try smaller input or another approach.")
+        except _NotStarted as exc:
+            return f"ERROR: {name!r} was not started: {exc}."
         except KeyboardInterrupt:
             raise
         except BaseException as exc:
@@ -735,22 +865,14 @@ class ToolRegistry:
         return f"ERROR: unknown tool {name!r}.{hint} Available tools: {available}."
 
     def _run(self, func: Callable, kwargs: dict, limit: Optional[float]) -> Any:
-        if limit is None:
-            return func(**kwargs)  # no limit: run inline, no thread needed
-        with self._lock:
-            worker = self._idle.pop() if self._idle else None
-        worker = worker or _Worker()
-        worker.jobs.put((func, kwargs))
-        try:
-            ok, value = worker.results.get(timeout=max(limit, 0.0))
-        except queue.Empty:
-            worker.jobs.put(None)  # abandon it: the thread exits when the tool returns
-            raise _Timeout from None
-        with self._lock:
-            self._idle.append(worker)
-        if ok:
-            return value
-        raise value
+        if limit is not None:
+            return _POOL.run(func, kwargs, limit)
+        result = func(**kwargs)  # no limit: run inline, no thread needed
+        if not hasattr(type(result), "__await__"):
+            return result
+        if _in_event_loop():  # asyncio.run cannot nest: await it on a worker's own loop
+            return _POOL.run(_awaited, {"awaitable": result}, None)
+        return _invoke(_awaited, {"awaitable": result})
 
 
 # -- Protocol --------------------------------------------------------------------------

@@ -1,0 +1,158 @@
+"""Hostile tools and careless callers: threads stay bounded, budgets are honoured, every writer survives.
+
+Issue #11 items 3, 4 and 5: worker threads that never exit, a tool started after the
+time budget is spent, and a lone surrogate that breaks save().
+"""
+import signal
+import threading
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import agent
+from agent import Agent, MockLLM, ToolRegistry
+
+
+def tool_threads():
+    return sum(1 for thread in threading.enumerate() if thread.name == "agent-tool")
+
+
+def wait_until(condition, seconds=10.0):
+    """Poll until condition() holds; the bound only stops a broken test from hanging."""
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return condition()
+
+
+@pytest.fixture
+def quick_idle(monkeypatch):
+    """Idle workers exit after 10 ms instead of seconds, so a test can see them go."""
+    monkeypatch.setattr(agent, "_IDLE_SECONDS", 0.01)
+
+
+# -- threads: one bounded pool for the whole process ------------------------------------
+
+def test_thread_count_returns_to_start_after_a_thousand_runs(quick_idle):
+    def shout(text: str) -> str:
+        """Upper-case the text."""
+        return text.upper()
+
+    reply = '{"type": "tool_call", "thought": "", "name": "shout", "arguments": {"text": "hi"}}'
+    before = threading.active_count()
+    for i in range(500):
+        assert agent.run("What is 6 * 7?").answer is not None  # a new registry every call
+        result = Agent(MockLLM([reply, '{"type": "final", "thought": "", "answer": "HI"}']), [shout]).run("go")
+        assert result.steps[0].observation.startswith("[OBSERVATION] HI")
+        assert tool_threads() <= 2  # idle workers are reused across registries, not piled up
+    assert wait_until(lambda: threading.active_count() == before)
+
+
+def test_workers_are_shared_by_all_registries():
+    seen = set()
+    registries = [ToolRegistry() for _ in range(20)]
+    for registry in registries:
+        registry.register(lambda: seen.add(threading.get_ident()) or "ok", name="where")
+        assert registry.call("where", {}) == "ok"
+    assert len(seen) == 1
+
+
+def test_idle_workers_exit_after_the_idle_delay(quick_idle):
+    registry = ToolRegistry()
+    registry.register(lambda: "ok", name="noop")
+    assert registry.call("noop", {}) == "ok"
+    assert wait_until(lambda: tool_threads() == 0)
+    assert registry.call("noop", {}) == "ok"  # a fresh worker starts when needed
+
+
+def test_workers_are_daemon_threads():
+    registry = ToolRegistry()
+    registry.register(lambda: threading.current_thread().daemon, name="daemon")
+    assert registry.call("daemon", {}) == "true"
+
+
+def test_abandoned_workers_are_capped_and_the_call_is_not_started(monkeypatch):
+    monkeypatch.setattr(agent, "_MAX_ABANDONED", 2)
+    release, ran = threading.Event(), []
+    registry = ToolRegistry()
+
+    @registry.register(timeout=0.01)
+    def stuck(n: int) -> str:
+        ran.append(n)
+        release.wait(10)
+        return "late"
+
+    try:
+        assert "abandoned" in registry.call("stuck", {"n": 1})
+        assert "abandoned" in registry.call("stuck", {"n": 2})
+        observation = registry.call("stuck", {"n": 3})
+        assert observation.startswith("ERROR: 'stuck' was not started: 2 earlier tool calls")
+        assert ran == [1, 2]
+    finally:
+        release.set()
+    assert wait_until(lambda: registry.call("stuck", {"n": 4}) == "late")  # the cap frees as they finish
+
+
+needs_signals = pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="needs signal.pthread_kill")
+
+
+def interrupt_caller():
+    """Deliver Ctrl-C to the main thread, which is waiting for this tool."""
+    signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+
+@needs_signals
+def test_ctrl_c_during_a_threaded_tool_leaves_only_that_worker(quick_idle):
+    release = threading.Event()
+    registry = ToolRegistry()
+
+    @registry.register
+    def hang() -> str:
+        interrupt_caller()
+        release.wait(10)
+        return "late"
+
+    before = tool_threads()
+    with pytest.raises(KeyboardInterrupt):
+        registry.call("hang", {})
+    assert tool_threads() <= before + 1  # the worker still inside hang(), and nothing else
+    release.set()
+    assert wait_until(lambda: tool_threads() <= before)  # it ends with its tool
+
+
+CAP = 3
+KINDS = st.sampled_from(["fast", "slow", "raise", "interrupt"])
+
+
+@needs_signals
+@settings(max_examples=25, deadline=None)
+@given(st.lists(KINDS, max_size=12))
+def test_any_mix_of_tools_keeps_the_thread_count_bounded(kinds):
+    saved = agent._IDLE_SECONDS, agent._MAX_ABANDONED
+    agent._IDLE_SECONDS, agent._MAX_ABANDONED = 0.01, CAP
+    release = threading.Event()
+    registry = ToolRegistry(default_timeout=5)
+    registry.register(lambda: "ok", name="fast")
+    registry.register(lambda: release.wait(10) and "late", name="slow", timeout=0.01)
+    registry.register(lambda: 1 / 0, name="raise")
+    registry.register(lambda: interrupt_caller() or release.wait(10), name="interrupt")
+    expected = {"fast": "ok", "slow": "was abandoned", "raise": "ZeroDivisionError"}
+    before, stuck = tool_threads(), 0  # stuck: calls still inside their tool (timed out or interrupted)
+    try:
+        for kind in kinds:
+            if stuck >= CAP:
+                assert "was not started" in registry.call(kind, {})
+            elif kind == "interrupt":
+                with pytest.raises(KeyboardInterrupt):
+                    registry.call(kind, {})
+            else:
+                assert expected[kind] in registry.call(kind, {})
+            stuck += kind in ("slow", "interrupt") and stuck < CAP
+            assert tool_threads() <= before + stuck + 1
+        release.set()
+        assert wait_until(lambda: tool_threads() <= before)
+    finally:
+        release.set()
+        agent._IDLE_SECONDS, agent._MAX_ABANDONED = saved
