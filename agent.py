@@ -813,7 +813,8 @@ class ToolRegistry:
         Every failure -- unknown tool, invalid arguments, a declined confirmation,
         an exception, a timeout -- comes back as text starting with ``ERROR:`` that
         says what to do next. ``timeout`` caps the tool's own limit (the agent's
-        remaining time); output over ``max_chars`` keeps its head and tail.
+        remaining time) and, under 50 ms, means the tool is not started at all;
+        output over ``max_chars`` keeps its head and tail.
         """
         try:
             return _truncate(self._call(name, arguments, confirm, timeout), max_chars)
@@ -833,6 +834,9 @@ class ToolRegistry:
         except _ArgumentError as exc:
             expected = json.dumps(tool.parameters.get("properties", {}), ensure_ascii=False)
             return f"ERROR: invalid arguments for {name!r}: {exc}. Expected arguments: {expected}. Fix and call again."
+        if timeout is not None and timeout < _MIN_START_SECONDS:  # it could only be abandoned, side effects and all
+            return (f"ERROR: {name!r} was not started: only {max(timeout, 0.0):.2f} s of the time budget was left. "
+                    "Give the final answer with what you have.")
         if tool.confirm and not _confirmed(confirm, name, kwargs):
             return f"ERROR: the user declined to run {name!r} with these arguments. Do not retry it; go on without it."
         limit = tool.timeout if tool.timeout is not None else self.default_timeout
@@ -2021,6 +2025,8 @@ class Agent:
         started = time.monotonic()
         text = self.tools.call(action.name, action.arguments, confirm=self.confirm,
                                max_chars=self.max_observation_chars, timeout=timeout)
+        if timeout is not None and timeout < _MIN_START_SECONDS:
+            time.sleep(timeout + 0.001)  # not started, and too little time left for anything: stop with time_limit
         step.tool_seconds = time.monotonic() - started
         _log.debug("step %d: tool %s took %.3f s", step.index, action.name, step.tool_seconds)
         if text.startswith("ERROR:"):

@@ -156,3 +156,57 @@ def test_any_mix_of_tools_keeps_the_thread_count_bounded(kinds):
     finally:
         release.set()
         agent._IDLE_SECONDS, agent._MAX_ABANDONED = saved
+
+
+# -- the time budget: a tool is never started too late -----------------------------------
+
+def test_a_tool_is_not_started_with_less_than_the_floor_left():
+    ran = []
+    registry = ToolRegistry()
+    registry.register(lambda: ran.append(1) or "ran", name="act")
+    for left in (0.0, -1.0, 0.01, 0.049):
+        observation = registry.call("act", {}, timeout=left)
+        assert observation.startswith(f"ERROR: 'act' was not started: only {max(left, 0):.2f} s of the time budget")
+    assert ran == []
+    assert registry.call("act", {}, timeout=0.05) == "ran"
+
+
+def test_not_started_is_told_apart_from_abandoned():
+    release = threading.Event()
+    registry = ToolRegistry()
+    registry.register(lambda: release.wait(5) and "late", name="slow")
+    try:
+        assert "was abandoned" in registry.call("slow", {}, timeout=0.06)
+        assert "was not started" in registry.call("slow", {}, timeout=0.01)
+    finally:
+        release.set()
+
+
+def test_a_model_call_that_spends_the_budget_stops_the_run_before_the_tool():
+    ran = []
+
+    def act() -> str:
+        """Do something with a side effect."""
+        ran.append(1)
+        return "done"
+
+    def slow_model(messages):
+        time.sleep(0.06)  # spends the whole max_seconds
+        return '{"type": "tool_call", "thought": "", "name": "act", "arguments": {}}'
+
+    result = Agent(MockLLM([slow_model]), [act], max_seconds=0.05).run("act")
+    assert ran == []
+    assert result.stop_reason == "time_limit"
+    assert result.steps[0].error.startswith("ERROR: 'act' was not started: only 0.00 s of the time budget was left")
+    assert "was not started" in result.steps[0].observation
+
+
+def test_a_sliver_of_budget_left_still_ends_the_run_with_time_limit():
+    ran = []
+    registry = ToolRegistry()
+    registry.register(lambda: ran.append(1) or "ran", name="act")
+    reply = '{"type": "tool_call", "thought": "", "name": "act", "arguments": {}}'
+    result = Agent(MockLLM([reply, '{"type": "final", "thought": "", "answer": "x"}']), registry,
+                   max_seconds=0.03).run("act")
+    assert ran == [] and "was not started" in result.steps[0].error
+    assert result.stop_reason == "time_limit" and len(result.steps) == 1
