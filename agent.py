@@ -582,13 +582,15 @@ class _Pool:
         try:
             self._hand_over(job)
             ok, value = self._wait(job, limit)
-        except BaseException:  # the limit passed, or Ctrl-C (even while handing over)
+        except BaseException as exc:  # the limit passed, or Ctrl-C (even while handing over)
             with self.lock:  # no call before the state changes: a signal cannot land in between
                 if job.state == "running":
                     job.state = "abandoned"
                     self.abandoned += 1
                 elif job.state == "waiting":
                     job.state = "cancelled"
+            if job.state == "cancelled" and isinstance(exc, _Timeout):
+                raise _NotStarted(f"no worker thread could start it within its {limit:g} s limit") from None
             raise
         if ok:
             return value
@@ -1824,14 +1826,48 @@ class AgentResult:
         return next((s.observation for s in reversed(self.steps) if s.observation is not None), None)
 
     def to_dict(self) -> dict:
-        return {"answer": self.answer, "stop_reason": self.stop_reason, "summary": self.summary,
-                "last_observation": self.last_observation, "usage": dict(self.usage), "seconds": self.seconds,
-                "steps": [step.to_dict() for step in self.steps], "messages": [dict(m) for m in self.messages]}
+        """The whole result as plain JSON data: ``json.dumps(..., allow_nan=False)`` always works."""
+        return self._plain({
+            "answer": self.answer, "stop_reason": self.stop_reason, "summary": self.summary,
+            "last_observation": self.last_observation, "usage": dict(self.usage), "seconds": self.seconds,
+            "steps": [step.to_dict() for step in self.steps], "messages": [dict(m) for m in self.messages]})
 
-    def save(self, path: str) -> None:
-        """Write the result as JSON; ``MockLLM.from_trace(path)`` replays it."""
-        with open(path, "w", encoding="utf-8") as handle:
-            json.dump(self.to_dict(), handle, ensure_ascii=False, indent=1, default=str)
+    @staticmethod
+    def _plain(value: Any) -> Any:
+        # Tool arguments may hold anything a custom client or tool put there: text keys,
+        # lists for tuples, and text for non-finite floats and other objects.
+        if isinstance(value, dict):
+            return {key if isinstance(key, str) else str(key): AgentResult._plain(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [AgentResult._plain(item) for item in value]
+        if value is None or isinstance(value, (str, bool, int)) or (type(value) is float and math.isfinite(value)):
+            return value
+        return str(value)
+
+    def save(self, path: Any) -> None:
+        """Write the result as JSON, atomically; ``MockLLM.from_trace(path)`` replays it.
+
+        The text goes to a temporary file beside ``path`` that then replaces it, so
+        the old file survives any failure. A lone surrogate (a model's ``"\\ud83d"``,
+        an undecodable file name) is written as its JSON escape and reads back
+        unchanged. Raises OSError when the file cannot be written.
+        """
+        path = os.fspath(path)
+        text = json.dumps(self.to_dict(), ensure_ascii=False, indent=1, allow_nan=False)
+        temp = f"{path}.{os.getpid()}-{os.urandom(4).hex()}.tmp"
+        try:
+            # Only strings can hold surrogates, and backslashreplace writes one as its JSON escape (\ud83d).
+            with open(temp, "x", encoding="utf-8", errors="backslashreplace") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temp, path)
+        except BaseException:
+            try:
+                os.remove(temp)
+            except OSError:
+                pass
+            raise
 
 
 @dataclass
