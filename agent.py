@@ -374,12 +374,13 @@ def _hint_schema(hint: Any, where: str) -> dict:
             schema["type"] = kinds.pop()
         return schema
     if origin in _UNION_TYPES and len(args) == 2 and type(None) in args:
-        inner = dict(_hint_schema(next(a for a in args if a is not type(None)), where))
-        if isinstance(inner.get("type"), str):
-            inner["type"] = [inner["type"], "null"]
-        if "enum" in inner:
-            inner["enum"] = inner["enum"] + [None]
-        return inner
+        inner = _hint_schema(next(a for a in args if a is not type(None)), where)
+        if not inner:
+            return inner  # Optional[Any]: anything, null included
+        if set(inner) == {"type"}:
+            return {"type": [inner["type"], "null"]}
+        # Not a list of types beside enum/items: llama.cpp's grammar reads such a list as bare types.
+        return {"anyOf": [inner, {"type": "null"}]}
     if origin is list:
         return {"type": "array", "items": _hint_schema(args[0], where)} if args else {"type": "array"}
     if origin is dict:
@@ -713,6 +714,9 @@ def _validate(value: Any, schema: dict, path: str) -> Any:
 
 
 def _validate_any_of(value: Any, options: list, path: str) -> Any:
+    kinds = [option.get("type") for option in options]
+    if all(isinstance(kind, str) for kind in kinds) and not any(_is_type(value, kind) for kind in kinds):
+        raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got {_shown(value)}")
     errors = []
     for option in options:
         try:
@@ -789,24 +793,31 @@ class ToolRegistry:
         return [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                   "parameters": t.parameters}} for t in self._tools.values()]
 
-    def action_schema(self) -> dict:
-        """JSON Schema of one valid reply: ``oneOf`` a tool_call per tool, plus final.
+    def action_schema(self, max_thought_chars: Optional[int] = 300) -> dict:
+        """JSON Schema of one valid reply: ``anyOf`` a tool_call per tool, plus final.
 
         Give it to a server that does constrained decoding (``response_schema=``)
-        and the model cannot write a malformed action.
+        and the model cannot write a malformed action. ``thought`` is capped at
+        ``max_thought_chars`` (None: no cap), so a thought that repeats itself
+        ends instead of running to the token limit. ValueError for a cap below 1.
         """
+        if max_thought_chars is not None and (type(max_thought_chars) is not int or max_thought_chars < 1):
+            raise ValueError(f"invalid max_thought_chars {max_thought_chars!r} (must be an integer >= 1 or None)")
+        thought: dict = {"type": "string"}
+        if max_thought_chars is not None:
+            thought["maxLength"] = max_thought_chars
         branches = [{
             "type": "object",
-            "properties": {"type": {"const": "tool_call"}, "thought": {"type": "string"},
-                           "name": {"const": t.name}, "arguments": t.parameters},
+            "properties": {"type": {"const": "tool_call"}, "thought": dict(thought), "name": {"const": t.name},
+                           "arguments": t.parameters},
             "required": ["type", "thought", "name", "arguments"], "additionalProperties": False,
         } for t in self._tools.values()]
         branches.append({
             "type": "object",
-            "properties": {"type": {"const": "final"}, "thought": {"type": "string"}, "answer": {"type": "string"}},
+            "properties": {"type": {"const": "final"}, "thought": thought, "answer": {"type": "string"}},
             "required": ["type", "thought", "answer"], "additionalProperties": False,
         })
-        return {"oneOf": branches}
+        return {"anyOf": branches}  # not oneOf: more servers support anyOf, and xgrammar reads oneOf as anyOf
 
     def call(self, name: str, arguments: Any, *, confirm: Optional[Callable[[str, dict], bool]] = None,
              max_chars: Optional[int] = None, timeout: Optional[float] = None) -> str:

@@ -76,7 +76,18 @@ def test_string_annotations_are_resolved():
 
     props = schema_of(f)["properties"]
     assert props["n"] == {"type": "integer"}
-    assert props["tags"] == {"type": ["array", "null"], "items": {"type": "string"}}
+    assert props["tags"] == {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]}
+
+
+def test_optional_keeps_what_stands_beside_the_type():
+    def f(unit: Optional[Literal["c", "f"]] = None, tags: Optional[List[int]] = None, n: Optional[int] = None):
+        pass
+
+    props = schema_of(f)["properties"]
+    # a list of types only when nothing stands beside it: some consumers read such a list as bare types
+    assert props["unit"] == {"anyOf": [{"enum": ["c", "f"], "type": "string"}, {"type": "null"}]}
+    assert props["tags"] == {"anyOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "null"}]}
+    assert props["n"] == {"type": ["integer", "null"]}
 
 
 # -- registration -------------------------------------------------------------------
@@ -380,15 +391,98 @@ def test_tools_without_confirm_ignore_the_callback():
 
 def test_action_schema_has_one_branch_per_tool_plus_final(registry):
     schema = registry.action_schema()
-    branches = schema["oneOf"]
+    assert set(schema) == {"anyOf"}  # anyOf, not oneOf: more backends support it, and xgrammar reads oneOf so
+    branches = schema["anyOf"]
     assert len(branches) == 3
     for branch, tool in zip(branches, registry):
         assert branch["properties"]["type"] == {"const": "tool_call"}
         assert branch["properties"]["name"] == {"const": tool.name}
-        assert branch["properties"]["arguments"] is tool.parameters
+        assert branch["properties"]["arguments"] == tool.parameters
         assert branch["additionalProperties"] is False
     assert branches[-1]["properties"]["type"] == {"const": "final"}
     assert branches[-1]["required"] == ["type", "thought", "answer"]
+
+
+def test_thought_is_bounded_so_a_looping_thought_ends(registry):
+    thoughts = [branch["properties"]["thought"] for branch in registry.action_schema()["anyOf"]]
+    assert thoughts == [{"type": "string", "maxLength": 300}] * 3
+    assert registry.action_schema(max_thought_chars=80)["anyOf"][0]["properties"]["thought"]["maxLength"] == 80
+    assert registry.action_schema(max_thought_chars=None)["anyOf"][0]["properties"]["thought"] == {"type": "string"}
+    for bad in (0, -1, 2.5, True, "300"):
+        with pytest.raises(ValueError, match="max_thought_chars"):
+            registry.action_schema(max_thought_chars=bad)
+
+
+# What llama.cpp's JSON-Schema-to-grammar converter drops without an error, read from
+# ggml-org/llama.cpp common/json-schema-to-grammar.cpp (SchemaConverter::visit) and the
+# "unsupported features" list of grammars/README.md:
+# - these keywords are never turned into grammar rules:
+LLAMA_CPP_IGNORES = {"not", "if", "then", "else", "dependentSchemas", "dependentRequired", "patternProperties",
+                     "propertyNames", "uniqueItems", "contains", "minContains", "maxContains", "$anchor",
+                     "prefixItems", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+                     "minProperties", "maxProperties"}
+# - visit() takes the first matching branch in this order and reads nothing else of that schema:
+#   $ref, anyOf/oneOf, a list of types, const, enum, ... so what stands beside them is lost;
+# - minLength/maxLength only count on {"type": "string"}; a format only if it is one it knows.
+ANNOTATIONS = {"description", "title", "default", "examples", "$comment"}
+KNOWN_FORMATS = {"date", "time", "date-time", "uuid", "uuid1", "uuid2", "uuid3", "uuid4", "uuid5"}
+
+
+def llama_cpp_drops(schema, path="$"):
+    """Every constraint in schema that llama.cpp's grammar converter would silently ignore."""
+    if not isinstance(schema, dict):
+        return []
+    drops = [f"{path}.{key}" for key in sorted(set(schema) & LLAMA_CPP_IGNORES)]
+    constraints = set(schema) - ANNOTATIONS
+    for first in ("$ref", "anyOf", "oneOf"):
+        if first in schema:
+            drops += [f"{path}.{key} (beside {first})" for key in sorted(constraints - {first})]
+            break
+    else:
+        if isinstance(schema.get("type"), list):
+            drops += [f"{path}.{key} (beside a list of types)" for key in sorted(constraints - {"type"})]
+    if {"minLength", "maxLength"} & constraints and (schema.get("type") != "string" or {"pattern", "format"} & constraints):
+        drops.append(f"{path}.minLength/maxLength (not on a plain string)")
+    if "format" in schema and schema["format"] not in KNOWN_FORMATS:
+        drops.append(f"{path}.format {schema['format']}")
+    for key, sub in schema.get("properties", {}).items():
+        drops += llama_cpp_drops(sub, f"{path}.properties.{key}")
+    for key in ("items", "additionalProperties"):
+        drops += llama_cpp_drops(schema.get(key), f"{path}.{key}")
+    for key in ("anyOf", "oneOf", "allOf"):
+        for i, sub in enumerate(schema.get(key, [])):
+            drops += llama_cpp_drops(sub, f"{path}.{key}[{i}]")
+    return drops
+
+
+def test_the_drop_checker_finds_what_llama_cpp_ignores():
+    assert llama_cpp_drops({"type": ["string", "null"], "enum": ["a", None]}) == ["$.enum (beside a list of types)"]
+    assert llama_cpp_drops({"anyOf": [{"type": "number", "minimum": 0}], "properties": {}}) == [
+        "$.properties (beside anyOf)", "$.anyOf[0].minimum"]
+    assert llama_cpp_drops({"type": "object", "properties": {"s": {"type": "string", "format": "email",
+                                                                   "maxLength": 5}}}) == [
+        "$.properties.s.minLength/maxLength (not on a plain string)", "$.properties.s.format email"]
+    assert llama_cpp_drops({"oneOf": [{"type": "string"}], "description": "ok"}) == []
+
+
+def test_action_schema_holds_nothing_llama_cpp_drops():
+    registry = ToolRegistry()
+
+    @registry.register
+    def everything(s: str, i: int, x: float, b: bool, items: list, ints: List[int], d: dict, maybe: Optional[int],
+                   unit: Literal["c", "f"], maybe_unit: Optional[Literal["c", "f"]] = None,
+                   tags: Optional[List[str]] = None, nested: Optional[List[List[Literal[1, 2]]]] = None,
+                   anything: Any = None) -> str:
+        """Take every kind of parameter.
+
+        Args:
+            s: Some text.
+            maybe_unit: A unit, or nothing.
+        """
+        return "ok"
+
+    registry.register(lambda: "ok", name="no_arguments")
+    assert llama_cpp_drops(registry.action_schema()) == []
 
 
 def test_callable_objects_and_partials_can_be_tools():
