@@ -1,4 +1,5 @@
 """Tools: schemas from plain functions, validation, and a call() that never raises."""
+import json
 import threading
 import time
 from typing import Any, Dict, List, Literal, Optional
@@ -503,3 +504,85 @@ def test_callable_objects_and_partials_can_be_tools():
     assert registry.get("triple").parameters["properties"] == {"x": {"type": "integer"}}
     assert registry.call("triple", {"x": 4}) == "12"
     assert registry.call("square", {"base": 5}) == "25"
+
+
+# -- async tools -----------------------------------------------------------------------
+
+def test_async_tool_schema_is_inferred_like_a_plain_function():
+    async def fetch(url: str, retries: int = 2) -> str:
+        """Fetch a page.
+
+        Args:
+            url: The address.
+        """
+        return url
+
+    registry = ToolRegistry()
+    registry.register(fetch)
+    tool = registry.get("fetch")
+    assert tool.description == "Fetch a page."
+    assert tool.parameters["properties"] == {"url": {"type": "string", "description": "The address."},
+                                             "retries": {"type": "integer"}}
+    assert tool.parameters["required"] == ["url"]
+
+
+def test_async_tool_is_awaited_on_a_worker_and_inline():
+    import asyncio
+
+    async def double(n: int) -> dict:
+        """Double a number, after a pause."""
+        await asyncio.sleep(0)
+        return {"n": 2 * n, "thread": threading.get_ident()}
+
+    for timeout, same_thread in ((5.0, False), (None, True)):
+        registry = ToolRegistry(default_timeout=timeout)
+        registry.register(double)
+        result = json.loads(registry.call("double", {"n": 21}))
+        assert result["n"] == 42
+        assert (result["thread"] == threading.get_ident()) is same_thread
+
+
+def test_async_tool_errors_and_timeouts_become_observations():
+    import asyncio
+
+    registry = ToolRegistry()
+
+    @registry.register
+    async def broken() -> str:
+        raise ValueError("no such page")
+
+    @registry.register(timeout=0.06)
+    async def slow() -> str:
+        await asyncio.sleep(0.5)
+        return "late"
+
+    assert registry.call("broken", {}).startswith("ERROR: 'broken' raised ValueError: no such page")
+    assert "did not finish within 0.06 s" in registry.call("slow", {})
+
+
+def test_async_tool_without_a_limit_works_inside_a_running_event_loop():
+    import asyncio
+
+    registry = ToolRegistry(default_timeout=None)
+
+    @registry.register
+    async def ping() -> str:
+        return "pong"
+
+    async def caller():  # e.g. agent.run() called from async code: asyncio.run cannot nest
+        return registry.call("ping", {})
+
+    assert asyncio.run(caller()) == "pong"
+
+
+def test_agent_runs_an_async_tool():
+    from agent import Agent, MockLLM
+
+    async def shout(text: str) -> str:
+        """Upper-case the text."""
+        return text.upper()
+
+    replies = ['{"type": "tool_call", "thought": "", "name": "shout", "arguments": {"text": "hi"}}',
+               '{"type": "final", "thought": "", "answer": "HI"}']
+    result = Agent(MockLLM(replies), [shout]).run("shout hi")
+    assert result.steps[0].observation.startswith("[OBSERVATION] HI")
