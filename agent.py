@@ -584,7 +584,7 @@ class _Pool:
             self._hand_over(job)
             ok, value = self._wait(job, limit)
         except BaseException as exc:  # the limit passed, or Ctrl-C (even while handing over)
-            with self.lock:  # no call before the state changes: a signal cannot land in between
+            with self.lock:  # no call before the state changes (CPython checks signals at calls)
                 if job.state == "running":
                     job.state = "abandoned"
                     self.abandoned += 1
