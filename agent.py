@@ -147,6 +147,10 @@ _SYNTAX_NAMES = {
     ast.Starred: "* unpacking", ast.Await: "await", ast.Yield: "yield",
 }
 _BRACKETS = re.compile(r"[][(){}]")
+_ADDITIVE = {"+": ast.Add, "-": ast.Sub}
+_MULTIPLICATIVE = {"*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv, "%": ast.Mod}
+_CHAIN_SYMBOLS = {**_ADDITIVE, **_MULTIPLICATIVE}
+_OPENERS, _CLOSERS = ("(", "[", "{"), (")", "]", "}")
 
 
 def _check_size(expr: str) -> None:
@@ -189,6 +193,65 @@ def _literal(value):
     raise UnsafeExpression(f"{kind} not allowed in a calculation")
 
 
+class _TokenError(Exception):
+    """tokenize could not read the text (internal; tokenize's own error class is imported lazily)."""
+
+
+def _parse(text: str) -> ast.AST:
+    """Parse with ast; a chain too long for Python's parser is split at its top-level operators.
+
+    CPython refuses a tree ~3,000 levels deep, and ``1+1+...+1`` is a left spine that
+    deep. The size cap already bounds the work, so only the shape is worked around.
+    """
+    try:
+        return ast.parse(text, mode="eval").body
+    except (RecursionError, MemoryError):
+        return _parse_chain(text)
+
+
+def _parse_chain(text: str) -> ast.AST:
+    # Fold "a op b op c ..." with two precedence levels (+ - below * / // %);
+    # each operand is parsed by ast alone, and _eval_node walks the spine in a loop.
+    cuts = _top_level_operators(text)
+    if not cuts:
+        raise RecursionError  # one deep operand (a unary chain): nothing to split
+    total = total_op = term = term_op = None
+    for start, end, symbol in zip([0] + [c[1] for c in cuts], [c[0] for c in cuts] + [len(text)],
+                                  [c[2] for c in cuts] + [None]):
+        node = ast.parse(text[start:end].strip(), mode="eval").body
+        term = node if term_op is None else ast.BinOp(term, term_op(), node)
+        term_op = _MULTIPLICATIVE.get(symbol)
+        if term_op is None:
+            total = term if total_op is None else ast.BinOp(total, total_op(), term)
+            total_op, term = _ADDITIVE.get(symbol), None
+    return total
+
+
+def _top_level_operators(text: str) -> list:
+    """(start, end, symbol) of each binary + - * / // % outside brackets, found with tokenize."""
+    import io
+    import itertools
+    import tokenize
+
+    lines = io.StringIO(text).readlines()
+    offsets = list(itertools.accumulate(map(len, lines), initial=0))
+    operand_types = (tokenize.NAME, tokenize.NUMBER, tokenize.STRING)
+    cuts, depth, after_operand = [], 0, False
+    try:
+        for token in tokenize.generate_tokens(iter(lines).__next__):
+            if token.type not in operand_types and token.type != tokenize.OP:
+                continue  # line breaks, comments, the end marker
+            depth += (token.string in _OPENERS) - (token.string in _CLOSERS)
+            if depth == 0 and after_operand and token.string in _CHAIN_SYMBOLS:
+                start = offsets[token.start[0] - 1] + token.start[1]
+                cuts.append((start, start + len(token.string), token.string))
+            # A + or - right after an operand is binary; after an operator or "(" it is unary.
+            after_operand = token.type in operand_types or token.string in _CLOSERS
+    except (tokenize.TokenError, SyntaxError) as exc:
+        raise _TokenError(exc) from None
+    return cuts
+
+
 def safe_eval(expr: str) -> int | float:
     """Evaluate an arithmetic expression without eval: ``ast`` plus a whitelist.
 
@@ -215,12 +278,11 @@ def safe_eval(expr: str) -> int | float:
         raise UnsafeExpression(f"expected the expression as text, got {type(expr).__name__}")
     _check_size(expr)
     try:
-        tree = ast.parse(expr.strip(), mode="eval")
-        return _check_number(_eval_node(tree.body, 0), expr)
+        return _check_number(_eval_node(_parse(expr.strip()), 0), expr)
     except UnsafeExpression as exc:
         exc.expression = expr
         raise
-    except (SyntaxError, ValueError, TypeError) as exc:
+    except (SyntaxError, ValueError, TypeError, _TokenError) as exc:
         raise UnsafeExpression(f"not a valid arithmetic expression: {exc}", expr) from None
     except (RecursionError, MemoryError):
         raise UnsafeExpression("expression is nested too deeply", expr) from None
@@ -312,12 +374,13 @@ def _hint_schema(hint: Any, where: str) -> dict:
             schema["type"] = kinds.pop()
         return schema
     if origin in _UNION_TYPES and len(args) == 2 and type(None) in args:
-        inner = dict(_hint_schema(next(a for a in args if a is not type(None)), where))
-        if isinstance(inner.get("type"), str):
-            inner["type"] = [inner["type"], "null"]
-        if "enum" in inner:
-            inner["enum"] = inner["enum"] + [None]
-        return inner
+        inner = _hint_schema(next(a for a in args if a is not type(None)), where)
+        if not inner:
+            return inner  # Optional[Any]: anything, null included
+        if set(inner) == {"type"}:
+            return {"type": [inner["type"], "null"]}
+        # Not a list of types beside enum/items: llama.cpp's grammar reads such a list as bare types.
+        return {"anyOf": [inner, {"type": "null"}]}
     if origin is list:
         return {"type": "array", "items": _hint_schema(args[0], where)} if args else {"type": "array"}
     if origin is dict:
@@ -457,28 +520,160 @@ def _truncate(text: str, max_chars: Optional[int]) -> str:
     return f"{text[:head]}\n[... {len(text) - head - tail:,} characters cut ...]\n{text[len(text) - tail:]}"
 
 
+_IDLE_SECONDS = 5.0         # an idle worker thread exits after this long
+_MAX_ABANDONED = 16         # calls still running past their limit; beyond this no call is started
+_MIN_START_SECONDS = 0.05   # a tool is never started with less of the caller's time budget left
+
+
 class _Timeout(Exception):
     """A tool ran past its time limit (internal)."""
 
 
-class _Worker:
-    """A reusable daemon thread that runs one tool call at a time."""
+class _NotStarted(Exception):
+    """A tool call was refused before the tool ran (internal); the message says why."""
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _invoke(func: Callable, kwargs: dict) -> Any:
+    """Call a tool; an ``async def`` tool is run to the end on an event loop of this thread."""
+    result = func(**kwargs)
+    if hasattr(type(result), "__await__"):
+        import asyncio  # only async tools pay for the import
+
+        result = asyncio.run(_awaited(result))
+    return result
+
+
+class _Job:
+    """One tool call handed to a worker, and its outcome (internal).
+
+    ``state`` (guarded by the pool's lock) goes waiting -> running -> done; the
+    caller that gives up turns waiting into cancelled (the tool never runs) and
+    running into abandoned (the worker ends when the tool returns).
+    """
+
+    __slots__ = ("func", "kwargs", "state", "outcome")
+
+    def __init__(self, func: Callable, kwargs: dict) -> None:
+        self.func, self.kwargs, self.state = func, kwargs, "waiting"
+        self.outcome: queue.SimpleQueue = queue.SimpleQueue()
+
+
+class _Pool:
+    """The process-wide daemon threads that run tools with a time limit (internal).
+
+    Python cannot kill a thread, so what can be bounded is: one pool for every
+    registry; idle workers exit after ``_IDLE_SECONDS``; a worker whose caller gave
+    up (its limit, or Ctrl-C) ends when its tool returns; and while
+    ``_MAX_ABANDONED`` such workers are still running, no new call is started.
+    Live threads are then at most busy + idle + abandoned.
+    """
 
     def __init__(self) -> None:
-        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self.results: queue.SimpleQueue = queue.SimpleQueue()
-        threading.Thread(target=self._serve, name="agent-tool", daemon=True).start()
+        self.lock = threading.Lock()
+        self.idle: list = []     # the inboxes of workers waiting for a job
+        self.abandoned = 0       # workers still inside a tool nobody waits for
 
-    def _serve(self) -> None:
+    def run(self, func: Callable, kwargs: dict, limit: Optional[float]) -> Any:
+        """Run func on a worker; _Timeout past limit, _NotStarted over the cap."""
+        job = _Job(func, kwargs)
+        try:
+            self._hand_over(job)
+            ok, value = self._wait(job, limit)
+        except BaseException as exc:  # the limit passed, or Ctrl-C (even while handing over)
+            with self.lock:  # no call before the state changes (CPython checks signals at calls)
+                if job.state == "running":
+                    job.state = "abandoned"
+                    self.abandoned += 1
+                elif job.state == "waiting":
+                    job.state = "cancelled"
+            if job.state == "cancelled" and isinstance(exc, _Timeout):
+                raise _NotStarted(f"no worker thread could start it within its {limit:g} s limit") from None
+            raise
+        if ok:
+            return value
+        raise value
+
+    def _wait(self, job: _Job, limit: Optional[float]) -> tuple:
+        # A signal can end SimpleQueue.get early with Empty: only the clock says the limit passed.
+        deadline = None if limit is None else time.monotonic() + limit
         while True:
-            job = self.jobs.get()
-            if job is None:
-                return  # abandoned after a timeout, or shut down
-            func, kwargs = job
             try:
-                self.results.put((True, func(**kwargs)))
-            except BaseException as exc:  # handed to the caller, which reports it
-                self.results.put((False, exc))
+                return job.outcome.get(timeout=None if deadline is None else max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                if time.monotonic() < deadline:
+                    continue
+            with self.lock:
+                if job.state != "done":
+                    raise _Timeout
+            return job.outcome.get_nowait()  # it finished just as the limit passed
+
+    def _hand_over(self, job: _Job) -> None:
+        with self.lock:
+            if self.abandoned >= _MAX_ABANDONED:
+                raise _NotStarted(f"{self.abandoned} earlier tool calls are still running past their time limit "
+                                  f"(at most {_MAX_ABANDONED} may). Try again later or go on without it")
+            inbox = self.idle.pop() if self.idle else None
+            if inbox is not None:
+                inbox.put(job)  # under the lock, so a worker never retires with a job on its way
+                return
+        inbox = queue.SimpleQueue()
+        inbox.put(job)
+        threading.Thread(target=self._serve, args=(inbox,), name="agent-tool", daemon=True).start()
+
+    def _serve(self, inbox: queue.SimpleQueue) -> None:
+        while True:
+            job = self._next_job(inbox)
+            if job is None:
+                return
+            outcome = None
+            if job.state == "running":
+                try:
+                    outcome = (True, _invoke(job.func, job.kwargs))
+                except BaseException as exc:  # handed to the caller, which reports it
+                    outcome = (False, exc)
+            with self.lock:
+                if job.state == "abandoned":
+                    self.abandoned -= 1
+                    return  # nobody waits for this result
+                if job.state == "running":
+                    job.state = "done"
+                    job.outcome.put(outcome)
+                self.idle.append(inbox)
+
+    def _next_job(self, inbox: queue.SimpleQueue) -> Optional[_Job]:
+        """The next job, marked running unless its caller already gave up; None: exit (idle too long)."""
+        while True:
+            try:
+                job = inbox.get(timeout=_IDLE_SECONDS)
+            except queue.Empty:
+                job = None
+            with self.lock:
+                if job is not None:
+                    job.state = "running" if job.state == "waiting" else job.state
+                    return job
+                if inbox in self.idle:
+                    self.idle.remove(inbox)
+                    return None
+                if inbox.empty():
+                    return None  # a caller took this worker, then was interrupted before handing over
+
+
+_POOL = _Pool()
+
+
+def _in_event_loop() -> bool:
+    asyncio = sys.modules.get("asyncio")  # never imported: no loop can be running
+    if asyncio is None:
+        return False
+    try:
+        asyncio.get_running_loop()
+        return True
+    except RuntimeError:
+        return False
 
 
 def _confirmed(confirm: Optional[Callable], name: str, arguments: dict) -> bool:
@@ -519,6 +714,9 @@ def _validate(value: Any, schema: dict, path: str) -> Any:
 
 
 def _validate_any_of(value: Any, options: list, path: str) -> Any:
+    kinds = [option.get("type") for option in options]
+    if all(isinstance(kind, str) for kind in kinds) and not any(_is_type(value, kind) for kind in kinds):
+        raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got {_shown(value)}")
     errors = []
     for option in options:
         try:
@@ -546,16 +744,14 @@ def _validate_object(value: dict, schema: dict, path: str) -> dict:
 class ToolRegistry:
     """The tools a model may call, by name; ``call`` validates, runs and never raises.
 
-    Tools with a time limit run on reused worker threads: a limit that does not
-    fire costs microseconds, and a tool that overruns is abandoned (its thread
-    finishes in the background) and its worker replaced.
+    Tools with a time limit run on the worker threads of one process-wide pool
+    (``_Pool``): a limit that does not fire costs microseconds, and a tool that
+    overruns is abandoned (its thread finishes in the background, then ends).
     """
 
     def __init__(self, default_timeout: Optional[float] = 30.0) -> None:
         self.default_timeout = default_timeout  # seconds per call; a tool's own timeout wins
         self._tools: dict = {}
-        self._idle: list = []
-        self._lock = threading.Lock()
 
     def register(self, func: Any = None, *, name: Optional[str] = None, description: Optional[str] = None,
                  parameters: Optional[dict] = None, timeout: Optional[float] = None, confirm: bool = False) -> Any:
@@ -597,24 +793,31 @@ class ToolRegistry:
         return [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                   "parameters": t.parameters}} for t in self._tools.values()]
 
-    def action_schema(self) -> dict:
-        """JSON Schema of one valid reply: ``oneOf`` a tool_call per tool, plus final.
+    def action_schema(self, max_thought_chars: Optional[int] = 300) -> dict:
+        """JSON Schema of one valid reply: ``anyOf`` a tool_call per tool, plus final.
 
         Give it to a server that does constrained decoding (``response_schema=``)
-        and the model cannot write a malformed action.
+        and the model cannot write a malformed action. ``thought`` is capped at
+        ``max_thought_chars`` (None: no cap), so a thought that repeats itself
+        ends instead of running to the token limit. ValueError for a cap below 1.
         """
+        if max_thought_chars is not None and (type(max_thought_chars) is not int or max_thought_chars < 1):
+            raise ValueError(f"invalid max_thought_chars {max_thought_chars!r} (must be an integer >= 1 or None)")
+        thought: dict = {"type": "string"}
+        if max_thought_chars is not None:
+            thought["maxLength"] = max_thought_chars
         branches = [{
             "type": "object",
-            "properties": {"type": {"const": "tool_call"}, "thought": {"type": "string"},
-                           "name": {"const": t.name}, "arguments": t.parameters},
+            "properties": {"type": {"const": "tool_call"}, "thought": dict(thought), "name": {"const": t.name},
+                           "arguments": t.parameters},
             "required": ["type", "thought", "name", "arguments"], "additionalProperties": False,
         } for t in self._tools.values()]
         branches.append({
             "type": "object",
-            "properties": {"type": {"const": "final"}, "thought": {"type": "string"}, "answer": {"type": "string"}},
+            "properties": {"type": {"const": "final"}, "thought": thought, "answer": {"type": "string"}},
             "required": ["type", "thought", "answer"], "additionalProperties": False,
         })
-        return {"oneOf": branches}
+        return {"anyOf": branches}  # not oneOf: more servers support anyOf, and xgrammar reads oneOf as anyOf
 
     def call(self, name: str, arguments: Any, *, confirm: Optional[Callable[[str, dict], bool]] = None,
              max_chars: Optional[int] = None, timeout: Optional[float] = None) -> str:
@@ -623,7 +826,8 @@ class ToolRegistry:
         Every failure -- unknown tool, invalid arguments, a declined confirmation,
         an exception, a timeout -- comes back as text starting with ``ERROR:`` that
         says what to do next. ``timeout`` caps the tool's own limit (the agent's
-        remaining time); output over ``max_chars`` keeps its head and tail.
+        remaining time) and, under 50 ms, means the tool is not started at all;
+        output over ``max_chars`` keeps its head and tail.
         """
         try:
             return _truncate(self._call(name, arguments, confirm, timeout), max_chars)
@@ -643,6 +847,9 @@ class ToolRegistry:
         except _ArgumentError as exc:
             expected = json.dumps(tool.parameters.get("properties", {}), ensure_ascii=False)
             return f"ERROR: invalid arguments for {name!r}: {exc}. Expected arguments: {expected}. Fix and call again."
+        if timeout is not None and timeout < _MIN_START_SECONDS:  # it could only be abandoned, side effects and all
+            return (f"ERROR: {name!r} was not started: only {max(timeout, 0.0):.2f} s of the time budget was left. "
+                    "Give the final answer with what you have.")
         if tool.confirm and not _confirmed(confirm, name, kwargs):
             return f"ERROR: the user declined to run {name!r} with these arguments. Do not retry it; go on without it."
         limit = tool.timeout if tool.timeout is not None else self.default_timeout
@@ -653,6 +860,8 @@ class ToolRegistry:
         except _Timeout:
             return (f"ERROR: {name!r} did not finish within {limit:g} s and was abandoned. "
                     "Try smaller input or another approach.")
+        except _NotStarted as exc:
+            return f"ERROR: {name!r} was not started: {exc}."
         except KeyboardInterrupt:
             raise
         except BaseException as exc:
@@ -673,22 +882,14 @@ class ToolRegistry:
         return f"ERROR: unknown tool {name!r}.{hint} Available tools: {available}."
 
     def _run(self, func: Callable, kwargs: dict, limit: Optional[float]) -> Any:
-        if limit is None:
-            return func(**kwargs)  # no limit: run inline, no thread needed
-        with self._lock:
-            worker = self._idle.pop() if self._idle else None
-        worker = worker or _Worker()
-        worker.jobs.put((func, kwargs))
-        try:
-            ok, value = worker.results.get(timeout=max(limit, 0.0))
-        except queue.Empty:
-            worker.jobs.put(None)  # abandon it: the thread exits when the tool returns
-            raise _Timeout from None
-        with self._lock:
-            self._idle.append(worker)
-        if ok:
-            return value
-        raise value
+        if limit is not None:
+            return _POOL.run(func, kwargs, limit)
+        result = func(**kwargs)  # no limit: run inline, no thread needed
+        if not hasattr(type(result), "__await__"):
+            return result
+        if _in_event_loop():  # asyncio.run cannot nest: await it on a worker's own loop
+            return _POOL.run(_awaited, {"awaitable": result}, None)
+        return _invoke(_awaited, {"awaitable": result})
 
 
 # -- Protocol --------------------------------------------------------------------------
@@ -1783,14 +1984,48 @@ class AgentResult:
         return next((s.observation for s in reversed(self.steps) if s.observation is not None), None)
 
     def to_dict(self) -> dict:
-        return {"answer": self.answer, "stop_reason": self.stop_reason, "summary": self.summary,
-                "last_observation": self.last_observation, "usage": dict(self.usage), "seconds": self.seconds,
-                "steps": [step.to_dict() for step in self.steps], "messages": [dict(m) for m in self.messages]}
+        """The whole result as plain JSON data: ``json.dumps(..., allow_nan=False)`` always works."""
+        return self._plain({
+            "answer": self.answer, "stop_reason": self.stop_reason, "summary": self.summary,
+            "last_observation": self.last_observation, "usage": dict(self.usage), "seconds": self.seconds,
+            "steps": [step.to_dict() for step in self.steps], "messages": [dict(m) for m in self.messages]})
 
-    def save(self, path: str) -> None:
-        """Write the result as JSON; ``MockLLM.from_trace(path)`` replays it."""
-        with open(path, "w", encoding="utf-8") as handle:
-            json.dump(self.to_dict(), handle, ensure_ascii=False, indent=1, default=str)
+    @staticmethod
+    def _plain(value: Any) -> Any:
+        # Tool arguments may hold anything a custom client or tool put there: text keys,
+        # lists for tuples, and text for non-finite floats and other objects.
+        if isinstance(value, dict):
+            return {key if isinstance(key, str) else str(key): AgentResult._plain(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [AgentResult._plain(item) for item in value]
+        if value is None or isinstance(value, (str, bool, int)) or (type(value) is float and math.isfinite(value)):
+            return value
+        return str(value)
+
+    def save(self, path: Any) -> None:
+        """Write the result as JSON, atomically; ``MockLLM.from_trace(path)`` replays it.
+
+        The text goes to a temporary file beside ``path`` that then replaces it, so
+        the old file survives any failure. A lone surrogate (a model's ``"\\ud83d"``,
+        an undecodable file name) is written as its JSON escape and reads back
+        unchanged. Raises OSError when the file cannot be written.
+        """
+        path = os.fspath(path)
+        text = json.dumps(self.to_dict(), ensure_ascii=False, indent=1, allow_nan=False)
+        temp = f"{path}.{os.getpid()}-{os.urandom(4).hex()}.tmp"
+        try:
+            # Only strings can hold surrogates, and backslashreplace writes one as its JSON escape (\ud83d).
+            with open(temp, "x", encoding="utf-8", errors="backslashreplace") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temp, path)
+        except BaseException:
+            try:
+                os.remove(temp)
+            except OSError:
+                pass
+            raise
 
 
 @dataclass
@@ -1984,6 +2219,8 @@ class Agent:
         started = time.monotonic()
         text = self.tools.call(action.name, action.arguments, confirm=self.confirm,
                                max_chars=self.max_observation_chars, timeout=timeout)
+        if timeout is not None and timeout < _MIN_START_SECONDS:
+            time.sleep(timeout + 0.001)  # not started, and too little time left for anything: stop with time_limit
         step.tool_seconds = time.monotonic() - started
         _log.debug("step %d: tool %s took %.3f s", step.index, action.name, step.tool_seconds)
         if text.startswith("ERROR:"):

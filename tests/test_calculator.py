@@ -69,6 +69,16 @@ def test_long_sum_is_not_deep_nesting():
     check_eval(terms, 900)
 
 
+def test_long_flat_expressions_evaluate_however_many_terms():
+    # Python's own parser refuses a chain of ~3,000 operators; the size cap is what bounds the work.
+    check_eval("+".join(["2"] * 3000), 6000)
+    check_eval("-".join(["1"] * 3000), -2998)
+    check_eval("*".join(["1"] * 3000), 1)
+    check_eval("2*3+" * 1500 + "0", 9000)
+    check_eval("1 - 2 * -3 + 10 // 3 % 2 - 2 ** -1 + " * 200 + "0", 200 * 7.5)
+    check_eval("(1 + 2) * 3 - sqrt(4) / 2 + " * 300 + "1", 300 * 8.0 + 1)
+
+
 def test_hundred_levels_of_brackets_are_accepted():
     check_eval("(" * 100 + "1" + ")" * 100, 1)
     check_eval("1+(" * 100 + "1" + ")" * 100, 101)
@@ -77,12 +87,16 @@ def test_hundred_levels_of_brackets_are_accepted():
 def test_ten_thousand_characters_are_accepted():
     expr = "+".join(["1"] * 4000) + " " * (10_000 - 7999)
     assert len(expr) == 10_000
-    # Python itself refuses so long an operator chain, but within the length cap:
-    # the answer is a result or a clear UnsafeExpression, never a crash.
-    try:
-        assert safe_eval(expr) == 4000
-    except UnsafeExpression as exc:
-        assert "nested" in str(exc)
+    assert safe_eval(expr) == 4000
+
+
+def test_long_flat_expression_keeps_the_precise_refusals():
+    with pytest.raises(UnsafeExpression, match="name 'x' is not allowed"):
+        safe_eval("1+" * 3000 + "x")
+    with pytest.raises(UnsafeExpression, match="division by zero"):
+        safe_eval("1+" * 3000 + "1/0")
+    with pytest.raises(UnsafeExpression, match="nested"):
+        safe_eval("1+" * 3000 + "-" * 3000 + "1")
 
 
 def test_4300_digit_results_are_allowed():

@@ -1,4 +1,5 @@
 """Tools: schemas from plain functions, validation, and a call() that never raises."""
+import json
 import threading
 import time
 from typing import Any, Dict, List, Literal, Optional
@@ -76,7 +77,18 @@ def test_string_annotations_are_resolved():
 
     props = schema_of(f)["properties"]
     assert props["n"] == {"type": "integer"}
-    assert props["tags"] == {"type": ["array", "null"], "items": {"type": "string"}}
+    assert props["tags"] == {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]}
+
+
+def test_optional_keeps_what_stands_beside_the_type():
+    def f(unit: Optional[Literal["c", "f"]] = None, tags: Optional[List[int]] = None, n: Optional[int] = None):
+        pass
+
+    props = schema_of(f)["properties"]
+    # a list of types only when nothing stands beside it: some consumers read such a list as bare types
+    assert props["unit"] == {"anyOf": [{"enum": ["c", "f"], "type": "string"}, {"type": "null"}]}
+    assert props["tags"] == {"anyOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "null"}]}
+    assert props["n"] == {"type": ["integer", "null"]}
 
 
 # -- registration -------------------------------------------------------------------
@@ -299,7 +311,7 @@ def test_call_timeout_caps_the_tool_limit():
         time.sleep(0.5)
         return "late"
 
-    assert "within 0.02 s" in registry.call("slow", {}, timeout=0.02)
+    assert "within 0.06 s" in registry.call("slow", {}, timeout=0.06)
 
 
 def test_workers_are_reused_between_calls():
@@ -380,15 +392,98 @@ def test_tools_without_confirm_ignore_the_callback():
 
 def test_action_schema_has_one_branch_per_tool_plus_final(registry):
     schema = registry.action_schema()
-    branches = schema["oneOf"]
+    assert set(schema) == {"anyOf"}  # anyOf, not oneOf: more backends support it, and xgrammar reads oneOf so
+    branches = schema["anyOf"]
     assert len(branches) == 3
     for branch, tool in zip(branches, registry):
         assert branch["properties"]["type"] == {"const": "tool_call"}
         assert branch["properties"]["name"] == {"const": tool.name}
-        assert branch["properties"]["arguments"] is tool.parameters
+        assert branch["properties"]["arguments"] == tool.parameters
         assert branch["additionalProperties"] is False
     assert branches[-1]["properties"]["type"] == {"const": "final"}
     assert branches[-1]["required"] == ["type", "thought", "answer"]
+
+
+def test_thought_is_bounded_so_a_looping_thought_ends(registry):
+    thoughts = [branch["properties"]["thought"] for branch in registry.action_schema()["anyOf"]]
+    assert thoughts == [{"type": "string", "maxLength": 300}] * 3
+    assert registry.action_schema(max_thought_chars=80)["anyOf"][0]["properties"]["thought"]["maxLength"] == 80
+    assert registry.action_schema(max_thought_chars=None)["anyOf"][0]["properties"]["thought"] == {"type": "string"}
+    for bad in (0, -1, 2.5, True, "300"):
+        with pytest.raises(ValueError, match="max_thought_chars"):
+            registry.action_schema(max_thought_chars=bad)
+
+
+# What llama.cpp's JSON-Schema-to-grammar converter drops without an error, read from
+# ggml-org/llama.cpp common/json-schema-to-grammar.cpp (SchemaConverter::visit) and the
+# "unsupported features" list of grammars/README.md:
+# - these keywords are never turned into grammar rules:
+LLAMA_CPP_IGNORES = {"not", "if", "then", "else", "dependentSchemas", "dependentRequired", "patternProperties",
+                     "propertyNames", "uniqueItems", "contains", "minContains", "maxContains", "$anchor",
+                     "prefixItems", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+                     "minProperties", "maxProperties"}
+# - visit() takes the first matching branch in this order and reads nothing else of that schema:
+#   $ref, anyOf/oneOf, a list of types, const, enum, ... so what stands beside them is lost;
+# - minLength/maxLength only count on {"type": "string"}; a format only if it is one it knows.
+ANNOTATIONS = {"description", "title", "default", "examples", "$comment"}
+KNOWN_FORMATS = {"date", "time", "date-time", "uuid", "uuid1", "uuid2", "uuid3", "uuid4", "uuid5"}
+
+
+def llama_cpp_drops(schema, path="$"):
+    """Every constraint in schema that llama.cpp's grammar converter would silently ignore."""
+    if not isinstance(schema, dict):
+        return []
+    drops = [f"{path}.{key}" for key in sorted(set(schema) & LLAMA_CPP_IGNORES)]
+    constraints = set(schema) - ANNOTATIONS
+    for first in ("$ref", "anyOf", "oneOf"):
+        if first in schema:
+            drops += [f"{path}.{key} (beside {first})" for key in sorted(constraints - {first})]
+            break
+    else:
+        if isinstance(schema.get("type"), list):
+            drops += [f"{path}.{key} (beside a list of types)" for key in sorted(constraints - {"type"})]
+    if {"minLength", "maxLength"} & constraints and (schema.get("type") != "string" or {"pattern", "format"} & constraints):
+        drops.append(f"{path}.minLength/maxLength (not on a plain string)")
+    if "format" in schema and schema["format"] not in KNOWN_FORMATS:
+        drops.append(f"{path}.format {schema['format']}")
+    for key, sub in schema.get("properties", {}).items():
+        drops += llama_cpp_drops(sub, f"{path}.properties.{key}")
+    for key in ("items", "additionalProperties"):
+        drops += llama_cpp_drops(schema.get(key), f"{path}.{key}")
+    for key in ("anyOf", "oneOf", "allOf"):
+        for i, sub in enumerate(schema.get(key, [])):
+            drops += llama_cpp_drops(sub, f"{path}.{key}[{i}]")
+    return drops
+
+
+def test_the_drop_checker_finds_what_llama_cpp_ignores():
+    assert llama_cpp_drops({"type": ["string", "null"], "enum": ["a", None]}) == ["$.enum (beside a list of types)"]
+    assert llama_cpp_drops({"anyOf": [{"type": "number", "minimum": 0}], "properties": {}}) == [
+        "$.properties (beside anyOf)", "$.anyOf[0].minimum"]
+    assert llama_cpp_drops({"type": "object", "properties": {"s": {"type": "string", "format": "email",
+                                                                   "maxLength": 5}}}) == [
+        "$.properties.s.minLength/maxLength (not on a plain string)", "$.properties.s.format email"]
+    assert llama_cpp_drops({"oneOf": [{"type": "string"}], "description": "ok"}) == []
+
+
+def test_action_schema_holds_nothing_llama_cpp_drops():
+    registry = ToolRegistry()
+
+    @registry.register
+    def everything(s: str, i: int, x: float, b: bool, items: list, ints: List[int], d: dict, maybe: Optional[int],
+                   unit: Literal["c", "f"], maybe_unit: Optional[Literal["c", "f"]] = None,
+                   tags: Optional[List[str]] = None, nested: Optional[List[List[Literal[1, 2]]]] = None,
+                   anything: Any = None) -> str:
+        """Take every kind of parameter.
+
+        Args:
+            s: Some text.
+            maybe_unit: A unit, or nothing.
+        """
+        return "ok"
+
+    registry.register(lambda: "ok", name="no_arguments")
+    assert llama_cpp_drops(registry.action_schema()) == []
 
 
 def test_callable_objects_and_partials_can_be_tools():
@@ -409,3 +504,85 @@ def test_callable_objects_and_partials_can_be_tools():
     assert registry.get("triple").parameters["properties"] == {"x": {"type": "integer"}}
     assert registry.call("triple", {"x": 4}) == "12"
     assert registry.call("square", {"base": 5}) == "25"
+
+
+# -- async tools -----------------------------------------------------------------------
+
+def test_async_tool_schema_is_inferred_like_a_plain_function():
+    async def fetch(url: str, retries: int = 2) -> str:
+        """Fetch a page.
+
+        Args:
+            url: The address.
+        """
+        return url
+
+    registry = ToolRegistry()
+    registry.register(fetch)
+    tool = registry.get("fetch")
+    assert tool.description == "Fetch a page."
+    assert tool.parameters["properties"] == {"url": {"type": "string", "description": "The address."},
+                                             "retries": {"type": "integer"}}
+    assert tool.parameters["required"] == ["url"]
+
+
+def test_async_tool_is_awaited_on_a_worker_and_inline():
+    import asyncio
+
+    async def double(n: int) -> dict:
+        """Double a number, after a pause."""
+        await asyncio.sleep(0)
+        return {"n": 2 * n, "thread": threading.get_ident()}
+
+    for timeout, same_thread in ((5.0, False), (None, True)):
+        registry = ToolRegistry(default_timeout=timeout)
+        registry.register(double)
+        result = json.loads(registry.call("double", {"n": 21}))
+        assert result["n"] == 42
+        assert (result["thread"] == threading.get_ident()) is same_thread
+
+
+def test_async_tool_errors_and_timeouts_become_observations():
+    import asyncio
+
+    registry = ToolRegistry()
+
+    @registry.register
+    async def broken() -> str:
+        raise ValueError("no such page")
+
+    @registry.register(timeout=0.06)
+    async def slow() -> str:
+        await asyncio.sleep(0.5)
+        return "late"
+
+    assert registry.call("broken", {}).startswith("ERROR: 'broken' raised ValueError: no such page")
+    assert "did not finish within 0.06 s" in registry.call("slow", {})
+
+
+def test_async_tool_without_a_limit_works_inside_a_running_event_loop():
+    import asyncio
+
+    registry = ToolRegistry(default_timeout=None)
+
+    @registry.register
+    async def ping() -> str:
+        return "pong"
+
+    async def caller():  # e.g. agent.run() called from async code: asyncio.run cannot nest
+        return registry.call("ping", {})
+
+    assert asyncio.run(caller()) == "pong"
+
+
+def test_agent_runs_an_async_tool():
+    from agent import Agent, MockLLM
+
+    async def shout(text: str) -> str:
+        """Upper-case the text."""
+        return text.upper()
+
+    replies = ['{"type": "tool_call", "thought": "", "name": "shout", "arguments": {"text": "hi"}}',
+               '{"type": "final", "thought": "", "answer": "HI"}']
+    result = Agent(MockLLM(replies), [shout]).run("shout hi")
+    assert result.steps[0].observation.startswith("[OBSERVATION] HI")

@@ -1,0 +1,307 @@
+"""Hostile tools and careless callers: threads stay bounded, budgets are honoured, every writer survives.
+
+Issue #11 items 3, 4 and 5: worker threads that never exit, a tool started after the
+time budget is spent, and a lone surrogate that breaks save().
+"""
+import json
+import signal
+import threading
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import agent
+from agent import Agent, MockLLM, ToolRegistry
+
+
+def tool_threads():
+    return sum(1 for thread in threading.enumerate() if thread.name == "agent-tool")
+
+
+def wait_until(condition, seconds=10.0):
+    """Poll until condition() holds; the bound only stops a broken test from hanging."""
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return condition()
+
+
+@pytest.fixture
+def quick_idle(monkeypatch):
+    """Idle workers exit after 10 ms instead of seconds, so a test can see them go."""
+    monkeypatch.setattr(agent, "_IDLE_SECONDS", 0.01)
+
+
+# -- threads: one bounded pool for the whole process ------------------------------------
+
+def test_thread_count_returns_to_start_after_a_thousand_runs(quick_idle):
+    def shout(text: str) -> str:
+        """Upper-case the text."""
+        return text.upper()
+
+    reply = '{"type": "tool_call", "thought": "", "name": "shout", "arguments": {"text": "hi"}}'
+    before = threading.active_count()
+    for i in range(500):
+        assert agent.run("What is 6 * 7?").answer is not None  # a new registry every call
+        result = Agent(MockLLM([reply, '{"type": "final", "thought": "", "answer": "HI"}']), [shout]).run("go")
+        assert result.steps[0].observation.startswith("[OBSERVATION] HI")
+        assert tool_threads() <= 2  # idle workers are reused across registries, not piled up
+    assert wait_until(lambda: threading.active_count() == before)
+
+
+def test_workers_are_shared_by_all_registries():
+    seen = set()
+    registries = [ToolRegistry() for _ in range(20)]
+    for registry in registries:
+        registry.register(lambda: seen.add(threading.get_ident()) or "ok", name="where")
+        assert registry.call("where", {}) == "ok"
+    assert len(seen) == 1
+
+
+def test_idle_workers_exit_after_the_idle_delay(quick_idle):
+    registry = ToolRegistry()
+    registry.register(lambda: "ok", name="noop")
+    assert registry.call("noop", {}) == "ok"
+    assert wait_until(lambda: tool_threads() == 0)
+    assert registry.call("noop", {}) == "ok"  # a fresh worker starts when needed
+
+
+def test_workers_are_daemon_threads():
+    registry = ToolRegistry()
+    registry.register(lambda: threading.current_thread().daemon, name="daemon")
+    assert registry.call("daemon", {}) == "true"
+
+
+def test_abandoned_workers_are_capped_and_the_call_is_not_started(monkeypatch):
+    monkeypatch.setattr(agent, "_MAX_ABANDONED", 2)
+    release, ran = threading.Event(), []
+    registry = ToolRegistry()
+
+    @registry.register(timeout=0.01)
+    def stuck(n: int) -> str:
+        ran.append(n)
+        release.wait(10)
+        return "late"
+
+    try:
+        assert "abandoned" in registry.call("stuck", {"n": 1})
+        assert "abandoned" in registry.call("stuck", {"n": 2})
+        observation = registry.call("stuck", {"n": 3})
+        assert observation.startswith("ERROR: 'stuck' was not started: 2 earlier tool calls")
+        assert ran == [1, 2]
+    finally:
+        release.set()
+    assert wait_until(lambda: registry.call("stuck", {"n": 4}) == "late")  # the cap frees as they finish
+
+
+needs_signals = pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="needs signal.pthread_kill")
+
+
+def interrupt_caller():
+    """Deliver Ctrl-C to the main thread, which is waiting for this tool.
+
+    The short pause lets it reach its blocking wait first: CPython does not check
+    for a signal that arrived just before a blocking call, so the wait would run to
+    its limit before the KeyboardInterrupt is raised.
+    """
+    time.sleep(0.02)
+    signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+
+@needs_signals
+def test_ctrl_c_during_a_threaded_tool_leaves_only_that_worker(quick_idle):
+    release = threading.Event()
+    registry = ToolRegistry()
+
+    @registry.register
+    def hang() -> str:
+        interrupt_caller()
+        release.wait(10)
+        return "late"
+
+    before = tool_threads()
+    with pytest.raises(KeyboardInterrupt):
+        registry.call("hang", {})
+    assert tool_threads() <= before + 1  # the worker still inside hang(), and nothing else
+    release.set()
+    assert wait_until(lambda: tool_threads() <= before)  # it ends with its tool
+
+
+CAP = 3
+KINDS = st.sampled_from(["fast", "slow", "raise", "interrupt"])
+
+
+@needs_signals
+@settings(max_examples=25, deadline=None)
+@given(st.lists(KINDS, max_size=12))
+def test_any_mix_of_tools_keeps_the_thread_count_bounded(kinds):
+    saved = agent._IDLE_SECONDS, agent._MAX_ABANDONED
+    agent._IDLE_SECONDS, agent._MAX_ABANDONED = 0.01, CAP
+    release = threading.Event()
+    registry = ToolRegistry(default_timeout=2)
+    registry.register(lambda: "ok", name="fast")
+    registry.register(lambda: release.wait(10) and "late", name="slow", timeout=0.01)
+    registry.register(lambda: 1 / 0, name="raise")
+    registry.register(lambda: interrupt_caller() or release.wait(10), name="interrupt")
+    expected = {"fast": "ok", "raise": "ZeroDivisionError"}
+    before, stuck = tool_threads(), 0  # stuck: calls still inside their tool (timed out or interrupted)
+    try:
+        for kind in kinds:
+            try:
+                observation = registry.call(kind, {})
+            except KeyboardInterrupt:
+                assert kind == "interrupt" and stuck < CAP
+                stuck += 1
+                continue
+            if stuck >= CAP:
+                assert "was not started: 3 earlier tool calls" in observation
+            elif kind == "slow":  # on a loaded machine no worker may start it within its 10 ms
+                assert "was abandoned" in observation or "was not started: no worker" in observation
+                stuck += "was abandoned" in observation
+            else:
+                assert expected[kind] in observation
+            assert tool_threads() <= before + stuck + 1
+        release.set()
+        assert wait_until(lambda: tool_threads() <= before)
+    finally:
+        release.set()
+        agent._IDLE_SECONDS, agent._MAX_ABANDONED = saved
+
+
+# -- the time budget: a tool is never started too late -----------------------------------
+
+def test_a_tool_is_not_started_with_less_than_the_floor_left():
+    ran = []
+    registry = ToolRegistry()
+    registry.register(lambda: ran.append(1) or "ran", name="act")
+    for left in (0.0, -1.0, 0.01, 0.049):
+        observation = registry.call("act", {}, timeout=left)
+        assert observation.startswith(f"ERROR: 'act' was not started: only {max(left, 0):.2f} s of the time budget")
+    assert ran == []
+    assert registry.call("act", {}, timeout=0.05) == "ran"
+
+
+def test_not_started_is_told_apart_from_abandoned():
+    release = threading.Event()
+    registry = ToolRegistry()
+    registry.register(lambda: release.wait(5) and "late", name="slow")
+    try:
+        assert "was abandoned" in registry.call("slow", {}, timeout=0.06)
+        assert "was not started" in registry.call("slow", {}, timeout=0.01)
+    finally:
+        release.set()
+
+
+def test_a_model_call_that_spends_the_budget_stops_the_run_before_the_tool():
+    ran = []
+
+    def act() -> str:
+        """Do something with a side effect."""
+        ran.append(1)
+        return "done"
+
+    def slow_model(messages):
+        time.sleep(0.06)  # spends the whole max_seconds
+        return '{"type": "tool_call", "thought": "", "name": "act", "arguments": {}}'
+
+    result = Agent(MockLLM([slow_model]), [act], max_seconds=0.05).run("act")
+    assert ran == []
+    assert result.stop_reason == "time_limit"
+    assert result.steps[0].error.startswith("ERROR: 'act' was not started: only 0.00 s of the time budget was left")
+    assert "was not started" in result.steps[0].observation
+
+
+def test_a_sliver_of_budget_left_still_ends_the_run_with_time_limit():
+    ran = []
+    registry = ToolRegistry()
+    registry.register(lambda: ran.append(1) or "ran", name="act")
+    reply = '{"type": "tool_call", "thought": "", "name": "act", "arguments": {}}'
+    result = Agent(MockLLM([reply, '{"type": "final", "thought": "", "answer": "x"}']), registry,
+                   max_seconds=0.03).run("act")
+    assert ran == [] and "was not started" in result.steps[0].error
+    assert result.stop_reason == "time_limit" and len(result.steps) == 1
+
+
+# -- writers: save() survives any text and never destroys the old file ---------------------
+
+ANY_CHAR = st.one_of(st.characters(), st.characters(categories=["Cs"]))  # lone surrogates too
+ANY_TEXT = st.text(ANY_CHAR, max_size=30)
+
+
+def result_with(text, arguments=None):
+    """A finished run whose model reply, thought, arguments, answer and messages all hold text."""
+    action = agent.Action(kind="tool_call", name="t", arguments=arguments or {text: text}, thought=text)
+    step = agent.Step(index=1, raw=text, action=action, observation=f"[OBSERVATION] {text}", error=text)
+    messages = [{"role": "user", "content": text}, {"role": "assistant", "content": text}]
+    return agent.AgentResult(answer=text, stop_reason="final", steps=[step], messages=messages,
+                             usage={"prompt_tokens": 1}, seconds=0.5, summary=text)
+
+
+def test_save_writes_a_lone_surrogate_and_reads_it_back(tmp_path):
+    path = tmp_path / "run.json"
+    result = result_with("caf\u00e9 \ud83d and \udcff")  # a model's "\ud83d"; an undecodable file name
+    result.save(path)
+    assert json.loads(path.read_text(encoding="utf-8")) == result.to_dict()
+    assert MockLLM.from_trace(str(path)).replies == ["caf\u00e9 \ud83d and \udcff"]
+    assert "café" in path.read_text(encoding="utf-8")  # other text stays readable, not escaped
+
+
+def test_to_dict_is_strict_json_whatever_the_arguments_hold():
+    result = result_with("x", arguments={"n": float("nan"), "big": float("inf"), "raw": b"\xff", "set": {1},
+                                         "nested": [(1, 2), {3: float("-inf")}]})
+    data = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    assert data["steps"][0]["action"]["arguments"] == {"n": "nan", "big": "inf", "raw": "b'\\xff'", "set": "{1}",
+                                                       "nested": [[1, 2], {"3": "-inf"}]}
+
+
+def test_save_replaces_the_old_file_only_when_the_new_one_is_complete(tmp_path, monkeypatch):
+    path = tmp_path / "run.json"
+    path.write_text("old", encoding="utf-8")
+
+    class Unprintable:
+        def __str__(self):
+            raise RuntimeError("cannot show this")
+
+    with pytest.raises(RuntimeError):
+        result_with("x", arguments={"thing": Unprintable()}).save(path)
+
+    def broken_replace(source, target):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(agent.os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        result_with("new").save(path)
+    assert path.read_text(encoding="utf-8") == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]  # no temporary file left behind
+    monkeypatch.undo()
+    result_with("new").save(str(path))
+    assert json.loads(path.read_text(encoding="utf-8"))["answer"] == "new"
+
+
+@settings(max_examples=100, deadline=None)
+@given(ANY_TEXT, st.dictionaries(ANY_TEXT, st.one_of(ANY_TEXT, st.floats(), st.integers()), max_size=3))
+def test_any_text_survives_to_dict_and_save(tmp_path_factory, text, arguments):
+    result = result_with(text, arguments={"a": arguments})
+    data = result.to_dict()
+    assert json.dumps(data, allow_nan=False)
+    path = tmp_path_factory.mktemp("save") / "run.json"
+    result.save(path)
+    # JSON reads an adjacent high and low surrogate as one character, as json.dumps writes them
+    assert json.loads(path.read_text(encoding="utf-8")) == json.loads(json.dumps(data))
+    assert data["answer"] == text and data["messages"][0]["content"] == text
+
+
+def test_a_run_whose_model_and_tool_write_lone_surrogates_saves(tmp_path):
+    def list_dir() -> str:
+        """Names in a directory, one of them undecodable."""
+        return b"report-\xff.txt".decode("utf-8", "surrogateescape")
+
+    replies = ['{"type": "tool_call", "thought": "look", "name": "list_dir", "arguments": {}}',
+               '{"type": "final", "thought": "", "answer": "found \\ud83d"}']
+    result = Agent(MockLLM(replies), [list_dir]).run("list it")
+    assert result.answer == "found \ud83d" and "report-\udcff.txt" in result.steps[0].observation
+    result.save(tmp_path / "run.json")
+    saved = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
+    assert saved["answer"] == "found \ud83d" and "report-\udcff.txt" in saved["steps"][0]["observation"]
