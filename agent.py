@@ -766,10 +766,8 @@ _ESCAPED_QUOTE_START = re.compile(r'[\[{](?:\s|\\[nrt])*\\"')
 _STRING_DECODER = json.JSONDecoder(strict=False)
 _PYTHON_WORDS = {"True": "true", "False": "false", "None": "null"}
 _JSON_ESCAPES = set('"\\/bfnrt')
-_PYTHON_ONLY_ESCAPES = {"a": "\a", "v": "\v", "'": "'"}
-_PYTHON_ESCAPES = set("\\'\"abfnrtv01234567xNuU\n")
-_CONTROL = re.compile(r"[\x00-\x1f]")
-_ESCAPE_PAIR = re.compile(r"\\(x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|u[0-9a-fA-F]{4}|[0-7]{1,3}|.)", re.S)
+_PYTHON_ESCAPES = set("\\'\"abfnrtv01234567xNuU\n")   # a backslash and a line break is a line continuation
+_STRING_PIECE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|u[0-9a-fA-F]{4}|[0-7]{1,3}|.)|[\x00-\x1f]", re.S)
 
 
 def _refuse(problem: str, shape: str = _BOTH_SHAPES) -> ActionFormatError:
@@ -912,8 +910,19 @@ def _inside_first_object(text: str, pos: int) -> bool:
     return end is None or end > pos
 
 
+def _lone_closing_tag(text: str, closing: Any) -> bool:
+    """Whether a closing think tag ends reasoning whose opening tag the server dropped: an action follows it,
+    and it is not inside the first object or after an invented observation."""
+    tail = _OBSERVATION_TAIL.search(text)
+    return (_ACTION_START.search(text, closing.end()) is not None and not (tail and tail.start() < closing.start())
+            and not _inside_first_object(text, closing.start()))
+
+
 def _drop_think(text: str, repairs: list) -> str:
-    """Remove reasoning blocks that open before the action, and a lone closing tag."""
+    """Remove reasoning blocks that open before the action, and the reasoning before a lone closing tag.
+
+    A block that never closes holds no action (a draft in it is never run): refused.
+    """
     kept, pos = [], 0
     brace = text.find("{")
     while True:
@@ -924,15 +933,14 @@ def _drop_think(text: str, repairs: list) -> str:
             break
         kept.append(text[pos:opening.start()])
         closing = _THINK_CLOSE.search(text, opening.end())
-        if closing is None:  # never closed: keep what follows, the action may be there
-            pos = opening.end()
-            _note(repairs, "think_unclosed")
-            break
+        if closing is None:
+            raise _refuse(f"your reply opens a {opening.group()} block that never closes, so it holds no action; "
+                          f"close it with </{opening.group(1)}> and put the action after it")
         pos = closing.end()
         _note(repairs, "think")
     text = ("".join(kept) + text[pos:]).strip()
     closing = _THINK_CLOSE.search(text)
-    if closing and not _inside_first_object(text, closing.start()):
+    if closing and _lone_closing_tag(text, closing):
         text = text[closing.end():].strip()  # the server dropped the opening tag
         _note(repairs, "think")
     return text
@@ -969,7 +977,8 @@ def _unquote_action(text: str, first: Any, repairs: list) -> tuple:
     except ValueError:
         return text, first
     inner = inner.strip() if isinstance(inner, str) else ""
-    if not _ACTION_START.match(inner) or _ActionScanner._at(inner, 0).end is None:
+    encoded = '\\"' in text[first.start():end]  # else decoding the string could only change its backslashes
+    if not encoded or not _ACTION_START.match(inner) or _ActionScanner._at(inner, 0).end is None:
         return text, first
     _note(repairs, "json_string")
     text = text[:first.start() - 1] + inner + text[end:]
@@ -1009,52 +1018,40 @@ def _fix_word(word: str, repairs: list) -> str:
     raise _refuse(f"the value {word[:40]!r} is not quoted: put text values in double quotes")
 
 
-def _unclear_backslash(code: str) -> ActionFormatError:
-    return _refuse(f"a string holds '\\{code[0]}', which may be a literal backslash (as in C:\\Users) or an escape; "
+def _unclear_backslash(char: str) -> ActionFormatError:
+    shown = f"'\\{char}'" if char.isprintable() and not char.isspace() else f"a backslash before U+{ord(char):04X}"
+    return _refuse(f"a string holds {shown}, which may be a literal backslash (as in C:\\Users) or an escape; "
                    "write a literal backslash as \\\\")
 
 
-def _json_escape(code: str, python: bool) -> str:
-    """One backslash escape in a double-quoted string, as JSON.
+def _fix_piece(piece: str, single: bool, repairs: list) -> str:
+    """One escape or raw control character of a string, rewritten for JSON or, in a single-quoted
+    string, for ``ast.literal_eval``.
 
-    JSON's own escapes stay. Punctuation escaped the Markdown way (``\\_``) reads as
-    the character. In a Python-literal reply, Python's ``\\x41``, ``\\U0001F600``,
-    octal, ``\\a`` and ``\\v`` mean what Python means. A backslash before any other
-    letter or digit is refused: it may be a path's backslash or an escape.
+    ``\\_`` and ``\\'`` read as the character (Markdown and Python habits). Otherwise a
+    double-quoted string keeps JSON's escapes and a single-quoted one Python's; any
+    other backslash is refused, since it may be a path's backslash or an escape.
     """
-    if code in _JSON_ESCAPES or (code[0] == "u" and len(code) == 5):
-        return "\\" + code
-    if python and (len(code) > 1 or code.isdigit() or code in _PYTHON_ONLY_ESCAPES):
-        char = _PYTHON_ONLY_ESCAPES.get(code) or chr(min(int(code, 8) if code.isdigit() else int(code[1:], 16),
-                                                         0x10FFFF))
-        return json.dumps(char)[1:-1]
-    if code[0].isalnum():
-        raise _unclear_backslash(code)
-    return json.dumps(code)[1:-1]
+    if piece[0] != "\\":
+        _note(repairs, "raw_control_characters")
+        return json.dumps(piece)[1:-1]
+    code = piece[1:]
+    if code == "_" or (code == "'" and not single):
+        _note(repairs, "invalid_escape")
+        return code
+    if single:
+        allowed = code[0] in _PYTHON_ESCAPES
+    else:
+        allowed = code in _JSON_ESCAPES or (code[0] == "u" and len(code) == 5)
+    if not allowed:
+        raise _unclear_backslash(code[0])
+    return piece
 
 
-def _python_escape(code: str) -> str:
-    """One backslash escape in a single-quoted string, kept for ast.literal_eval when Python has it."""
-    if code[0] in _PYTHON_ESCAPES:
-        return "\\" + code
-    if code[0].isalnum():
-        raise _unclear_backslash(code)
-    return code
-
-
-def _fix_string(token: str, python: bool, repairs: list) -> str:
+def _fix_string(token: str, repairs: list) -> str:
     """Return a valid JSON string literal for a double- or single-quoted string token."""
     quote, body = token[0], token[1:-1]
-    if _CONTROL.search(body):
-        body = _CONTROL.sub(lambda m: json.dumps(m.group())[1:-1], body)
-        _note(repairs, "raw_control_characters")
-    if quote == '"':
-        fixed = _ESCAPE_PAIR.sub(lambda m: _json_escape(m.group(1), python), body)
-    else:
-        fixed = _ESCAPE_PAIR.sub(lambda m: _python_escape(m.group(1)), body)
-    if fixed != body:
-        body = fixed
-        _note(repairs, "invalid_escape")
+    body = _STRING_PIECE.sub(lambda m: _fix_piece(m.group(), quote == "'", repairs), body)
     if quote == '"':
         return f'"{body}"'
     _note(repairs, "python_literal")
@@ -1079,19 +1076,21 @@ def _normalize_json(chunk: str, repairs: list) -> str:
     """Rewrite near-JSON as JSON, token by token: Python literals, raw control characters,
     invalid escapes, trailing commas, escaped-twice whitespace. Unquoted words are refused."""
     tokens = _json_tokens(chunk)
-    python = any(value[0] == "'" or value in _PYTHON_WORDS for kind, value in tokens if kind in ("string", "word"))
     out: list = []
+    last = [-1, -1]  # where in out the last two tokens that are not whitespace are
     for kind, value in tokens:
         if kind == "escaped":
             _note(repairs, "escaped_twice")
-            value = " "
+            value, kind = " ", "space"
         elif kind == "string":
-            value = _fix_string(value, python, repairs)
+            value = _fix_string(value, repairs)
         elif kind == "word":
             value = _fix_word(value, repairs)
-        elif value in "]}" and out and out[-1] == ",":
-            out.pop()
+        elif value in "]}" and min(last) >= 0 and out[last[1]] == "," and out[last[0]] not in ("[", "{", ",", ":"):
+            out[last[1]] = ""  # whatever whitespace, line breaks or indentation follow the comma
             _note(repairs, "trailing_comma")
+        if kind != "space":
+            last = [last[1], len(out)]
         out.append(value)
     return "".join(out)
 
