@@ -1389,8 +1389,9 @@ def parse_action(text: str) -> Action:
         body = _unwrap(text, repairs)
         found = _opening_action(body, repairs)
         if found is None:
-            body = _drop_think(body, repairs)
-            found = _opening_action(body, repairs)
+            thought_out = _drop_think(body, repairs)
+            found = _opening_action(thought_out, repairs) if thought_out != body else None
+            body = thought_out
         opened = found is not None
         value, rest = found if opened else _action_after_prose(body, repairs)
         _check_rest(rest, value, opened, repairs)
