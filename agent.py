@@ -1369,13 +1369,17 @@ def parse_action(text: str) -> Action:
     """Read one action from a model reply: strict about meaning, tolerant about packaging.
 
     Unambiguous packaging is repaired locally and named in ``Action.repairs``:
-    BOM and whitespace, ``<think>`` blocks, code fences, prose and special tokens
-    around the object, an invented observation after it, raw newlines and invalid
-    escapes in strings, trailing commas, Python literals, an escaped-twice reply,
-    a one-element array, ``arguments`` as a JSON string, a missing ``type`` or
-    ``arguments`` when nothing else is meant. The action is the object starting at
-    the first ``{`` (or ``[{``); a broken one is never skipped for a later one.
-    Anything else raises ``ActionFormatError`` with a message written for the model.
+    BOM and whitespace, closed ``<think>`` blocks, code fences, prose, special tokens
+    and stray quotes around the object, an invented observation after it, raw
+    newlines, ``\\_`` and ``\\'`` in strings, trailing commas, Python literals, an
+    escaped-twice reply, an array of actions, ``arguments`` as a JSON string, a
+    missing ``type`` or ``arguments`` when nothing else is meant. The action is the
+    object starting at the first ``{`` (or ``[{``); a broken one is never skipped for
+    a later one. A reply that opens with its action ends where the action ends (a
+    different one after it is not run: ``extra_actions``); after prose, several
+    different actions are refused. Anything else -- duplicate keys with different
+    values, non-finite numbers, unclear backslashes, look-alike keys, an unclosed
+    think block -- raises ``ActionFormatError`` with a message written for the model.
 
     >>> parse_action('{"type": "final", "answer": "42"}').answer
     '42'

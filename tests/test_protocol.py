@@ -318,7 +318,8 @@ def demo_registry():
 def test_actions_built_from_each_schema_branch_parse_back_unchanged():
     registry = demo_registry()
     samples = {"calculator": {"expression": "2*21"}, "get_weather": {"city": "Paris", "unit": "f"}}
-    for branch in registry.action_schema()["oneOf"]:
+    schema = registry.action_schema()
+    for branch in schema.get("anyOf") or schema["oneOf"]:
         props = branch["properties"]
         kind = props["type"]["const"]
         if kind == "final":
