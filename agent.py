@@ -926,9 +926,13 @@ _MAX_JSON_DEPTH = 100        # brackets nested deeper are refused
 _CALL_SHAPE = '{"type": "tool_call", "thought": "...", "name": "<tool name>", "arguments": {...}}'
 _FINAL_SHAPE = '{"type": "final", "thought": "...", "answer": "..."}'
 _BOTH_SHAPES = f"{_CALL_SHAPE} or {_FINAL_SHAPE}"
-_NAME_LOOKALIKES = ("action", "tool", "tool_name", "function")
-_ARGUMENT_LOOKALIKES = ("args", "parameters", "params", "input", "action_input", "tool_input")
-_ANSWER_LOOKALIKES = ("final_answer", "response", "output")
+_OWN_KEYS = ("type", "name", "arguments", "answer", "thought")
+_LOOKALIKES = {  # the one table of keys models write for an action's own; compared lower-cased and stripped
+    **dict.fromkeys(("action", "tool", "tool_name", "function"), "name"),
+    **dict.fromkeys(("args", "argument", "kwargs", "parameters", "params", "input", "inputs", "action_input",
+                     "tool_input", "tool_args"), "arguments"),
+    **dict.fromkeys(("final_answer", "response", "output"), "answer"),
+}
 _CALL_IN_NAME = re.compile(r"[()\[\]{}\"'=\n\r]")
 
 _THINK_OPEN = re.compile(r"<(think|thinking|reasoning)>", re.I)
@@ -953,24 +957,22 @@ _LEAD_PARTIAL = re.compile(r"""<\|?/?[\w.-]{0,40}\|? | <｜[^｜<>]{0,40}｜? | 
                                | "(?:\[\s{0,64})? | `{1,2}""", re.X)
 _PACKAGING_TAGS = {"fence": "code_fence", "token": "special_tokens", "label": "special_tokens", "quote": "stray_quote"}
 _OBSERVATION_TAIL = re.compile(r"\[OBSERVATION\]|\bObservation\s*:|^[ \t>*#]*(?i:observation)\s*:", re.M)
-_ACTION_KEY = re.compile(
-    r"""(?:\[\s*)?\{\s*["']?(?:type|name|answer|arguments|thought|action|tool|tool_name|function|final_answer|action_input)["']?\s*:""")
+_KEY_WORDS = "|".join(sorted({"type", "name", "arguments", "answer", *_LOOKALIKES}, key=len, reverse=True))
+_ACTION_KEY_TEXT = re.compile(rf"""(?<![\w-])["']?\s*(?:{_KEY_WORDS})\s*["']?\s*:""", re.I)  # in a broken object
 _JSON_TOKEN = re.compile(r"""
     (?P<space>\s+)
   | (?P<escaped>(?:\\[nrt])+)                         # a literal \\n between tokens: escaped twice
   | (?P<punct>[][{}:,])
   | (?P<string>"[^"\\]*(?:\\.[^"\\]*)*"|'[^'\\]*(?:\\.[^'\\]*)*')
   | (?P<number>-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.]))
-  | (?P<word>[A-Za-z_][\w.-]*)
+  | (?P<word>-?[A-Za-z_][\w.-]*)
 """, re.X | re.S)
 _ESCAPED_QUOTE_START = re.compile(r'[\[{](?:\s|\\[nrt])*\\"')
 _STRING_DECODER = json.JSONDecoder(strict=False)
 _PYTHON_WORDS = {"True": "true", "False": "false", "None": "null"}
 _JSON_ESCAPES = set('"\\/bfnrt')
-_PYTHON_ONLY_ESCAPES = {"a": "\a", "v": "\v", "'": "'"}
-_PYTHON_ESCAPES = set("\\'\"abfnrtv01234567xNuU\n")
-_CONTROL = re.compile(r"[\x00-\x1f]")
-_ESCAPE_PAIR = re.compile(r"\\(x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|u[0-9a-fA-F]{4}|[0-7]{1,3}|.)", re.S)
+_PYTHON_ESCAPES = set("\\'\"abfnrtv01234567xNuU\n")   # a backslash and a line break is a line continuation
+_STRING_PIECE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|u[0-9a-fA-F]{4}|[0-7]{1,3}|.)|[\x00-\x1f]", re.S)
 
 
 def _refuse(problem: str, shape: str = _BOTH_SHAPES) -> ActionFormatError:
@@ -981,6 +983,11 @@ def _note(repairs: list, tag: str) -> None:
     """Record a repair once."""
     if tag not in repairs:
         repairs.append(tag)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two JSON values are the same (1, 1.0 and true are three different values)."""
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
 def _may_be_packaging(rest: str) -> bool:
@@ -1113,8 +1120,19 @@ def _inside_first_object(text: str, pos: int) -> bool:
     return end is None or end > pos
 
 
+def _lone_closing_tag(text: str, closing: Any) -> bool:
+    """Whether a closing think tag ends reasoning whose opening tag the server dropped: an action follows it,
+    and it is not inside the first object or after an invented observation."""
+    tail = _OBSERVATION_TAIL.search(text)
+    return (_ACTION_START.search(text, closing.end()) is not None and not (tail and tail.start() < closing.start())
+            and not _inside_first_object(text, closing.start()))
+
+
 def _drop_think(text: str, repairs: list) -> str:
-    """Remove reasoning blocks that open before the action, and a lone closing tag."""
+    """Remove reasoning blocks that open before the action, and the reasoning before a lone closing tag.
+
+    A block that never closes holds no action (a draft in it is never run): refused.
+    """
     kept, pos = [], 0
     brace = text.find("{")
     while True:
@@ -1125,15 +1143,14 @@ def _drop_think(text: str, repairs: list) -> str:
             break
         kept.append(text[pos:opening.start()])
         closing = _THINK_CLOSE.search(text, opening.end())
-        if closing is None:  # never closed: keep what follows, the action may be there
-            pos = opening.end()
-            _note(repairs, "think_unclosed")
-            break
+        if closing is None:
+            raise _refuse(f"your reply opens a {opening.group()} block that never closes, so it holds no action; "
+                          f"close it with </{opening.group(1)}> and put the action after it")
         pos = closing.end()
         _note(repairs, "think")
     text = ("".join(kept) + text[pos:]).strip()
     closing = _THINK_CLOSE.search(text)
-    if closing and not _inside_first_object(text, closing.start()):
+    if closing and _lone_closing_tag(text, closing):
         text = text[closing.end():].strip()  # the server dropped the opening tag
         _note(repairs, "think")
     return text
@@ -1170,7 +1187,8 @@ def _unquote_action(text: str, first: Any, repairs: list) -> tuple:
     except ValueError:
         return text, first
     inner = inner.strip() if isinstance(inner, str) else ""
-    if not _ACTION_START.match(inner) or _ActionScanner._at(inner, 0).end is None:
+    encoded = '\\"' in text[first.start():end]  # else decoding the string could only change its backslashes
+    if not encoded or not _ACTION_START.match(inner) or _ActionScanner._at(inner, 0).end is None:
         return text, first
     _note(repairs, "json_string")
     text = text[:first.start() - 1] + inner + text[end:]
@@ -1197,65 +1215,75 @@ def _locate(text: str, repairs: list) -> tuple[str, int]:
     return text, first.start()
 
 
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not a JSON value")
+def _not_finite(text: str) -> None:
+    raise _refuse(f"the number {text[:40]} is not finite; send a finite number, or text in double quotes")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        _not_finite(text)
+    return value
+
+
+def _unique_keys(pairs: list, repairs: list) -> dict:
+    """An object from its key-value pairs; a key written twice must hold the same value both times."""
+    obj: dict = {}
+    for key, value in pairs:
+        if key in obj:
+            if not _same(obj[key], value):
+                raise _refuse(f"the key {json.dumps(key, ensure_ascii=False)[:60]} appears twice with different "
+                              "values; write each key once")
+            _note(repairs, "duplicate_key")
+        obj[key] = value
+    return obj
 
 
 def _fix_word(word: str, repairs: list) -> str:
     if word in ("true", "false", "null"):
         return word
+    if word in ("NaN", "Infinity", "-Infinity"):
+        _not_finite(word)
     if word in _PYTHON_WORDS:
         _note(repairs, "python_literal")
         return _PYTHON_WORDS[word]
     raise _refuse(f"the value {word[:40]!r} is not quoted: put text values in double quotes")
 
 
-def _unclear_backslash(code: str) -> ActionFormatError:
-    return _refuse(f"a string holds '\\{code[0]}', which may be a literal backslash (as in C:\\Users) or an escape; "
+def _unclear_backslash(char: str) -> ActionFormatError:
+    shown = f"'\\{char}'" if char.isprintable() and not char.isspace() else f"a backslash before U+{ord(char):04X}"
+    return _refuse(f"a string holds {shown}, which may be a literal backslash (as in C:\\Users) or an escape; "
                    "write a literal backslash as \\\\")
 
 
-def _json_escape(code: str, python: bool) -> str:
-    """One backslash escape in a double-quoted string, as JSON.
+def _fix_piece(piece: str, single: bool, repairs: list) -> str:
+    """One escape or raw control character of a string, rewritten for JSON or, in a single-quoted
+    string, for ``ast.literal_eval``.
 
-    JSON's own escapes stay. Punctuation escaped the Markdown way (``\\_``) reads as
-    the character. In a Python-literal reply, Python's ``\\x41``, ``\\U0001F600``,
-    octal, ``\\a`` and ``\\v`` mean what Python means. A backslash before any other
-    letter or digit is refused: it may be a path's backslash or an escape.
+    ``\\_`` and ``\\'`` read as the character (Markdown and Python habits). Otherwise a
+    double-quoted string keeps JSON's escapes and a single-quoted one Python's; any
+    other backslash is refused, since it may be a path's backslash or an escape.
     """
-    if code in _JSON_ESCAPES or (code[0] == "u" and len(code) == 5):
-        return "\\" + code
-    if python and (len(code) > 1 or code.isdigit() or code in _PYTHON_ONLY_ESCAPES):
-        char = _PYTHON_ONLY_ESCAPES.get(code) or chr(min(int(code, 8) if code.isdigit() else int(code[1:], 16),
-                                                         0x10FFFF))
-        return json.dumps(char)[1:-1]
-    if code[0].isalnum():
-        raise _unclear_backslash(code)
-    return json.dumps(code)[1:-1]
+    if piece[0] != "\\":
+        _note(repairs, "raw_control_characters")
+        return json.dumps(piece)[1:-1]
+    code = piece[1:]
+    if code == "_" or (code == "'" and not single):
+        _note(repairs, "invalid_escape")
+        return code
+    if single:
+        allowed = code[0] in _PYTHON_ESCAPES
+    else:
+        allowed = code in _JSON_ESCAPES or (code[0] == "u" and len(code) == 5)
+    if not allowed:
+        raise _unclear_backslash(code[0])
+    return piece
 
 
-def _python_escape(code: str) -> str:
-    """One backslash escape in a single-quoted string, kept for ast.literal_eval when Python has it."""
-    if code[0] in _PYTHON_ESCAPES:
-        return "\\" + code
-    if code[0].isalnum():
-        raise _unclear_backslash(code)
-    return code
-
-
-def _fix_string(token: str, python: bool, repairs: list) -> str:
+def _fix_string(token: str, repairs: list) -> str:
     """Return a valid JSON string literal for a double- or single-quoted string token."""
     quote, body = token[0], token[1:-1]
-    if _CONTROL.search(body):
-        body = _CONTROL.sub(lambda m: json.dumps(m.group())[1:-1], body)
-        _note(repairs, "raw_control_characters")
-    if quote == '"':
-        fixed = _ESCAPE_PAIR.sub(lambda m: _json_escape(m.group(1), python), body)
-    else:
-        fixed = _ESCAPE_PAIR.sub(lambda m: _python_escape(m.group(1)), body)
-    if fixed != body:
-        body = fixed
-        _note(repairs, "invalid_escape")
+    body = _STRING_PIECE.sub(lambda m: _fix_piece(m.group(), quote == "'", repairs), body)
     if quote == '"':
         return f'"{body}"'
     _note(repairs, "python_literal")
@@ -1280,31 +1308,41 @@ def _normalize_json(chunk: str, repairs: list) -> str:
     """Rewrite near-JSON as JSON, token by token: Python literals, raw control characters,
     invalid escapes, trailing commas, escaped-twice whitespace. Unquoted words are refused."""
     tokens = _json_tokens(chunk)
-    python = any(value[0] == "'" or value in _PYTHON_WORDS for kind, value in tokens if kind in ("string", "word"))
     out: list = []
+    last = [-1, -1]  # where in out the last two tokens that are not whitespace are
     for kind, value in tokens:
         if kind == "escaped":
             _note(repairs, "escaped_twice")
-            value = " "
+            value, kind = " ", "space"
         elif kind == "string":
-            value = _fix_string(value, python, repairs)
+            value = _fix_string(value, repairs)
         elif kind == "word":
             value = _fix_word(value, repairs)
-        elif value in "]}" and out and out[-1] == ",":
-            out.pop()
+        elif value in "]}" and min(last) >= 0 and out[last[1]] == "," and out[last[0]] not in ("[", "{", ",", ":"):
+            out[last[1]] = ""  # whatever whitespace, line breaks or indentation follow the comma
             _note(repairs, "trailing_comma")
+        if kind != "space":
+            last = [last[1], len(out)]
         out.append(value)
     return "".join(out)
 
 
 def _decode(chunk: str, repairs: list) -> Any:
-    """Read one bracketed JSON value: strictly first, then with lexical repairs."""
+    """Read one bracketed JSON value: strictly first, then with lexical repairs.
+
+    A key written twice with different values, at any depth, and a number that is not
+    finite are refused.
+    """
+    hooks = {"object_pairs_hook": lambda pairs: _unique_keys(pairs, repairs),
+             "parse_constant": _not_finite, "parse_float": _finite}
     try:
-        return json.loads(chunk, parse_constant=_reject_constant)
+        return json.loads(chunk, **hooks)
+    except ActionFormatError:
+        raise
     except ValueError:
         pass
     try:
-        return json.loads(_normalize_json(chunk, repairs), parse_constant=_reject_constant)
+        return json.loads(_normalize_json(chunk, repairs), **hooks)
     except ActionFormatError:
         raise
     except json.JSONDecodeError as exc:
@@ -1324,37 +1362,61 @@ def _read_value(text: str, start: int, repairs: list) -> tuple[Any, int]:
     return _decode(text[start:scanner.end], repairs), scanner.end
 
 
+def _meant_key(key: Any) -> Optional[str]:
+    """The action key that key stands for: the key itself, a misspelling of it (case, spaces), or a look-alike's."""
+    normal = key.strip().lower() if isinstance(key, str) else None
+    return normal if normal in _OWN_KEYS else _LOOKALIKES.get(normal)
+
+
+def _is_action(chunk: str, value: Any) -> bool:
+    """Whether an object found after the action is another action: it has an action's keys or look-alikes,
+    whatever key it opens with. One that cannot be read is judged by the keys written in it."""
+    if isinstance(value, list):
+        return any(_is_action("", item) for item in value)
+    if isinstance(value, dict):
+        return any(_meant_key(key) not in (None, "thought") for key in value)
+    return bool(_ACTION_KEY_TEXT.search(chunk))
+
+
+def _objects(text: str):
+    """Each object (or array of objects) in text: its text, and its value or None when it cannot be read."""
+    pos = 0
+    while True:
+        first = _ACTION_START.search(text, pos)
+        if first is None:
+            return
+        scanner = _ActionScanner._at(text, first.start())
+        end = scanner.end or scanner.broken_at or len(text)  # a broken one ends where it broke
+        value = None
+        if scanner.end is not None:
+            try:
+                value = _decode(text[first.start():end], [])
+            except ActionFormatError:
+                pass
+        yield text[first.start():end], value
+        pos = end
+
+
 def _check_rest(rest: str, action: Any, opened: bool, repairs: list) -> None:
-    """Ignore prose and an invented observation after the action. Another, different action is refused
-    after prose; when the reply opened with its action, that one runs, tagged ``extra_actions``."""
+    """Read what follows the action: prose and an invented observation are ignored. Another, different
+    action is refused after prose; when the reply opened with its action, that one runs (``extra_actions``)."""
     tail = _OBSERVATION_TAIL.search(rest)
     if tail:
         rest = rest[:tail.start()]
         _note(repairs, "observation_tail")
-    pos = 0
-    while True:
-        start = _ACTION_START.search(rest, pos)
-        if start is None:
-            break
-        pos = start.end()
-        if not _ACTION_KEY.match(rest, start.start()):
+    for chunk, value in _objects(rest):
+        if not _is_action(chunk, value):
             continue  # braces in prose, not an action
-        try:
-            other, end = _read_value(rest, start.start(), [])
-        except ActionFormatError:
-            if opened:
-                _note(repairs, "extra_actions")
-                break
-            raise _refuse("your reply holds more than one action (the second one is incomplete); "
-                          "send one action per reply") from None
-        if other != action:
-            if opened:
-                _note(repairs, "extra_actions")
-                break
+        if value is not None and _same(value, action):
+            _note(repairs, "duplicate_action")
+        elif opened:
+            _note(repairs, "extra_actions")
+        elif value is None:
+            raise _refuse("your reply holds more than one action (the second one is incomplete or broken); "
+                          "send one action per reply")
+        else:
             raise _refuse("your reply holds two different actions; send one action per reply and "
                           "wait for its [OBSERVATION]")
-        _note(repairs, "duplicate_action")
-        pos = end
     if rest.strip().strip("`").strip():
         _note(repairs, "trailing_prose")
 
@@ -1366,7 +1428,7 @@ def _one_object(value: Any, opened: bool, repairs: list) -> dict:
     if not value or not isinstance(value[0], dict):
         raise _refuse("expected one JSON object, found an array")
     _note(repairs, "array")
-    if any(item != value[0] for item in value[1:]):
+    if not all(_same(item, value[0]) for item in value[1:]):
         if not opened:
             raise _refuse(f"expected one JSON object, found an array of {len(value)}; send one action per reply")
         _note(repairs, "extra_actions")
@@ -1397,15 +1459,12 @@ def _action_after_prose(body: str, repairs: list) -> tuple:
 
 
 def _present(obj: dict, key: str) -> bool:
-    return obj.get(key) not in (None, "", {})
+    return obj.get(key) not in (None, "", {}, [])
 
 
-def _lookalike(obj: dict, keys: tuple) -> Optional[str]:
-    return next((key for key in keys if obj.get(key) is not None), None)
-
-
-_RIGHT_KEY = {**{k: "name" for k in _NAME_LOOKALIKES}, **{k: "arguments" for k in _ARGUMENT_LOOKALIKES},
-              **{k: "answer" for k in _ANSWER_LOOKALIKES}}
+def _lookalike(obj: dict, key: str) -> Optional[str]:
+    """A key of obj, other than key itself, that stands for key and holds a value."""
+    return next((other for other in obj if other != key and _meant_key(other) == key and _present(obj, other)), None)
 
 
 def _action_kind(obj: dict, repairs: list) -> str:
@@ -1423,9 +1482,9 @@ def _action_kind(obj: dict, repairs: list) -> str:
     if is_call or "answer" in obj:
         _note(repairs, "missing_type")
         return "tool_call" if is_call else "final"
-    names = [key for key in obj if key in _NAME_LOOKALIKES + _ARGUMENT_LOOKALIKES + _ANSWER_LOOKALIKES]
+    names = [key for key in obj if _meant_key(key) not in (None, "thought", key)]
     if names:
-        fixes = "; ".join(f'use "{_RIGHT_KEY[key]}" instead of "{key}"' for key in names)
+        fixes = "; ".join(f'use "{_meant_key(key)}" instead of {json.dumps(key, ensure_ascii=False)}' for key in names)
         raise _refuse(f'"type" is missing and the keys are wrong: {fixes}')
     raise _refuse(f'the object has no "type", "name" or "answer" (keys: {", ".join(map(str, obj))[:80] or "none"})')
 
@@ -1433,8 +1492,8 @@ def _action_kind(obj: dict, repairs: list) -> str:
 def _tool_name(obj: dict, repairs: list) -> str:
     name = obj.get("name")
     if name is None:
-        alt = _lookalike(obj, _NAME_LOOKALIKES)
-        problem = f'use "name" instead of "{alt}"' if alt else '"name" is missing'
+        alt = _lookalike(obj, "name")
+        problem = f'use "name" instead of {json.dumps(alt, ensure_ascii=False)}' if alt else '"name" is missing'
         raise _refuse(f"{problem} for the tool to call", _CALL_SHAPE)
     if not isinstance(name, str) or not name.strip():
         raise _refuse(f'"name" must be the tool name as text, got {_shown(name)}', _CALL_SHAPE)
@@ -1460,13 +1519,16 @@ def _arguments_from_string(text: str, repairs: list) -> Any:
 
 
 def _arguments(obj: dict, repairs: list) -> dict:
-    alt = _lookalike(obj, _ARGUMENT_LOOKALIKES)
+    """The call's arguments; when they are missing or empty, a look-alike key or any other key holding an
+    object must not be silently dropped: refused, naming "arguments"."""
     arguments = obj.get("arguments")
     if isinstance(arguments, str):
         arguments = _arguments_from_string(arguments, repairs)
     if arguments is None or arguments == {}:
-        if alt and obj[alt] not in ({}, ""):
-            raise _refuse(f'use "arguments" instead of "{alt}"', _CALL_SHAPE)
+        stray = _lookalike(obj, "arguments") or next(
+            (key for key, value in obj.items() if key not in _OWN_KEYS and isinstance(value, dict) and value), None)
+        if stray is not None:
+            raise _refuse(f'use "arguments" instead of {json.dumps(stray, ensure_ascii=False)[:60]}', _CALL_SHAPE)
         if arguments is None:
             _note(repairs, "missing_arguments")
         return {}
@@ -1478,8 +1540,8 @@ def _arguments(obj: dict, repairs: list) -> dict:
 def _answer(obj: dict, repairs: list) -> str:
     answer = obj.get("answer")
     if answer is None:
-        alt = _lookalike(obj, _ANSWER_LOOKALIKES)
-        problem = f'use "answer" instead of "{alt}"' if alt else '"answer" is missing'
+        alt = _lookalike(obj, "answer")
+        problem = f'use "answer" instead of {json.dumps(alt, ensure_ascii=False)}' if alt else '"answer" is missing'
         raise _refuse(problem, _FINAL_SHAPE)
     if not isinstance(answer, str):
         _note(repairs, "answer_not_text")
@@ -1508,13 +1570,17 @@ def parse_action(text: str) -> Action:
     """Read one action from a model reply: strict about meaning, tolerant about packaging.
 
     Unambiguous packaging is repaired locally and named in ``Action.repairs``:
-    BOM and whitespace, ``<think>`` blocks, code fences, prose and special tokens
-    around the object, an invented observation after it, raw newlines and invalid
-    escapes in strings, trailing commas, Python literals, an escaped-twice reply,
-    a one-element array, ``arguments`` as a JSON string, a missing ``type`` or
-    ``arguments`` when nothing else is meant. The action is the object starting at
-    the first ``{`` (or ``[{``); a broken one is never skipped for a later one.
-    Anything else raises ``ActionFormatError`` with a message written for the model.
+    BOM and whitespace, closed ``<think>`` blocks, code fences, prose, special tokens
+    and stray quotes around the object, an invented observation after it, raw
+    newlines, ``\\_`` and ``\\'`` in strings, trailing commas, Python literals, an
+    escaped-twice reply, an array of actions, ``arguments`` as a JSON string, a
+    missing ``type`` or ``arguments`` when nothing else is meant. The action is the
+    object starting at the first ``{`` (or ``[{``); a broken one is never skipped for
+    a later one. A reply that opens with its action ends where the action ends (a
+    different one after it is not run: ``extra_actions``); after prose, several
+    different actions are refused. Anything else -- duplicate keys with different
+    values, non-finite numbers, unclear backslashes, look-alike keys, an unclosed
+    think block -- raises ``ActionFormatError`` with a message written for the model.
 
     >>> parse_action('{"type": "final", "answer": "42"}').answer
     '42'
@@ -1528,8 +1594,9 @@ def parse_action(text: str) -> Action:
         body = _unwrap(text, repairs)
         found = _opening_action(body, repairs)
         if found is None:
-            body = _drop_think(body, repairs)
-            found = _opening_action(body, repairs)
+            thought_out = _drop_think(body, repairs)
+            found = _opening_action(thought_out, repairs) if thought_out != body else None
+            body = thought_out
         opened = found is not None
         value, rest = found if opened else _action_after_prose(body, repairs)
         _check_rest(rest, value, opened, repairs)

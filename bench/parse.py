@@ -14,7 +14,7 @@ import time
 
 from _common import best_rate, machine, table
 
-from agent import ActionFormatError, parse_action
+from agent import ActionFormatError, _ActionScanner, parse_action
 
 SEED = 7
 TOOLS = ["calculator", "get_weather", "search", "read_file"]
@@ -32,10 +32,12 @@ def base_actions(rng, count):
     return actions
 
 
+def indented(t): return json.dumps(json.loads(t), indent=2)
+def stray_quotes(t): return f'"{t}"'
 def fence(t): return f"```json\n{t}\n```"
 def think(t): return f"<think>\nThe user wants this. Format: {{\"type\": ...}}.\n</think>\n{t}"
 def prose(t): return f"Sure! Here is my action:\n{t}\nLet me know if you need more."
-def trailing_comma(t): return t[:-1] + ",}"
+def trailing_comma(t): return t[:-1].rstrip() + ",\n}"
 def python_literal(t): return repr(json.loads(t))
 def raw_newline(t): return t.replace('Next step.', 'Next\nstep.').replace("I have the result.", "I have\nthe result.")
 def markdown_escape(t): return t.replace("_", "\\_") if '"answer"' in t or "news_" in t else t
@@ -45,21 +47,25 @@ def tags(t): return f"<tool_call>\n{t}\n</tool_call>"
 
 
 # Lexical defects first, then wrappers: applied in this order.
-DEFECTS = [python_literal, raw_newline, markdown_escape, trailing_comma, array, fence, think, prose,
-           observation_tail, tags]
+DEFECTS = [indented, python_literal, raw_newline, markdown_escape, trailing_comma, array, stray_quotes, fence, think,
+           prose, observation_tail, tags]
 
 
 def must_refuse(rng, action):
-    """Replies whose meaning is not certain; accepting any of them is a wrong action."""
+    """Replies whose meaning is not certain; accepting any of them is a wrong action.
+
+    Two actions are ambiguous only after prose (the model may be showing examples): a reply
+    that opens with its action ends there, so its first action is the intended one.
+    """
     text = json.dumps(action)
     other = dict(action, thought="Another one.", **({"answer": "different"} if action["type"] == "final"
                                                      else {"arguments": {"x": 1}}))
     renamed = {"action": action.get("name", "Final Answer"), "action_input": action.get("arguments", "42")}
     return rng.choice([
-        f"{text}\n{json.dumps(other)}",                     # two different actions
+        f"You could send:\n{text}\nor:\n{json.dumps(other)}",  # two different actions after prose
         text[: len(text) * 2 // 3],                         # cut off
         json.dumps(renamed),                                # look-alike keys
-        json.dumps([action, other]),                        # an array of several actions
+        f"For example: {json.dumps([action, other])}",     # an array of several actions after prose
         text.replace('"arguments"', '"parameters"') if action["type"] == "tool_call" else text[:-1],
     ])
 
@@ -146,6 +152,18 @@ def worst_time(parser, errors, inputs):
     return worst
 
 
+def scanner_rate(replies, piece):
+    """Characters per second through the streaming client's scanner, fed `piece` characters at a time."""
+    pieces = [[text[i:i + piece] for i in range(0, len(text), piece)] for text in replies]
+
+    def feed_all(parts):
+        scanner = _ActionScanner()
+        for part in parts:
+            if scanner.feed(part) is not None:
+                break
+    return best_rate(feed_all, pieces) * sum(map(len, replies)) / len(replies)
+
+
 def main():
     cases, refusals = corpus()
     clean = [json.dumps(action) for _, action in cases]
@@ -169,6 +187,11 @@ def main():
                      f"{worst_time(parser, errors, pathological()) * 1000:.1f} ms"])
     table(["parser", "clean/s", "messy/s", "messy vs agent.py", "intended action",
            f"refused of {len(cases)}", f"wrong actions of {len(cases) + len(refusals)}", "worst pathological"], rows)
+    long_reply = "<think>" + "Let me think about it. " * 8000 + "</think>\n" + json.dumps(cases[0][1]) + " tail" * 1000
+    replies = messy + [long_reply]
+    print("\nThe action scanner (streaming early stop), characters per second:")
+    table(["fed", "chars/s"], [[f"{n} characters at a time", f"{scanner_rate(replies, n):,.0f}"] for n in (1, 8, 64)]
+          + [["whole reply at once", f"{scanner_rate(replies, 10**9):,.0f}"]])
     if len(found) == 1:
         print("\n(peers not importable: see bench/README.md to compare with smolagents, LangChain, json-repair)")
 

@@ -176,20 +176,58 @@ def actions(draw):
     return {"type": "tool_call", "thought": thought, "name": draw(tool_names), "arguments": draw(arguments)}
 
 
-def dump(value, raw_controls=False, markdown_escapes=False):
-    """JSON text, optionally with raw control characters or Markdown's invalid escapes in strings."""
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{dump(k, raw_controls, markdown_escapes)}: {dump(v, raw_controls, markdown_escapes)}"
-                               for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(dump(v, raw_controls, markdown_escapes) for v in value) + "]"
-    text = json.dumps(value, ensure_ascii=False)
+LAYOUTS = {  # name: (indent unit or None for one line, line break, colon, comma first, closer on the last line)
+    "compact": (None, "", ": ", False, False), "tight": (None, "", ":", False, False),
+    "indent1": (" ", "\n", ": ", False, False), "indent2": ("  ", "\n", ": ", False, False),
+    "indent4": ("    ", "\n", ": ", False, False), "tabs": ("\t", "\n", ": ", False, False),
+    "crlf": ("  ", "\r\n", ": ", False, False), "spaced colon": ("  ", "\n", " : ", False, False),
+    "comma first": ("  ", "\n", ": ", True, False), "closer inline": ("  ", "\n", ": ", False, True),
+}
+
+
+def dump_string(text, quotes, defect):
+    """A string literal: double or single quotes, optionally with raw control characters or needless escapes."""
+    body = json.dumps(text, ensure_ascii=False)[1:-1]
+    if quotes == "'":
+        body = body.replace('\\"', '"').replace("'", "\\'")
+    elif defect == "escaped apostrophe":
+        body = body.replace("'", "\\'")
+    if defect == "raw controls" and "\\\\" not in body:
+        body = body.replace("\\n", "\n").replace("\\t", "\t")
+    if defect == "markdown":
+        body = body.replace("_", "\\_")
+    return quotes + body + quotes
+
+
+def dump(value, layout="compact", quotes='"', defect=None, trailing=False, depth=0):
+    """Text of value in a layout, with single or double quotes, a string defect and trailing commas."""
+    def again(item):
+        return dump(item, layout, quotes, defect, trailing, depth + 1)
     if isinstance(value, str):
-        if raw_controls:
-            text = text.replace("\\n", "\n").replace("\\t", "\t") if "\\\\" not in text else text
-        if markdown_escapes:
-            text = text.replace("_", "\\_")
-    return text
+        return dump_string(value, quotes, defect)
+    if not isinstance(value, (dict, list)):
+        return {True: "True", False: "False", None: "None"}.get(value, json.dumps(value)) \
+            if quotes == "'" and (value is None or isinstance(value, bool)) else json.dumps(value)
+    indent, newline, colon, comma_first, inline = LAYOUTS[layout]
+    items = [f"{again(k)}{colon}{again(v)}" for k, v in value.items()] if isinstance(value, dict) \
+        else [again(v) for v in value]
+    opener, closer = "{}" if isinstance(value, dict) else "[]"
+    if not items:
+        return opener + closer
+    if indent is None:
+        return opener + ", ".join(items) + ("," if trailing else "") + closer
+    inner, outer = newline + indent * (depth + 1), newline + indent * depth
+    if comma_first:
+        text = opener + " " + (outer + ", ").join(items) + (outer + "," if trailing else "")
+    else:
+        text = opener + inner + ("," + inner).join(items) + ("," if trailing else "")
+    return text + (" " if inline else outer) + closer
+
+
+def test_the_layouts_include_json_dumps_own_indentation():
+    value = {"a": [1, {"b": None}], "c": "x"}
+    for layout, indent in [("indent1", 1), ("indent2", 2), ("indent4", 4), ("tabs", "\t"), ("compact", None)]:
+        assert dump(value, layout) == json.dumps(value, indent=indent)
 
 
 prose = st.text(alphabet=st.characters(blacklist_characters="{[`<\\\"'", blacklist_categories=("Cs",)),
@@ -198,7 +236,7 @@ prose = st.text(alphabet=st.characters(blacklist_characters="{[`<\\\"'", blackli
 
 @st.composite
 def packaged(draw):
-    """A valid action and a reply holding it under a random mix of packaging defects."""
+    """A valid action and a reply holding it, laid out in any style, under a random mix of packaging defects."""
     action = draw(actions())
     obj = dict(action)
     if obj["thought"] is None:
@@ -209,17 +247,16 @@ def packaged(draw):
         obj["confidence"] = 0.5                                  # an extra key
     if draw(st.booleans()):
         del obj["type"]                                          # kind certain from the keys
-    style = draw(st.sampled_from(["json", "python", "raw", "markdown"]))
-    if style == "python":
-        text = repr(obj)
-    else:
-        text = dump(obj, raw_controls=style == "raw", markdown_escapes=style == "markdown")
-    if draw(st.booleans()):
-        text = text[:-1] + ",}"                                  # trailing comma
+    quotes = draw(st.sampled_from(['"', "'"]))
+    defect = draw(st.sampled_from([None, "raw controls", "markdown", "escaped apostrophe"]))
+    text = dump(obj, draw(st.sampled_from(sorted(LAYOUTS))), quotes, defect, trailing=draw(st.booleans()))
     if draw(st.booleans()):
         text = f"[{text}]"                                       # one-element array
-    if style == "json" and draw(st.booleans()):
+    wrapper = draw(st.sampled_from([None, "json string", "stray quotes"]))
+    if wrapper == "json string" and quotes == '"' and defect is None:
         text = json.dumps(text)                                  # the reply is a JSON string
+    elif wrapper == "stray quotes":
+        text = f'"{text}"'
     if draw(st.booleans()):
         text = f"```{draw(st.sampled_from(['', 'json', 'JSON']))}\n{text}\n```"
     if draw(st.booleans()):
@@ -235,7 +272,7 @@ def packaged(draw):
     return action, text
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES or 400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(packaged())
 def test_any_valid_action_survives_any_mix_of_packaging(case):
     action, text = case
@@ -425,7 +462,7 @@ def opening_replies(draw):
     action = draw(actions())
     style = draw(st.sampled_from(["compact", "indented", "python", "array"]))
     if style == "python":
-        text = repr(action)
+        text = dump(action, quotes="'")
     elif style == "indented":
         text = json.dumps(action, indent=draw(st.sampled_from([1, 2, 4, "\t"])), ensure_ascii=False)
     else:
@@ -450,7 +487,8 @@ def test_any_split_of_a_reply_gives_the_cut_parse_action_reads_to(case, splits):
 
 
 @settings(max_examples=EXAMPLES or 200, deadline=None)
-@given(prose.filter(lambda s: s.strip() and not s.strip().startswith(("json", "JSON", "assistant"))), actions(),
+@given(prose.map(lambda s: s.replace("\ufeff", "").strip()).filter(
+    lambda s: s and not s.startswith(("json", "JSON", "assistant"))), actions(),
        st.lists(st.integers(0, 200), max_size=8))
 def test_prose_first_never_gives_a_cut(before, action, splits):
     reply = before + json.dumps(action)

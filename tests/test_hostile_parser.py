@@ -1,0 +1,351 @@
+"""parse_action under hostile and careless replies: no guessed call, no silently changed argument.
+
+Each class of defect from issues #10 and #11 is reproduced by its example first, then attacked
+with a property test. PARSER_EXAMPLES=2500 runs the property tests deeper than the default.
+"""
+import ast
+import json
+import os
+import re
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from agent import ActionFormatError, _ActionScanner, parse_action
+
+EXAMPLES = int(os.environ.get("PARSER_EXAMPLES", "0"))
+DEEP = settings(max_examples=EXAMPLES or 200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+CALL = '{"type": "tool_call", "name": "read_file", "arguments": {"path": "/data/x"}}'
+FINAL = '{"type": "final", "answer": "done"}'
+
+
+def refused(reply, *words):
+    """parse_action refuses reply with a message holding each of words; the message is returned."""
+    with pytest.raises(ActionFormatError) as info:
+        parse_action(reply)
+    for word in words:
+        assert word in str(info.value), str(info.value)
+    return str(info.value)
+
+
+def meaning(action):
+    return action.kind, action.name, action.arguments, action.answer
+
+
+# -- issue #10.1: a trailing comma before a line break or indentation --------------------
+
+PRETTY_TRAILING = '''{"type": "tool_call", "name": "delegate", "arguments": {
+    "task": "…",
+    "context": {"stock": "SPAL", "horizon": "long",
+   }
+}}'''
+
+
+@pytest.mark.parametrize("reply", [
+    PRETTY_TRAILING,
+    '{"type": "final", "answer": "x",\n}',
+    '{"type": "final", "answer": "x",\r\n\t  }',
+    '{"type": "tool_call", "name": "f", "arguments": {"ids": [1, 2,\n    ],\n  },\n}',
+    '{\\n  "type": "final",\\n  "answer": "x",\\n}',             # literal \n between tokens, then the comma
+    "{'type': 'final', 'answer': 'x',\n}",
+])
+def test_trailing_comma_before_whitespace_is_repaired(reply):
+    action = parse_action(reply)
+    assert "trailing_comma" in action.repairs
+    assert action.kind in ("tool_call", "final")
+
+
+def test_pretty_printed_trailing_commas_keep_the_arguments():
+    action = parse_action(PRETTY_TRAILING)
+    assert action.arguments == {"task": "…", "context": {"stock": "SPAL", "horizon": "long"}}
+
+
+def test_a_comma_with_nothing_before_it_is_still_refused():
+    refused('{"type": "final", "answer": "x", ,\n}', "invalid")
+    refused('{"type": "final", "answer": [,\n]}', "invalid")
+
+
+# -- issue #10.2: stray quotes around the reply --------------------------------------------
+
+@pytest.mark.parametrize("reply, repairs", [
+    ('"[{"type": "tool_call", "name": "read_file", "arguments": {"path": "/data/x"}}]"', ["stray_quote", "array"]),
+    ('"' + CALL + '"', ["stray_quote"]),
+    ('  "' + CALL + '"\n', ["stray_quote"]),
+    ('```json\n"' + CALL + '"\n```', ["code_fence", "stray_quote"]),
+    ('Sure: "' + CALL + '"', ["prose"]),
+])
+def test_stray_quotes_around_the_action_are_packaging(reply, repairs):
+    action = parse_action(reply)
+    assert meaning(action) == ("tool_call", "read_file", {"path": "/data/x"}, None)
+    assert all(tag in action.repairs for tag in repairs), action.repairs
+    assert "json_string" not in action.repairs
+
+
+def test_a_reply_that_is_one_json_string_is_still_decoded():
+    assert "json_string" in parse_action(json.dumps(CALL)).repairs
+    assert "json_string" in parse_action("Here: " + json.dumps(CALL)).repairs
+
+
+@pytest.mark.parametrize("reply", ['"{"type": "final", "answer": "hi"', '"[{"type": "final"', '{"type": "final"'])
+def test_cut_off_is_said_only_when_the_text_ends_inside_the_object(reply):
+    refused(reply, "not complete")
+
+
+@DEEP
+@given(st.sampled_from([CALL, FINAL, "[" + CALL + "]"]), st.text(max_size=30), st.text(max_size=30),
+       st.sampled_from(['"', "'", "", "`"]))
+def test_a_complete_action_is_never_called_cut_off(action, before, after, quote):
+    assume("{" not in before and "[" not in before and "<think" not in before.lower())
+    try:
+        parse_action(before + quote + action + quote + after)
+    except ActionFormatError as exc:
+        assert "cut off" not in str(exc) and "not complete" not in str(exc)
+
+
+# -- issue #10.3 and #11.13: the escape rule -----------------------------------------------
+
+@pytest.mark.parametrize("reply, answer", [
+    ('{"type": "final", "answer": "It\\\'s done"}', "It's done"),
+    ('{"type": "final", "answer": "file\\_name"}', "file_name"),
+    ('[{"type": "final", "answer": "don\\\'t"}]', "don't"),
+    ('```json\n{"type": "final", "answer": "it\\\'s"}\n```', "it's"),
+    ("{'type': 'final', 'answer': 'it\\'s \\x41 \\u00e9 \\101'}", "it's A é A"),
+])
+def test_escapes_that_mean_the_character_itself_are_repaired(reply, answer):
+    action = parse_action(reply)
+    assert action.answer == answer
+
+
+@pytest.mark.parametrize("reply", [
+    '{"type": "tool_call", "name": "sh", "arguments": {"cmd": "ls \\\n-la"}}',        # backslash, raw newline
+    '{"type": "tool_call", "name": "sh", "arguments": {"cmd": "ls \\\t-la"}}',        # backslash, raw tab
+    '{"type": "tool_call", "name": "grep", "arguments": {"pattern": "\\.py$"}}',
+    '{"type": "tool_call", "name": "sh", "arguments": {"cmd": "echo \\$HOME"}}',
+    '{"type": "final", "answer": "Use \\*bold\\*"}',
+    '{"type": "final", "answer": "C:\\101", "x": True}',                                # Python escape, double quotes
+    '{"type": "final", "answer": "\\x41", "x": None}',
+    '{"type": "final", "answer": "C:\\Users"}',
+])
+def test_any_other_backslash_is_refused_asking_for_two(reply):
+    refused(reply, "\\\\")
+
+
+def test_a_raw_newline_alone_is_still_repaired():
+    assert parse_action('{"type": "final", "answer": "a\nb\\\\"}').answer == "a\nb\\"
+
+
+JSON_ESCAPES = set('"\\/bfnrt')
+
+
+@DEEP
+@given(st.characters(blacklist_categories=("Cs",)), st.sampled_from(['"', "'"]))
+def test_every_backslash_either_means_one_thing_or_is_refused(char, quote):
+    body = "a\\" + char + "b"
+    reply = '{"type": "final", "answer": ' + quote + body + quote + "}"
+    if char in "_'":
+        assert parse_action(reply).answer == "a" + char + "b"
+    elif quote == '"' and char in JSON_ESCAPES:
+        assert parse_action(reply).answer == json.loads('"' + body + '"')
+    elif quote == "'" and char in "\\\"abfnrtv\n01234567xNuU":  # Python's own escapes
+        try:
+            expected = ast.literal_eval("'" + body + "'")
+        except (SyntaxError, ValueError):
+            refused(reply, "could not be read")
+        else:
+            assert parse_action(reply).answer == expected
+    else:
+        refused(reply, "\\\\")
+
+
+# -- issue #11.9: duplicate keys ----------------------------------------------------------
+
+@pytest.mark.parametrize("reply, key", [
+    ('{"type": "tool_call", "name": "read_file", "name": "delete_file", "arguments": {"path": "/x"}}', "name"),
+    ('{"type": "tool_call", "name": "read_file", "arguments": {"path": "/data/x", "path": "/"}}', "path"),
+    ('{"type": "final", "answer": "yes", "answer": "no"}', "answer"),
+    ('{"type": "final", "type": "tool_call", "name": "f", "answer": "x"}', "type"),
+    ("{'type': 'tool_call', 'name': 'f', 'arguments': {'a': {'b': 1, 'b': 2}}}", "b"),
+    ('{"type": "tool_call", "name": "f", "arguments": "{\\"p\\": 1, \\"p\\": 2}"}', "p"),
+    ('[{"type": "final", "answer": 1, "answer": true}]', "answer"),
+])
+def test_conflicting_duplicate_keys_are_refused_naming_the_key(reply, key):
+    refused(reply, f'"{key}"', "twice")
+
+
+def test_identical_duplicate_keys_are_accepted_and_tagged():
+    action = parse_action('{"type": "final", "answer": "x", "answer": "x"}')
+    assert action.answer == "x" and "duplicate_key" in action.repairs
+
+
+json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.sampled_from([0.5, 1.0, 2.0]),
+                         st.text(max_size=5))
+json_values = st.recursive(json_scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=4), inner, min_size=1, max_size=3)), max_leaves=6)
+
+
+def objects_in(value, path=()):
+    """Every object in value (with its path), the value itself first."""
+    if isinstance(value, dict):
+        yield path, value
+        for key, item in value.items():
+            yield from objects_in(item, path + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from objects_in(item, path + (index,))
+
+
+def dump_with_duplicate(value, target, key, extra):
+    """JSON text of value, with key written a second time (holding extra) in the object at path target."""
+    def inner(step, item):
+        return dump_with_duplicate(item, target[1:] if target and target[0] == step else None, key, extra)
+    if isinstance(value, dict):
+        pairs = [f"{json.dumps(k)}: {inner(k, v)}" for k, v in value.items()]
+        if target == ():
+            pairs.append(f"{json.dumps(key)}: {json.dumps(extra)}")
+        return "{" + ", ".join(pairs) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(inner(i, v) for i, v in enumerate(value)) + "]"
+    return json.dumps(value)
+
+
+@DEEP
+@given(st.dictionaries(st.from_regex(r"[a-z]{1,6}", fullmatch=True), json_values, min_size=1, max_size=3),
+       st.data())
+def test_a_duplicate_key_at_any_depth_is_refused_unless_identical(arguments, data):
+    action = {"type": "tool_call", "name": "f", "arguments": arguments}
+    path, obj = data.draw(st.sampled_from(list(objects_in(action))))
+    key = data.draw(st.sampled_from(sorted(obj)))
+    extra = data.draw(json_values)
+    reply = dump_with_duplicate(action, path, key, extra)
+    same = json.dumps(extra, sort_keys=True) == json.dumps(obj[key], sort_keys=True)
+    if same:
+        assert meaning(parse_action(reply)) == ("tool_call", "f", arguments, None)
+    else:
+        refused(reply, json.dumps(key, ensure_ascii=False), "twice")
+
+
+# -- issue #11.10: a second action, recognised by what it is ------------------------------
+
+SECOND_ACTIONS = [
+    '{"id": 2, "type": "tool_call", "name": "delete_file", "arguments": {"path": "/"}}',
+    '{"reasoning": "then answer", "type": "final", "answer": "42"}',
+    '{"x": 1, "tool": "delete_file", "args": {"path": "/"}}',
+    '{"Name": "delete_file", "Arguments": {"path": "/"}}',
+    '[{"id": 1, "name": "delete_file", "arguments": {}}]',
+    '{"id": 3, "name": "delete_file", "arguments": {"path": "/"',                      # cut off
+    '{"id": 4, "name": "delete_file" "arguments": {}}',                                 # broken
+]
+
+
+@pytest.mark.parametrize("second", SECOND_ACTIONS)
+def test_a_second_action_after_an_opening_one_is_not_run_and_is_tagged(second):
+    action = parse_action(CALL + "\n" + second)
+    assert (action.name, action.arguments) == ("read_file", {"path": "/data/x"})
+    assert "extra_actions" in action.repairs
+
+
+@pytest.mark.parametrize("second", SECOND_ACTIONS)
+def test_a_second_action_after_prose_is_refused(second):
+    refused("I will read it.\n" + CALL + "\n" + second, "one action per reply")
+
+
+@pytest.mark.parametrize("after", ['Note: sets look like {1, 2}.', 'The file has {"size": 3, "lines": [1]}.',
+                                   "Braces { and ] stray."])
+def test_objects_that_are_not_actions_are_prose(after):
+    for reply in (CALL + "\n" + after, "Reading.\n" + CALL + "\n" + after):
+        action = parse_action(reply)
+        assert action.name == "read_file" and "extra_actions" not in action.repairs
+
+
+action_keys = st.sampled_from(["type", "name", "arguments", "answer", "tool", "action", "args", "input",
+                               "tool_name", "function", "final_answer", "Arguments", "Name"])
+noise = st.dictionaries(st.from_regex(r"(id|step|reasoning|meta|n)[0-9]?", fullmatch=True),
+                        st.one_of(st.integers(0, 9), st.text(max_size=8)), max_size=3)
+
+
+@DEEP
+@given(noise, action_keys, st.from_regex(r"[a-z_]{1,10}", fullmatch=True), st.booleans(), st.booleans())
+def test_any_second_action_is_seen_whatever_key_it_opens_with(before, key, value, prose_first, indent):
+    second = dict(before)
+    second[key] = value
+    text = json.dumps(second, indent=2 if indent else None)
+    reply = ("Let me check.\n" if prose_first else "") + CALL + "\n" + text
+    if prose_first:
+        refused(reply, "one action per reply")
+    else:
+        assert "extra_actions" in parse_action(reply).repairs
+
+
+# -- issue #11.11: arguments under a near-miss key ---------------------------------------
+
+@pytest.mark.parametrize("key", ["Arguments", "argument", "Args", "kwargs", "inputs", "tool_args", "arguments ",
+                                 "ARGUMENTS", "params", "payload", "data"])
+@pytest.mark.parametrize("arguments", ["", ', "arguments": {}', ', "arguments": null', ', "arguments": ""'])
+def test_arguments_under_another_key_are_refused_naming_arguments(key, arguments):
+    reply = '{"type": "tool_call", "name": "read_file"' + arguments + ', ' + json.dumps(key) + ': {"path": "/x"}}'
+    refused(reply, 'use "arguments" instead of ' + json.dumps(key))
+
+
+def test_extra_keys_beside_real_arguments_or_a_final_answer_stay_ignored():
+    action = parse_action('{"type": "tool_call", "name": "f", "arguments": {"a": 1}, "meta": {"b": 2}}')
+    assert action.arguments == {"a": 1}
+    assert parse_action('{"type": "final", "answer": "x", "Arguments": {"a": 1}, "meta": {}}').answer == "x"
+    assert parse_action('{"type": "tool_call", "name": "f", "meta": {}, "step": 2}').arguments == {}
+
+
+@pytest.mark.parametrize("reply, words", [
+    ('{"type": "tool_call", "Name": "f", "arguments": {}}', 'use "name" instead of "Name"'),
+    ('{"type": "final", "Answer": "x"}', 'use "answer" instead of "Answer"'),
+    ('{"Type": "final", "Answer": "x"}', 'use "answer" instead of "Answer"'),
+])
+def test_a_misspelled_key_is_named(reply, words):
+    refused(reply, words)
+
+
+@DEEP
+@given(st.text(min_size=1, max_size=12).filter(lambda k: k not in ("type", "name", "arguments", "answer", "thought")),
+       st.dictionaries(st.text(max_size=4), st.integers(), min_size=1, max_size=2),
+       st.sampled_from([None, {}, ""]), st.booleans())
+def test_an_object_under_any_other_key_is_never_dropped(key, value, arguments, missing):
+    obj = {"type": "tool_call", "name": "f"}
+    if not missing:
+        obj["arguments"] = arguments
+    obj[key] = value
+    refused(json.dumps(obj), '"arguments"', json.dumps(key, ensure_ascii=False)[:20])
+
+
+# -- issue #11.12: an unclosed think block holds no action --------------------------------
+
+@pytest.mark.parametrize("reply", [
+    '<think>Option 1: {"type": "tool_call", "name": "delete_file", "arguments": {"path": "/"}} -- no wait',
+    '<think>Option 1: {"type": "tool_call", "name": "delete_file", "arguments": {"path": "/"}}',
+    'Plan. <thinking>{"type": "final", "answer": "draft"}',
+    '<reasoning>\n' + CALL,
+])
+def test_a_draft_inside_an_unclosed_think_block_is_never_run(reply):
+    message = refused(reply, "never closes")
+    assert "cut off" not in message
+
+
+def test_a_refused_reply_stays_refused_when_split_by_the_scanner():
+    """The streaming client's cut never turns a refusal into an accepted action that differs."""
+    reply = '<think>' + CALL
+    scanner = _ActionScanner()
+    assert scanner.feed(reply) is None and scanner.opens_with_action is None
+    assert re.search("never closes", refused(reply))
+
+
+# -- numbers that are not finite -----------------------------------------------------------
+
+@pytest.mark.parametrize("number", ["1e999", "-1e999", "NaN", "Infinity", "-Infinity", "1E400"])
+@pytest.mark.parametrize("template", [
+    '{"type": "final", "answer": %s}',
+    '{"type": "tool_call", "name": "f", "arguments": {"x": [1, {"y": %s}]}}',
+    '{"type": "final", "answer": "a", "thought": %s}',
+    '{"type": "final", "answer": "a", "confidence": %s, "other": True}',
+    '{"type": "tool_call", "name": "f", "arguments": "{\\"x\\": %s}"}',
+])
+def test_a_number_that_is_not_finite_is_refused_anywhere(number, template):
+    refused(template % number, "finite")
