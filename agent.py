@@ -1592,6 +1592,9 @@ def parse_action(text: str) -> Action:
     try:
         repairs: list = []
         body = _unwrap(text, repairs)
+        quoted = _ACTION_START.match(body, 1) if body.startswith('"') else None
+        if quoted:  # one JSON string holding the action, or a stray quote: decided before the scanner reads it
+            body = _unquote_action(body, quoted, repairs)[0]
         found = _opening_action(body, repairs)
         if found is None:
             thought_out = _drop_think(body, repairs)
