@@ -732,12 +732,25 @@ _CALL_IN_NAME = re.compile(r"[()\[\]{}\"'=\n\r]")
 
 _THINK_OPEN = re.compile(r"<(think|thinking|reasoning)>", re.I)
 _THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)>", re.I)
+_THINK_TAIL = len("</reasoning>") - 1  # what an open think block keeps between pieces
 _FENCE_OPEN = re.compile(r"```[\w+.-]*[ \t]*\n?")
-_ACTION_START = re.compile(r"\{|\[\s*\{")
+_ACTION_OPENER = r"\{|\[\s{0,64}\{"   # an object, or an array whose first element is one
+_ACTION_START = re.compile(_ACTION_OPENER)
 _STRUCTURE = re.compile(r"[][{}\"']")
-_STRING_BODY = {'"': re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.S), "'": re.compile(r"[^'\\]*(?:\\.[^'\\]*)*'", re.S)}
-_SPECIAL_TOKEN = re.compile(
-    r"<\|?/?[\w.-]{1,40}\|?>|\[/?[A-Z_]{1,20}\]|<｜[^｜<>]{0,40}｜>|```\w*|\b(?:json|JSON|assistant)\b")
+_STRING_REST = {'"': re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.S), "'": re.compile(r"[^'\\]*(?:\\.[^'\\]*)*", re.S)}
+_LABELS = ("json", "JSON", "assistant")
+_LEAD_TOKEN = re.compile(rf"""
+    (?P<space>[\s\ufeff]+)
+  | (?P<action>{_ACTION_OPENER})
+  | (?P<quote>"(?={_ACTION_OPENER}))                   # a stray quote right before the action
+  | (?P<think>(?i:<(?:think|thinking|reasoning)>))
+  | (?P<fence>```[\w+.-]{{0,20}})
+  | (?P<token><\|?/?[\w.-]{{1,40}}\|?>|<｜[^｜<>]{{0,40}}｜>|\[/?[A-Z_]{{1,20}}\])
+  | (?P<label>(?:{"|".join(_LABELS)})\b)
+""", re.X)
+_LEAD_PARTIAL = re.compile(r"""<\|?/?[\w.-]{0,40}\|? | <｜[^｜<>]{0,40}｜? | \[\s{0,64} | \[/?[A-Z_]{0,20}
+                               | "(?:\[\s{0,64})? | `{1,2}""", re.X)
+_PACKAGING_TAGS = {"fence": "code_fence", "token": "special_tokens", "label": "special_tokens", "quote": "stray_quote"}
 _OBSERVATION_TAIL = re.compile(r"\[OBSERVATION\]|\bObservation\s*:|^[ \t>*#]*(?i:observation)\s*:", re.M)
 _ACTION_KEY = re.compile(
     r"""(?:\[\s*)?\{\s*["']?(?:type|name|answer|arguments|thought|action|tool|tool_name|function|final_answer|action_input)["']?\s*:""")
@@ -769,43 +782,133 @@ def _note(repairs: list, tag: str) -> None:
         repairs.append(tag)
 
 
-def _value_end(text: str, start: int) -> Optional[int]:
-    """Index just past the bracketed value at text[start], or None if it never closes.
+def _may_be_packaging(rest: str) -> bool:
+    """Whether rest, the undecided end of what was fed, may still grow into packaging or the action's start."""
+    return bool(_LEAD_PARTIAL.fullmatch(rest)) or any(label.startswith(rest) for label in _LABELS)
 
-    Strings (double- or single-quoted) are skipped whole by regex, so the cost is
-    linear in the number of brackets and quotes. Mismatched or too deep brackets
-    raise ActionFormatError.
+
+class _ActionScanner:
+    """Reads a reply piece by piece and finds where its first action ends.
+
+    Before the action it skips packaging: whitespace, a fence opener, closed think
+    blocks, special tokens, a bare ``json`` label, a stray ``"`` right before the
+    action. The action is an object, or a ``[`` followed by ``{`` closed at its ``]``;
+    inside it, brackets count only outside double- and single-quoted strings. Between
+    pieces it keeps only an unfinished packaging token or the tail of an open think
+    block, so the work per piece is proportional to the piece.
     """
-    closers, pos = [], start
-    while True:
-        match = _STRUCTURE.search(text, pos)
-        if match is None:
-            return None
-        char, pos = match.group(), match.end()
-        if char in "\"'":
-            string = _STRING_BODY[char].match(text, pos)
-            if string is None:
+
+    def __init__(self) -> None:
+        self.opens_with_action: Optional[bool] = None  # None while undecided; False once prose came first
+        self.start: Optional[int] = None       # where the action starts, once it has
+        self.end: Optional[int] = None         # just past its closing bracket, once it has closed
+        self.problem: Optional[str] = None     # why the action can never close: a mismatched or too deep bracket
+        self.broken_at: Optional[int] = None   # just past the bracket that made the problem
+        self.packaging: list = []              # repair tags of the packaging skipped before the action
+        self._fed = 0                          # characters fed so far
+        self._pending = ""                     # fed text not decided yet: a partial token, an open think block's tail
+        self._in_think = False
+        self._closers: list = []               # the closing brackets the action still needs, innermost last
+        self._quote = ""                       # the quote of the string the action is inside, or ""
+        self._escaped = False                  # the last piece ended on a backslash inside a string
+
+    def feed(self, piece: str) -> Optional[int]:
+        """Add the next piece; once the reply opens with its action and that action has closed, return
+        the number of characters (of everything fed so far) up to and including its closing `}` or `]`.
+        Returns None otherwise (and always None once prose came first)."""
+        base, self._fed = self._fed, self._fed + len(piece)
+        if self.end is not None or self.opens_with_action is False or self.problem:
+            return self.end
+        if self.opens_with_action:
+            return self._scan(piece, 0, base)
+        text, base, self._pending = self._pending + piece, base - len(self._pending), ""
+        pos = self._lead(text, base)
+        return None if pos is None else self._scan(text, pos, base)
+
+    @classmethod
+    def _at(cls, text: str, start: int) -> _ActionScanner:
+        """The scanner after reading the whole of text from start, where an action opens (`{` or `[{`)."""
+        scanner, opener = cls(), _ACTION_START.match(text, start)
+        scanner._fed = len(text)
+        scanner._open(opener.group(), start)
+        scanner._scan(text, opener.end(), 0)
+        return scanner
+
+    def _open(self, opener: str, start: int) -> None:
+        self.opens_with_action, self.start = True, start
+        self._closers = ["]", "}"] if opener[0] == "[" else ["}"]
+
+    def _lead(self, text: str, base: int) -> Optional[int]:
+        """Skip packaging; return where the inside of the action begins, or None while undecided or after prose."""
+        pos = 0
+        while pos < len(text):
+            if self._in_think:
+                close = _THINK_CLOSE.search(text, pos)
+                if close is None:  # keep only what may be the start of the closing tag
+                    self._pending = text[max(pos, len(text) - _THINK_TAIL):]
+                    return None
+                self._in_think, pos = False, close.end()
+                continue
+            token = _LEAD_TOKEN.match(text, pos)
+            if token is None or (token.end() == len(text) and token.lastgroup in ("fence", "label")):
+                if token is not None or _may_be_packaging(text[pos:]):  # wait: the next piece decides
+                    self._pending = text[pos:]
+                else:
+                    self.opens_with_action = False
                 return None
-            pos = string.end()
-            continue
-        if char in "{[":
-            closers.append("}" if char == "{" else "]")
-            if len(closers) > _MAX_JSON_DEPTH:
-                raise _refuse(f"the JSON is nested more than {_MAX_JSON_DEPTH} levels deep")
-        elif not closers or closers.pop() != char:
-            raise _refuse(f"the JSON has a mismatched {char!r} at character {match.start()}")
-        if not closers:
-            return pos
+            kind, pos = token.lastgroup, token.end()
+            if kind == "action":
+                self._open(token.group(), base + token.start())
+                return pos
+            self._in_think = kind == "think"
+            tag = "think" if kind == "think" or _THINK_CLOSE.fullmatch(token.group()) else _PACKAGING_TAGS.get(kind)
+            if tag:
+                _note(self.packaging, tag)
+        return None
+
+    def _scan(self, text: str, pos: int, base: int) -> Optional[int]:
+        """Count brackets outside strings from text[pos]; return the end once the action has closed."""
+        closers = self._closers
+        while True:
+            if self._quote:
+                if self._escaped:
+                    if pos >= len(text):
+                        return None
+                    pos, self._escaped = pos + 1, False
+                pos = _STRING_REST[self._quote].match(text, pos).end()
+                if pos >= len(text):
+                    return None
+                if text[pos] == "\\":  # a lone backslash ends the piece: it escapes the next one's first character
+                    self._escaped = True
+                    return None
+                self._quote, pos = "", pos + 1
+                continue
+            match = _STRUCTURE.search(text, pos)
+            if match is None:
+                return None
+            char, pos = match.group(), match.end()
+            if char in "\"'":
+                self._quote = char
+            elif char in "{[":
+                closers.append("}" if char == "{" else "]")
+                if len(closers) > _MAX_JSON_DEPTH:
+                    return self._broken(f"the JSON is nested more than {_MAX_JSON_DEPTH} levels deep", base + pos)
+            elif closers.pop() != char:
+                return self._broken(f"the JSON has a mismatched {char!r} at character {base + pos - 1}", base + pos)
+            elif not closers:
+                self.end = base + pos
+                return self.end
+
+    def _broken(self, problem: str, at: int) -> None:
+        self.problem, self.broken_at = problem, at
+        return None
 
 
 def _inside_first_object(text: str, pos: int) -> bool:
-    start = text.find("{")
-    if start == -1 or start > pos:
+    first = _ACTION_START.search(text)
+    if first is None or first.start() > pos:
         return False
-    try:
-        end = _value_end(text, start)
-    except ActionFormatError:
-        return True
+    end = _ActionScanner._at(text, first.start()).end
     return end is None or end > pos
 
 
@@ -836,7 +939,7 @@ def _drop_think(text: str, repairs: list) -> str:
 
 
 def _unwrap(text: str, repairs: list) -> str:
-    """Strip BOM, whitespace, a JSON-string wrapper and reasoning blocks."""
+    """Strip BOM and whitespace; decode a reply whose every quote was escaped once too often."""
     if len(text) > _MAX_REPLY_CHARS:
         raise _refuse(f"the reply is {len(text):,} characters long (limit {_MAX_REPLY_CHARS:,}); send a short one")
     if text.lstrip().startswith("\ufeff"):
@@ -853,24 +956,29 @@ def _unwrap(text: str, repairs: list) -> str:
             _note(repairs, "escaped_twice")
         except ValueError:
             pass
-    return _drop_think(text, repairs)
+    return text
 
 
 def _unquote_action(text: str, first: Any, repairs: list) -> tuple:
-    """The action is inside a JSON string literal (the reply was encoded once more): decode it in place."""
+    """The reply is one JSON string holding a whole action (encoded once more): decode it in place.
+
+    Otherwise the quote before the action is packaging, as in ``"{"type": …}"``.
+    """
     try:
         inner, end = _STRING_DECODER.raw_decode(text, first.start() - 1)
     except ValueError:
         return text, first
-    if not isinstance(inner, str) or inner.lstrip()[:1] not in ("{", "["):
+    inner = inner.strip() if isinstance(inner, str) else ""
+    if not _ACTION_START.match(inner) or _ActionScanner._at(inner, 0).end is None:
         return text, first
     _note(repairs, "json_string")
-    text = text[:first.start() - 1] + inner.strip() + text[end:]
+    text = text[:first.start() - 1] + inner + text[end:]
     return text, _ACTION_START.search(text, first.start() - 1)
 
 
 def _locate(text: str, repairs: list) -> tuple[str, int]:
-    """The text to search (the first code fence's body, if one opens before the action) and the action's start."""
+    """After prose: the text to search (the first code fence's body, if one opens before the action) and
+    the action's start."""
     first = _ACTION_START.search(text)
     fence = text.find("```")
     if fence != -1 and (first is None or fence < first.start()):
@@ -883,9 +991,8 @@ def _locate(text: str, repairs: list) -> tuple[str, int]:
         text, first = _unquote_action(text, first, repairs)
     if first is None:
         raise _refuse("your reply contains no JSON object")
-    before = text[:first.start()]
-    if before.strip():
-        _note(repairs, "prose" if _SPECIAL_TOKEN.sub("", before).strip() else "special_tokens")
+    if text[:first.start()].strip():
+        _note(repairs, "prose")
     return text, first.start()
 
 
@@ -989,19 +1096,14 @@ def _normalize_json(chunk: str, repairs: list) -> str:
     return "".join(out)
 
 
-def _read_value(text: str, start: int, repairs: list) -> tuple[Any, int]:
-    """Read the JSON value at text[start]: strictly first, then with lexical repairs."""
-    end = _value_end(text, start)
-    if end is None:
-        raise _refuse("the JSON object is not complete: it was cut off or a closing bracket or quote is missing; "
-                      "send a shorter, complete object")
-    chunk = text[start:end]
+def _decode(chunk: str, repairs: list) -> Any:
+    """Read one bracketed JSON value: strictly first, then with lexical repairs."""
     try:
-        return json.loads(chunk, parse_constant=_reject_constant), end
+        return json.loads(chunk, parse_constant=_reject_constant)
     except ValueError:
         pass
     try:
-        return json.loads(_normalize_json(chunk, repairs), parse_constant=_reject_constant), end
+        return json.loads(_normalize_json(chunk, repairs), parse_constant=_reject_constant)
     except ActionFormatError:
         raise
     except json.JSONDecodeError as exc:
@@ -1010,8 +1112,20 @@ def _read_value(text: str, start: int, repairs: list) -> tuple[Any, int]:
         raise _refuse(f"the JSON is invalid: {exc}") from None
 
 
-def _check_rest(rest: str, action: Any, repairs: list) -> None:
-    """Ignore prose and an invented observation after the action; refuse a second, different action."""
+def _read_value(text: str, start: int, repairs: list) -> tuple[Any, int]:
+    """Read the action that opens at text[start] and return it with the index just past it."""
+    scanner = _ActionScanner._at(text, start)
+    if scanner.problem:
+        raise _refuse(scanner.problem)
+    if scanner.end is None:
+        raise _refuse("the JSON object is not complete: it was cut off or a closing bracket or quote is missing; "
+                      "send a shorter, complete object")
+    return _decode(text[start:scanner.end], repairs), scanner.end
+
+
+def _check_rest(rest: str, action: Any, opened: bool, repairs: list) -> None:
+    """Ignore prose and an invented observation after the action. Another, different action is refused
+    after prose; when the reply opened with its action, that one runs, tagged ``extra_actions``."""
     tail = _OBSERVATION_TAIL.search(rest)
     if tail:
         rest = rest[:tail.start()]
@@ -1027,9 +1141,15 @@ def _check_rest(rest: str, action: Any, repairs: list) -> None:
         try:
             other, end = _read_value(rest, start.start(), [])
         except ActionFormatError:
+            if opened:
+                _note(repairs, "extra_actions")
+                break
             raise _refuse("your reply holds more than one action (the second one is incomplete); "
                           "send one action per reply") from None
         if other != action:
+            if opened:
+                _note(repairs, "extra_actions")
+                break
             raise _refuse("your reply holds two different actions; send one action per reply and "
                           "wait for its [OBSERVATION]")
         _note(repairs, "duplicate_action")
@@ -1038,17 +1158,41 @@ def _check_rest(rest: str, action: Any, repairs: list) -> None:
         _note(repairs, "trailing_prose")
 
 
-def _one_object(value: Any, repairs: list) -> dict:
-    if isinstance(value, list):
-        if value and all(item == value[0] for item in value) and isinstance(value[0], dict):
-            _note(repairs, "array")
-            if len(value) > 1:
-                _note(repairs, "duplicate_action")
-            return value[0]
-        if len(value) > 1:
-            raise _refuse(f"expected one JSON object, found an array of {len(value)}; send one action per reply")
+def _one_object(value: Any, opened: bool, repairs: list) -> dict:
+    """The action from a value: an object, or the first of an array of them."""
+    if not isinstance(value, list):
+        return value
+    if not value or not isinstance(value[0], dict):
         raise _refuse("expected one JSON object, found an array")
-    return value
+    _note(repairs, "array")
+    if any(item != value[0] for item in value[1:]):
+        if not opened:
+            raise _refuse(f"expected one JSON object, found an array of {len(value)}; send one action per reply")
+        _note(repairs, "extra_actions")
+    elif len(value) > 1:
+        _note(repairs, "duplicate_action")
+    return value[0]
+
+
+def _opening_action(body: str, repairs: list) -> Optional[tuple]:
+    """The action of a reply that opens with it, read up to where it ends: (value, the text after it).
+
+    None when prose comes first, or the action does not close (then the caller reads on and says why).
+    """
+    scanner = _ActionScanner()
+    end = scanner.feed(body)
+    if end is None:
+        return None
+    for tag in scanner.packaging:
+        _note(repairs, tag)
+    return _decode(body[scanner.start:end], repairs), body[end:]
+
+
+def _action_after_prose(body: str, repairs: list) -> tuple:
+    """The action of a reply that does not open with it: (value, the text after it)."""
+    body, start = _locate(body, repairs)
+    value, end = _read_value(body, start, repairs)
+    return value, body[end:]
 
 
 def _present(obj: dict, key: str) -> bool:
@@ -1181,14 +1325,17 @@ def parse_action(text: str) -> Action:
     try:
         repairs: list = []
         body = _unwrap(text, repairs)
-        body, start = _locate(body, repairs)
-        value, end = _read_value(body, start, repairs)
-        _check_rest(body[end:], value, repairs)
-        return _interpret(_one_object(value, repairs), repairs)
+        found = _opening_action(body, repairs)
+        if found is None:
+            body = _drop_think(body, repairs)
+            found = _opening_action(body, repairs)
+        opened = found is not None
+        value, rest = found if opened else _action_after_prose(body, repairs)
+        _check_rest(rest, value, opened, repairs)
+        return _interpret(_one_object(value, opened, repairs), repairs)
     except ActionFormatError as exc:
         exc.text = text
         raise
-
 
 def _example_arguments(tool: Optional[Tool]) -> str:
     samples = {"string": "...", "integer": 1, "number": 1.5, "boolean": True, "array": [], "object": {}}

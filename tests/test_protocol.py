@@ -7,7 +7,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent import Action, ActionFormatError, Agent, MockLLM, ToolRegistry, parse_action
+from agent import Action, ActionFormatError, Agent, MockLLM, ToolRegistry, _ActionScanner, parse_action
+
+EXAMPLES = int(os.environ.get("PARSER_EXAMPLES", "0"))  # e.g. PARSER_EXAMPLES=2500 for a deeper local run
 
 CORPUS_PATH = os.path.join(os.path.dirname(__file__), "data", "replies.jsonl")
 with open(CORPUS_PATH, encoding="utf-8") as handle:
@@ -77,8 +79,13 @@ def test_first_fenced_block_is_searched():
     check_parse(reply, "final", answer="a")
 
 
-def test_second_fenced_action_means_several_actions():
+def test_second_fenced_action_after_an_opening_action_is_not_run():
     reply = '```json\n{"type": "final", "answer": "a"}\n```\n```json\n{"type": "final", "answer": "b"}\n```'
+    assert "extra_actions" in check_parse(reply, "final", answer="a").repairs
+
+
+def test_second_fenced_action_after_prose_means_several_actions():
+    reply = 'Either\n```json\n{"type": "final", "answer": "a"}\n```\nor\n```json\n{"type": "final", "answer": "b"}\n```'
     with pytest.raises(ActionFormatError, match="two different actions"):
         parse_action(reply)
 
@@ -337,3 +344,115 @@ def test_long_runs_of_any_fragment_are_handled_quickly(runs):
 
 def test_a_bracket_counts_only_when_an_object_follows():
     check_parse('Step [1] of [2]: {"type": "final", "answer": "x"}', "final", answer="x")
+
+
+# -- the action scanner (shared with the streaming client) -----------------------------
+
+def scan(reply, pieces=None):
+    """Feed reply to a fresh scanner (whole, or cut at the given indices); the first cut it returns."""
+    scanner = _ActionScanner()
+    bounds = [0, *sorted(set(pieces or [])), len(reply)]
+    cuts = [scanner.feed(reply[a:b]) for a, b in zip(bounds, bounds[1:])]
+    return next((cut for cut in cuts if cut is not None), None), scanner
+
+
+ACTION = '{"type": "final", "answer": "a } ] \\" \' {"}'
+CLOSED = [  # (the reply up to the end of its action, what follows)
+    (ACTION, " and more"),
+    ("  \n" + ACTION, ""),
+    ("```json\n" + ACTION, "\n```"),
+    ('<think>Maybe {"type": "x"}?</think>\n' + ACTION, ""),
+    ("<THINKING>a</thinking>" + ACTION, ""),
+    ("<tool_call>\n" + ACTION, "</tool_call>"),
+    ("[TOOL_CALLS] [" + ACTION + "]", " tail"),
+    ("[TOOL_CALLS][\n  " + ACTION + ',\n  {"b": 1}\n]', " x"),
+    ("<|python_tag|>" + ACTION, ""),
+    ("<|im_start|>assistant\n" + ACTION, "<|im_end|>"),
+    ("json\n" + ACTION, ""),
+    ('"' + ACTION, '"'),
+    ("{'answer': 'it\\'s }', \"b\": \"'\"}", "x"),
+]
+OPEN = [  # (a reply with no cut, opens_with_action)
+    ("[OBSERVATION] 42\n" + ACTION, False),
+    ("Here it is: " + ACTION, False),
+    ("Step [1]: " + ACTION, False),
+    ("jsonl " + ACTION, False),
+    ("I think.</think>\n" + ACTION, False),
+    ("<think>still thinking " + ACTION, None),
+    ("```json\n", None),
+    ("", None),
+    ('{"type": "final", "answer": "cut off', True),
+    ('{"type": "final"]', True),
+]
+SCANNED = [(a + b, True, len(a)) for a, b in CLOSED] + [(reply, opens, None) for reply, opens in OPEN]
+
+
+@pytest.mark.parametrize("reply, opens, cut", SCANNED, ids=[repr(r[:30]) for r, _, _ in SCANNED])
+def test_scanner_finds_where_an_opening_action_ends(reply, opens, cut):
+    found, scanner = scan(reply)
+    assert (scanner.opens_with_action, found) == (opens, cut)
+    one_by_one, scanner = scan(reply, range(len(reply)))
+    assert (scanner.opens_with_action, one_by_one) == (opens, cut)
+
+
+def test_scanner_reports_a_mismatched_bracket_and_stops():
+    scanner = _ActionScanner()
+    assert scanner.feed('{"a": [1}') is None and "mismatched '}'" in scanner.problem
+    assert scanner.feed("]}") is None
+
+
+def test_scanner_keeps_little_text_between_pieces():
+    """An open think block or a run of packaging is not kept whole: the next piece is not rescanned."""
+    scanner = _ActionScanner()
+    for piece in ["<think>"] + ["reasoning, " * 3] * 2000 + ["</thi", "nk>", "<|eot_id|> " * 500, "{", '"a": 1}']:
+        cut = scanner.feed(piece)
+        assert len(scanner._pending) <= 12
+    assert cut == scanner._fed
+
+
+lead_tokens = st.sampled_from(["\n", "  ", "\t", "\ufeff", "```", "```json\n", "```JSON ", "<tool_call>", "</s>",
+                               "[TOOL_CALLS]", "<|python_tag|>", "<|im_start|>assistant\n", "json\n", "JSON ",
+                               "<｜Assistant｜>", "</think>"])
+think_blocks = st.builds(lambda tag, text: f"<{tag}>{text}</{tag}>",
+                         st.sampled_from(["think", "thinking", "reasoning"]),
+                         st.text(max_size=40).map(lambda s: s.replace("</", "")))
+tails = st.sampled_from(["", "\n```", " Done.", '"', "\nObservation: 4", "<|eot_id|>", ' {"type": "final", '])
+
+
+@st.composite
+def opening_replies(draw):
+    """(lead, action text, tail, action): a reply that opens with its action, in one of several styles."""
+    action = draw(actions())
+    style = draw(st.sampled_from(["compact", "indented", "python", "array"]))
+    if style == "python":
+        text = repr(action)
+    elif style == "indented":
+        text = json.dumps(action, indent=draw(st.sampled_from([1, 2, 4, "\t"])), ensure_ascii=False)
+    else:
+        text = json.dumps([action] if style == "array" else action, ensure_ascii=False)
+    lead = "".join(draw(st.lists(st.one_of(lead_tokens, think_blocks), max_size=4)))
+    lead += draw(st.sampled_from(["", " ", "\n", '"']))
+    return lead, text, draw(tails) + draw(st.text(max_size=20)), action
+
+
+@settings(max_examples=EXAMPLES or 300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(opening_replies(), st.lists(st.integers(0, 400), max_size=12))
+def test_any_split_of_a_reply_gives_the_cut_parse_action_reads_to(case, splits):
+    lead, text, tail, action = case
+    reply = lead + text + tail
+    whole, scanner = scan(reply)
+    assert scanner.opens_with_action and whole == len(lead) + len(text)
+    assert scan(reply, [i for i in splits if i < len(reply)])[0] == whole
+    streamed, full = parse_action(reply[:whole]), parse_action(reply)  # the streaming client reads only to the cut
+    assert (streamed.kind, streamed.name, streamed.arguments, streamed.answer) == \
+        (full.kind, full.name, full.arguments, full.answer) == \
+        (action["type"], action.get("name"), action.get("arguments", {}), action.get("answer"))
+
+
+@settings(max_examples=EXAMPLES or 200, deadline=None)
+@given(prose.filter(lambda s: s.strip() and not s.strip().startswith(("json", "JSON", "assistant"))), actions(),
+       st.lists(st.integers(0, 200), max_size=8))
+def test_prose_first_never_gives_a_cut(before, action, splits):
+    reply = before + json.dumps(action)
+    cut, scanner = scan(reply, [i for i in splits if i < len(reply)])
+    assert cut is None and scanner.opens_with_action is False
