@@ -1838,6 +1838,7 @@ class _StreamState:
         self.usage: Optional[dict] = None
         self.ended = False              # [DONE] or a finish_reason came: the stream ended cleanly
         self.stopped_early = False
+        self.dropped = 0                # characters after the action's end, left out of the reply
         self._on_delta, self._scanner, self._repetition, self._stops = on_delta, scanner, repetition, stops
 
     def add(self, piece: str) -> bool:
@@ -1846,6 +1847,7 @@ class _StreamState:
             return False
         cut = self._scanner.feed(piece) if self._scanner is not None else None
         if cut is not None:             # the reply's first action just closed: the rest is not needed
+            self.dropped = len(piece) - max(0, cut - self.chars)
             piece = piece[:max(0, cut - self.chars)]
             self.stopped_early, self.finish_reason = True, "stop"
         self.pieces.append(piece)
@@ -1951,7 +1953,8 @@ class OpenAICompatLLM:
                  max_retries: int = 3, stop: Optional[Iterable[str]] = ("[OBSERVATION]",),
                  extra_body: Optional[dict] = None, headers: Optional[dict] = None, opener: Any = None,
                  sleep: Callable[[float], None] = time.sleep, response_schema: Optional[dict] = None,
-                 stream: bool = True, on_delta: Optional[Callable] = None, repetition_stop: bool = True,
+                 stream: bool = True, on_delta: Optional[Callable] = None, early_stop: bool = True,
+                 repetition_stop: bool = True,
                  max_request_seconds: float = 600, max_response_bytes: int = 8 * 1024 * 1024,
                  allow_http_key: bool = False, organization: Optional[str] = None,
                  project: Optional[str] = None) -> None:
@@ -1976,6 +1979,7 @@ class OpenAICompatLLM:
         self.response_schema = response_schema   # kept on every call: per-call schemas do not replace it
         self.stream = stream                 # server-sent events; a plain JSON answer is read as well
         self.on_delta = on_delta             # called with each new piece of text, None when a retry restarts
+        self.early_stop = early_stop         # stop reading once a reply that opens with its action has closed it
         self.repetition_stop = repetition_stop   # stop reading a reply that loops (finish_reason "repetition")
         self.allow_http_key = allow_http_key     # send a key from the environment over plain http:// anywhere
         self._opener = opener
@@ -2204,7 +2208,8 @@ class OpenAICompatLLM:
         import itertools
 
         stops = self.stop if "stop" in self._adapted else []
-        state = _StreamState(self.on_delta, None, self.repetition_stop, stops)
+        scanner = _ActionScanner() if self.early_stop else None
+        state = _StreamState(self.on_delta, scanner, self.repetition_stop, stops)
         events = _EventStream()
         for piece in itertools.chain([first], iter(body.read, b""), [b""]):   # b"": the end flushes the last event
             for data in events.feed(piece):
@@ -2232,9 +2237,15 @@ class OpenAICompatLLM:
         choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
         delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
         state.reasoning.append(_reasoning_of(delta))
-        if isinstance(choice.get("finish_reason"), str):
-            state.finish_reason, state.ended = choice["finish_reason"], True
-        return state.add(_text_of(delta.get("content")))
+        stop = state.add(_text_of(delta.get("content")))
+        finish = choice.get("finish_reason")
+        if isinstance(finish, str) and state.finish_reason != "repetition":
+            state.ended = True
+            if stop and state.stopped_early and not state.dropped:   # the action ended the reply anyway:
+                state.stopped_early = stop = False                   # read on for the usage chunk
+            if not stop:
+                state.finish_reason = finish
+        return stop
 
     def _read_json(self, text: str) -> _Reply:
         """Read a whole chat-completion body; LLMError for any shape that holds no reply."""

@@ -39,7 +39,7 @@ def pieces_of(text, size=7):
 
 def test_llama_cpp_stream_gives_text_finish_reason_and_usage(serve):
     server = serve(stream_of(llama_cpp_stream(pieces_of(ACTION), usage=(31, 17))))
-    llm = client(server)
+    llm = client(server, early_stop=False)
     assert llm.chat(MESSAGES) == ACTION
     assert (llm.last_finish_reason, llm.last_usage, llm.last_stopped_early) == (
         "stop", {"prompt_tokens": 31, "completion_tokens": 17}, False)
@@ -58,7 +58,7 @@ def test_vllm_stream_keeps_reasoning_apart_from_the_reply(serve):
 
 def test_ollama_stream_with_reasoning_and_no_usage(serve):
     server = serve(stream_of(ollama_stream(pieces_of(ACTION), reasoning=["hmm"])))
-    llm = client(server)
+    llm = client(server, early_stop=False)
     assert llm.chat(MESSAGES) == ACTION
     assert llm.last_reasoning == "hmm" and llm.last_usage is None and llm.usage["prompt_tokens"] == 0
 
@@ -94,6 +94,53 @@ def test_finish_reason_length_in_a_stream(serve):
     llm = client(server)
     llm.chat(MESSAGES)
     assert llm.last_finish_reason == "length"
+
+
+# -- Early stop ------------------------------------------------------------------------
+
+def action_then_chatter(lead, action=ACTION):
+    """A reply that opens with lead + action, then keeps talking until the client hangs up."""
+    def script(ex):
+        ex.head()
+        for piece in pieces_of(lead + action + "\nObservation: I made this up. Now another action: {", 5):
+            ex.write(event(chunk({"content": piece})))
+        while ex.write(event(chunk({"content": " blah"}))):
+            ex.pause(0.005)
+    return script
+
+
+@pytest.mark.parametrize("lead", ["", "  \n", "```json\n", "<think>Maybe {not this}</think>\n", "<|python_tag|>"])
+def test_a_reply_that_opens_with_its_action_stops_at_its_end(serve, lead):
+    seen = []
+    server = serve(action_then_chatter(lead))
+    llm = client(server, on_delta=seen.append)
+    assert llm.chat(MESSAGES) == lead + ACTION
+    assert (llm.last_finish_reason, llm.last_stopped_early, llm.last_usage) == ("stop", True, None)
+    assert "".join(seen) == lead + ACTION
+    assert server.client_closed.wait(5)
+
+
+def test_an_array_action_stops_at_its_closing_bracket(serve):
+    action = '[{"type": "final", "answer": "} ]"}]'
+    assert client(serve(action_then_chatter("", action))).chat(MESSAGES) == action
+
+
+def test_braces_inside_strings_do_not_end_the_action(serve):
+    action = '{"type": "tool_call", "name": "write", "arguments": {"text": "a } b \\" { c", \'x\': \'}\'}}'
+    assert client(serve(action_then_chatter("", action))).chat(MESSAGES) == action
+
+
+def test_prose_first_is_read_to_the_end(serve):
+    text = "Sure! I would send " + ACTION + " and then maybe " + ACTION
+    server = serve(stream_of(llama_cpp_stream(pieces_of(text))))
+    llm = client(server)
+    assert llm.chat(MESSAGES) == text and llm.last_stopped_early is False
+
+
+def test_early_stop_can_be_turned_off(serve):
+    text = ACTION + "\nand more"
+    llm = client(serve(stream_of(llama_cpp_stream(pieces_of(text)))), early_stop=False)
+    assert llm.chat(MESSAGES) == text and llm.last_stopped_early is False
 
 
 # -- Servers that misbehave ------------------------------------------------------------
@@ -133,10 +180,10 @@ def test_done_early_ends_the_reply(serve):
 
 
 def test_a_usage_only_final_chunk_after_finish(serve):
-    events = [event(chunk({"content": "x"}, finish="stop")), event(chunk(usage=(7, 1), choices=False)),
+    events = [event(chunk({"content": ACTION}, finish="stop")), event(chunk(usage=(7, 1), choices=False)),
               event("[DONE]")]
     llm = client(serve(stream_of(events)))
-    assert llm.chat(MESSAGES) == "x" and llm.last_usage == {"prompt_tokens": 7, "completion_tokens": 1}
+    assert llm.chat(MESSAGES) == ACTION and llm.last_usage == {"prompt_tokens": 7, "completion_tokens": 1}
 
 
 def test_a_stream_that_breaks_midway_is_retried_and_the_reply_restarts(serve):
