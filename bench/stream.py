@@ -89,7 +89,7 @@ def run(server, early_stop):
     text = llm.chat([{"role": "user", "content": "What is 17*23+4?"}])
     seconds = time.perf_counter() - started
     time.sleep(0.3)          # let the server try its next write
-    closed = "yes, {:.0f} ms after the action".format(server.saw_close * 1000) if server.saw_close is not None \
+    closed = f"yes, {server.saw_close * 1000:.0f} ms after the action" if server.saw_close is not None \
         else "no (sent to the end)"
     return [("on" if early_stop else "off"), f"{seconds:.2f} s", f"{len(text):,}", closed,
             llm.last_finish_reason, text.startswith(ACTION)]

@@ -4,7 +4,7 @@ import json
 import logging
 
 import pytest
-from _http_servers import ScriptedServer, completion, json_answer, llama_cpp_stream, stream_of
+from _http_servers import ScriptedServer, completion, json_answer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -385,7 +385,8 @@ LOOPS = [
     "| 1 | 2 |\n" * 60,
 ]
 LEGITIMATE = [
-    "| id | name | score |\n|----|------|-------|\n" + "".join(f"| {i} | user{i} | {i * 7 % 100} |\n" for i in range(80)),
+    "| id | name | score |\n|----|------|-------|\n"
+    + "".join(f"| {i} | user{i} | {i * 7 % 100} |\n" for i in range(80)),
     "".join(f"- item {i}: buy {i % 5 + 1} apples\n" for i in range(100)),
     json.dumps([{"id": i, "name": f"r{i}", "ok": True} for i in range(60)]),
     '{"type": "final", "answer": "' + "0" * 1000 + '"}',
