@@ -1365,9 +1365,15 @@ def _render_prompt(template: Optional[str], registry: ToolRegistry) -> str:
 class LLM(Protocol):
     """Anything with ``chat(messages) -> str`` drives the agent.
 
-    Optional attributes the agent reads when present: ``usage`` (a dict with
-    ``prompt_tokens`` and ``completion_tokens``, summed over calls) and
-    ``last_finish_reason`` (``"length"`` when the last reply hit the token limit).
+    ``chat`` may also take the keyword options ``response_schema``, ``temperature``
+    and ``max_seconds`` (or ``**kwargs``); the agent passes each only when it is
+    named. Optional attributes the agent reads when present: ``usage`` (a dict with
+    ``prompt_tokens`` and ``completion_tokens``, summed over calls);
+    ``last_finish_reason`` (``"length"`` when the last reply hit the token limit,
+    ``"repetition"`` when it was stopped for repeating itself); ``last_usage``
+    (that call's counts, None when not reported); ``last_reasoning`` (a separate
+    reasoning field, never parsed); ``last_stopped_early`` (True when reading
+    stopped at the end of the reply's first action).
     """
 
     def chat(self, messages: list) -> str: ...
