@@ -334,9 +334,10 @@ def endless_loop(unit):
     def script(ex):
         ex.head()
         ex.write(event(chunk({"content": '{"type": "tool_call", "thought": "'})))
-        for _ in range(2000):
+        for _ in range(20_000):         # until the client hangs up (about 20 s at most)
             if not ex.write(event(chunk({"content": unit}))):
                 return
+            ex.pause(0.001)
     return script
 
 
