@@ -1988,13 +1988,11 @@ class OpenAICompatLLM:
         self.early_stop = early_stop         # stop reading once a reply that opens with its action has closed it
         self.repetition_stop = repetition_stop   # stop reading a reply that loops (finish_reason "repetition")
         self.allow_http_key = allow_http_key     # send a key from the environment over plain http:// anywhere
-        self._opener = opener
-        self._sleep = sleep
+        self._opener, self._sleep = opener, sleep
         self._adapted: set = set()           # what this server rejected by name, each adapted to once
         self._max_tokens_key = "max_tokens"   # or max_completion_tokens, when the server asks for it
         self._key_withheld = False           # from_env: a key not sent over plain http:// to another host
-        self._lock = threading.Lock()        # guards usage and _adapted: one client may serve many threads
-        self._local = threading.local()
+        self._lock, self._local = threading.Lock(), threading.local()   # one client may serve many threads
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
 
     @classmethod
