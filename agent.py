@@ -1788,8 +1788,11 @@ class _Body:
         import socket
 
         left = self._deadline.left()
-        if self._socket is not None:
-            self._socket.settimeout(left if self.size == 0 else min(self._timeout, left))
+        try:
+            if self._socket is not None:
+                self._socket.settimeout(left if self.size == 0 else min(self._timeout, left))
+        except OSError:
+            pass                       # the response closed its socket after the last byte (Python 3.13)
         try:
             piece = self._read(_READ_CHUNK)
         except socket.timeout:
