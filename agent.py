@@ -1636,9 +1636,15 @@ def _render_prompt(template: Optional[str], registry: ToolRegistry) -> str:
 class LLM(Protocol):
     """Anything with ``chat(messages) -> str`` drives the agent.
 
-    Optional attributes the agent reads when present: ``usage`` (a dict with
-    ``prompt_tokens`` and ``completion_tokens``, summed over calls) and
-    ``last_finish_reason`` (``"length"`` when the last reply hit the token limit).
+    ``chat`` may also take the keyword options ``response_schema``, ``temperature``
+    and ``max_seconds`` (or ``**kwargs``); the agent passes each only when it is
+    named. Optional attributes the agent reads when present: ``usage`` (a dict with
+    ``prompt_tokens`` and ``completion_tokens``, summed over calls);
+    ``last_finish_reason`` (``"length"`` when the last reply hit the token limit,
+    ``"repetition"`` when it was stopped for repeating itself); ``last_usage``
+    (that call's counts, None when not reported); ``last_reasoning`` (a separate
+    reasoning field, never parsed); ``last_stopped_early`` (True when reading
+    stopped at the end of the reply's first action).
     """
 
     def chat(self, messages: list) -> str: ...
@@ -1747,8 +1753,29 @@ class MockLLM:
 
 
 _RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504}
-_ADAPTABLE_PARAMS = ("stop", "temperature", "max_tokens")  # dropped or renamed when a server rejects them
-_MAX_RETRY_AFTER = 60.0   # seconds; a longer Retry-After is capped
+# Optional parameters a server may reject by name: each is dropped (max_tokens: renamed, when the server asks) once.
+_ADAPTABLE_PARAMS = {
+    "stream_options": re.compile(r"\bstream_options\b"),
+    "stream": re.compile(r"['\"`]stream['\"`]"),
+    "stop": re.compile(r"['\"`]stop['\"`]"),
+    "temperature": re.compile(r"['\"`]temperature['\"`]"),
+    "max_tokens": re.compile(r"['\"`]max_tokens['\"`]"),
+}
+_FORMAT_REJECTED = re.compile(r"response_format|json_schema|json_object", re.I)
+_SYSTEM_REJECTED = re.compile(   # Gemma-style templates; Mistral's old ones say "roles must alternate"
+    r"system[ _](?:role|message|prompt)s?\b[^.]{0,40}\b(?:not supported|unsupported|not allowed)"
+    r"|roles must alternate|(?:not supported|unsupported|invalid)\b[^.]{0,20}\brole[ :'\"`]+system\b", re.I)
+_CONTEXT_OVERFLOW = re.compile(   # llama.cpp, OpenAI, vLLM (two wordings), Anthropic-style proxies
+    r"exceeds? the available context size|maximum context length|context length exceeded"
+    r"|longer than the maximum model length|prompt is too long", re.I)
+_N_CTX = re.compile(r"maximum context length is (\d+)|available context size \((\d+)|maximum model length of (\d+)")
+_N_PROMPT = re.compile(r"request \((\d+) tokens\)|resulted in (\d+) tokens|(\d+) in the messages"
+                       r"|has (\d+) input tokens|prompt \(length (\d+)\)")
+_HEADER_CONTROL = re.compile(r"[\x00-\x1f\x7f]")   # http.client refuses these, quoting the whole header value
+_MAX_RETRY_AFTER = 60.0     # seconds; a longer Retry-After is capped
+_MIN_SECRET_CHARS = 8       # shorter keys ("x", "none") are placeholders; scrubbing them would mangle every message
+_READ_CHUNK = 65536         # bytes asked of the socket at a time; a stream gives back what has arrived
+_MAX_ERROR_BYTES = 65536    # bytes of an error body read to quote its message
 _STATUS_HINTS = {
     400: "the server rejected the request",
     401: "check OPENAI_API_KEY",
@@ -1756,6 +1783,35 @@ _STATUS_HINTS = {
     404: "check that the base URL ends in /v1 (e.g. http://localhost:11434/v1) and that the model name exists",
     422: "the server could not process the request; check the model name and options",
 }
+_REPEAT_MIN_UNIT = 4        # characters; shorter units ("0, ", "-=") are lists and banners, not loops
+_REPEAT_MIN_TIMES = 10      # back-to-back copies of the unit
+_REPEAT_MIN_CHARS = 400     # characters the copies must cover
+_REPEAT_MAX_UNIT = 200      # longer units are not looked for, so one check costs the same at any reply length
+_TAIL_CHARS = 4096          # the end of a streamed reply that the loop check looks at
+
+
+def _repeating_tail(text: str) -> bool:
+    """True when text ends in one unit repeated back to back: a model caught in a loop.
+
+    The unit has at least 4 characters and is not one character repeated; it
+    repeats at least 10 times and covers at least 400 characters. Only the last
+    few thousand characters are examined, so the cost does not grow with the text.
+
+    >>> _repeating_tail("Thought: 17*23 = 320*4 + 1200 " * 30)
+    True
+    >>> _repeating_tail("=" * 1000), _repeating_tail("-=" * 500), _repeating_tail("row 1\\nrow 2\\n" * 3)
+    (False, False, False)
+    """
+    for unit in range(1, _REPEAT_MAX_UNIT + 1):
+        span = max(_REPEAT_MIN_CHARS, _REPEAT_MIN_TIMES * unit)
+        if len(text) < span:
+            return False                        # the span only grows with the unit
+        if text[-unit:] != text[-2 * unit:-unit]:
+            continue                            # cheap test first: the last two copies differ
+        tail = text[-span:]
+        if tail[unit:] == tail[:-unit]:         # the whole span has this period
+            return unit >= _REPEAT_MIN_UNIT     # the shortest period decides: "ab" * 300 is a banner
+    return False
 
 
 class _Retryable(Exception):
@@ -1775,35 +1831,109 @@ def _backoff(attempt: int) -> float:
     return base / 2 + random.uniform(0, base / 2)
 
 
+def _check_client_numbers(**values: Any) -> None:
+    """ValueError naming the first option out of range: max_retries an integer >= 0, the others finite and > 0."""
+    for name, value in values.items():
+        integer = name in ("max_retries", "max_response_bytes")
+        number = not isinstance(value, bool) and isinstance(value, int if integer else (int, float))
+        if number and (value >= 0 if name == "max_retries" else math.isfinite(value) and value > 0):
+            continue
+        low = ">= 0" if name == "max_retries" else "> 0"
+        raise ValueError(f"invalid {name} {value!r} (must be {'an integer' if integer else 'a finite number'} {low})")
+
+
 def _chat_url(base_url: str) -> str:
-    url = (base_url or "").strip().rstrip("/")
-    if not url.startswith(("http://", "https://")):
-        raise ValueError(f"invalid base URL {base_url!r} (must start with http:// or https://)")
-    return url if url.endswith("/chat/completions") else url + "/chat/completions"
+    """The chat-completions URL of a base URL, any query kept after the path; ValueError when it cannot work."""
+    import ipaddress
+    from urllib.parse import urlsplit, urlunsplit
+
+    text = base_url.strip() if isinstance(base_url, str) else ""
+    try:
+        parts = urlsplit(text)
+        port = parts.port                       # a port that is not a number in range raises here
+        if parts.hostname and ":" in parts.hostname:
+            ipaddress.ip_address(parts.hostname.split("%")[0])
+    except ValueError as exc:
+        raise ValueError(f"invalid base URL {base_url!r} ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
+        raise ValueError(f"invalid base URL {base_url!r} (must start with http:// or https:// and name a host)")
+    path = parts.path.rstrip("/")
+    if not path.endswith("/chat/completions"):
+        path += "/chat/completions"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def _is_loopback(url: str) -> bool:
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def _clean_key(api_key: Any) -> Optional[str]:
+    """The API key without surrounding whitespace (a key read from a file ends in a newline), or None."""
+    if api_key is None:
+        return None
+    if not isinstance(api_key, str):
+        raise ValueError(f"invalid api_key of type {type(api_key).__name__} (must be a string)")
+    return api_key.strip() or None
 
 
 def _read_error_body(exc: Any) -> bytes:
     try:
-        return exc.read() or b""
+        return exc.read(_MAX_ERROR_BYTES) or b""
     except Exception:
         return b""
+    finally:
+        exc.close()
 
 
-def _server_message(text: str) -> str:
-    """The server's own error message from an OpenAI-style error body, or the start of the body."""
+def _server_error(text: str) -> tuple:
+    """The server's own message and its error object (``{}`` if none) from an OpenAI, vLLM or llama.cpp body."""
     text = text.strip()
     try:
         data = json.loads(text)
-    except ValueError:
-        return text[:200] or "(empty body)"
+    except (ValueError, RecursionError):
+        return text[:200] or "(empty body)", {}
     error = data.get("error", data) if isinstance(data, dict) else data
-    if isinstance(error, dict):
-        error = error.get("message") or error.get("detail") or error
-    return (error if isinstance(error, str) else json.dumps(error))[:300]
+    details = error if isinstance(error, dict) else {}
+    message = (details.get("message") or details.get("detail") or error) if details else error
+    return (message if isinstance(message, str) else json.dumps(message))[:300], details
 
 
-def _retry_after(value: Optional[str]) -> Optional[float]:
-    """Seconds to wait from a Retry-After header (seconds or an HTTP date), capped."""
+def _error_status(details: dict) -> Optional[int]:
+    """The HTTP status an error object inside a 200 answer stands for, when it says."""
+    code = details.get("code")
+    if isinstance(code, int) and not isinstance(code, bool) and 400 <= code <= 599:
+        return code
+    return 500 if details.get("type") == "server_error" else None
+
+
+def _first_number(pattern: re.Pattern, text: str) -> Optional[int]:
+    match = pattern.search(text)
+    return next((int(group) for group in match.groups() if group), None) if match else None
+
+
+def _overflow(message: str, details: dict) -> Optional[tuple]:
+    """(n_ctx, n_prompt_tokens), each None when not reported, if the error says the prompt does not fit; else None."""
+    if not _CONTEXT_OVERFLOW.search(message) and details.get("type") != "exceed_context_size_error":
+        return None
+    counts = []
+    for key, pattern in (("n_ctx", _N_CTX), ("n_prompt_tokens", _N_PROMPT)):
+        value = details.get(key)
+        counts.append(value if isinstance(value, int) and not isinstance(value, bool) else
+                      _first_number(pattern, message))
+    return tuple(counts)
+
+
+def _retry_after(value: Any) -> Optional[float]:
+    """Seconds to wait from a Retry-After header (seconds or an HTTP date), capped; None when unreadable."""
     if not value:
         return None
     try:
@@ -1813,195 +1943,658 @@ def _retry_after(value: Optional[str]) -> Optional[float]:
 
         try:
             seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
-        except (TypeError, ValueError, IndexError):
+        except (TypeError, ValueError, IndexError, OverflowError):
             return None
+    if not math.isfinite(seconds):
+        return None
     return min(max(seconds, 0.0), _MAX_RETRY_AFTER)
 
+
+def _text_of(content: Any) -> str:
+    """Message content as text: a string, or the text parts of a list; anything else reads as ""."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part["text"] for part in content if isinstance(part, dict) and isinstance(part.get("text"), str))
+    return ""
+
+
+def _reasoning_of(message: dict) -> str:
+    """A separate reasoning field of a message or delta (vLLM, llama.cpp, DeepSeek, Ollama), or ""."""
+    for key in ("reasoning_content", "reasoning"):
+        if isinstance(message.get(key), str):
+            return message[key]
+    return ""
+
+
+def _reported_usage(usage: Any) -> Optional[dict]:
+    """prompt_tokens and completion_tokens from a usage object; None when it reports neither."""
+    if not isinstance(usage, dict):
+        return None
+    counts = {key: usage.get(key) for key in ("prompt_tokens", "completion_tokens")}
+    if not any(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in counts.values()):
+        return None
+    return {key: v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0 for key, v in counts.items()}
+
+
+def _fold_system(messages: list) -> list:
+    """The conversation with its system messages folded into the first user message, for templates without one."""
+    system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system" and m.get("content"))
+    rest = [dict(m) for m in messages if m.get("role") != "system"]
+    for message in rest:
+        if message.get("role") == "user":
+            message["content"] = f"{system}\n\n{message.get('content') or ''}" if system else message.get("content")
+            return rest
+    return [{"role": "user", "content": system}] + rest
+
+
+@dataclass
+class _Reply:
+    """What one request brought back (internal)."""
+
+    text: str = ""
+    reasoning: str = ""
+    finish_reason: Optional[str] = None
+    usage: Optional[dict] = None
+    stopped_early: bool = False
+
+
+class _PerThread:
+    """A client attribute kept per thread: what the last call on this thread left behind (internal)."""
+
+    def __init__(self, default: Any = None) -> None:
+        self.default = default
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, client: Any, owner: Optional[type] = None) -> Any:
+        return self if client is None else getattr(client._local, self.name, self.default)
+
+    def __set__(self, client: Any, value: Any) -> None:
+        setattr(client._local, self.name, value)
+
+
+# -- HTTP plumbing: deadlines, server-sent events, urllib handlers (a first reader may skip this) --
+
+class _Deadline:
+    """When one request must be over: max_request_seconds after it starts, or the call's own end (internal)."""
+
+    def __init__(self, request_seconds: float, call_end: float, url: str) -> None:
+        self.request_seconds, self.call_end, self.url = request_seconds, call_end, url
+        self.end = min(time.monotonic() + request_seconds, call_end)
+
+    def left(self) -> float:
+        """Seconds left; raises LLMError when none are."""
+        left = self.end - time.monotonic()
+        if left <= 0:
+            raise self.expired()
+        return left
+
+    def passed(self) -> bool:
+        return time.monotonic() >= self.end - 0.01   # a socket timeout set to what was left ends just about now
+
+    def expired(self) -> LLMError:
+        if self.end >= self.call_end:
+            return LLMError(f"no complete reply from {self.url} within the call's max_seconds")
+        return LLMError(f"no complete reply from {self.url} within max_request_seconds={self.request_seconds:g}")
+
+
+class _Body:
+    """Reads a response in pieces as they arrive, under the deadlines and the size cap (internal).
+
+    Until the first byte only the request's deadline bounds the wait: the server may
+    be processing a long prompt. After it, each next piece must come within ``timeout``.
+    """
+
+    def __init__(self, response: Any, timeout: float, deadline: _Deadline, max_bytes: int) -> None:
+        self._read = getattr(response, "read1", None) or response.read
+        self._socket = getattr(response, "agent_socket", None)   # set by _TimedConnection; absent from a fake
+        self._timeout, self._deadline, self._max_bytes = timeout, deadline, max_bytes
+        self.size = 0
+
+    def read(self) -> bytes:
+        """The next piece, b"" at the end; _Retryable on a stall or a break, LLMError past a limit."""
+        import http.client
+        import socket
+
+        left = self._deadline.left()
+        try:
+            if self._socket is not None:
+                self._socket.settimeout(left if self.size == 0 else min(self._timeout, left))
+        except OSError:
+            pass                       # the response closed its socket after the last byte (Python 3.13)
+        try:
+            piece = self._read(_READ_CHUNK)
+        except socket.timeout:
+            if self._deadline.passed():
+                raise self._deadline.expired() from None
+            raise _Retryable(f"{self._deadline.url} sent nothing for {self._timeout:g} s mid-reply") from None
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            raise _Retryable(f"the connection to {self._deadline.url} broke mid-reply ({type(exc).__name__})") from None
+        self.size += len(piece)
+        if self.size > self._max_bytes:
+            raise LLMError(f"the answer from {self._deadline.url} is over "
+                           f"max_response_bytes={self._max_bytes}; refused")
+        return piece
+
+
+class _EventStream:
+    """Server-sent events out of bytes as they arrive: gives the data of each complete event (internal)."""
+
+    def __init__(self) -> None:
+        self._partial: list = []     # bytes of a line not ended yet
+        self._data: list = []        # data lines of the event not dispatched yet
+
+    def feed(self, chunk: bytes) -> list:
+        """The data of every event that chunk completes; b"" marks the end of the stream."""
+        if chunk and b"\n" not in chunk:
+            self._partial.append(chunk)
+            return []
+        lines = b"".join(self._partial + [chunk]).split(b"\n")   # a UTF-8 character never holds a b"\n"
+        self._partial = [lines.pop()] if chunk else []
+        events: list = []
+        for line in lines + ([] if chunk else [b""]):                # at the end, a blank line dispatches the rest
+            line = line.rstrip(b"\r")
+            if not line and self._data:
+                events.append("\n".join(self._data))
+                self._data = []
+            elif line.startswith(b"data:"):
+                value = line[6:] if line.startswith(b"data: ") else line[5:]
+                self._data.append(value.decode("utf-8", errors="replace"))
+            # comments (":") and the event, id and retry fields carry nothing the client needs
+        return events
+
+
+class _StreamState:
+    """A streamed reply as its pieces arrive: the text, where to stop reading, what the server reported (internal)."""
+
+    def __init__(self, on_delta: Optional[Callable], scanner: Any, repetition: bool, stops: list) -> None:
+        self.pieces: list = []
+        self.chars = 0
+        self.tail = ""                  # the last characters of the reply: all the loop check looks at
+        self.reasoning: list = []
+        self.finish_reason: Optional[str] = None
+        self.usage: Optional[dict] = None
+        self.ended = False              # [DONE] or a finish_reason came: the stream ended cleanly
+        self.stopped_early = False
+        self.dropped = 0                # characters after the action's end, left out of the reply
+        self._on_delta, self._scanner, self._repetition, self._stops = on_delta, scanner, repetition, stops
+
+    def add(self, piece: str) -> bool:
+        """Take the next piece of the reply; True when reading should stop here."""
+        if not piece:
+            return False
+        cut = self._scanner.feed(piece) if self._scanner is not None else None
+        if cut is not None:             # the reply's first action just closed: the rest is not needed
+            self.dropped = len(piece) - max(0, cut - self.chars)
+            piece = piece[:max(0, cut - self.chars)]
+            self.stopped_early, self.finish_reason = True, "stop"
+        self.pieces.append(piece)
+        self.chars += len(piece)
+        self.tail = (self.tail + piece)[-_TAIL_CHARS:]
+        if self._on_delta is not None and piece:
+            self._on_delta(piece)
+        if cut is None and self._repetition and _repeating_tail(self.tail):
+            self.finish_reason = "repetition"
+            return True
+        if cut is None and any(stop in self.tail for stop in self._stops):
+            self.finish_reason = "stop"  # a stop sequence the server would not take: cut client-side
+            return True
+        return cut is not None
+
+    def reply(self) -> _Reply:
+        usage = None if self.stopped_early else self.usage   # a reply cut early never saw the usage chunk
+        return _Reply("".join(self.pieces), "".join(self.reasoning), self.finish_reason, usage, self.stopped_early)
+
+
+class _TimedConnection:
+    """Mixed into http.client's connections: the wait for the first byte gets its own timeout (internal)."""
+
+    def __init__(self, *args: Any, first_byte_timeout: Optional[float] = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.first_byte_timeout = first_byte_timeout
+
+    def getresponse(self) -> Any:
+        if self.sock is not None and self.first_byte_timeout is not None:
+            self.sock.settimeout(self.first_byte_timeout)   # prompt processing: only the request deadline bounds it
+        response = super().getresponse()
+        response.agent_socket = self.sock                   # _Body times each later read
+        return response
+
+
+_HANDLERS: list = []   # urllib handler classes, made on first use: importing urllib costs more than agent.py
+
+
+def _handler_classes() -> list:
+    """urllib handlers that time the first byte apart and follow no redirect."""
+    if _HANDLERS:
+        return _HANDLERS
+    import functools
+    import http.client
+    import urllib.request
+
+    class HTTPConnection(_TimedConnection, http.client.HTTPConnection):
+        pass
+
+    class HTTPSConnection(_TimedConnection, http.client.HTTPSConnection):
+        pass
+
+    class HTTPHandler(urllib.request.HTTPHandler):
+        def http_open(self, req: Any) -> Any:
+            timeout = getattr(req, "first_byte_timeout", None)
+            return self.do_open(functools.partial(HTTPConnection, first_byte_timeout=timeout), req)
+
+    class HTTPSHandler(urllib.request.HTTPSHandler):
+        def https_open(self, req: Any) -> Any:
+            timeout = getattr(req, "first_byte_timeout", None)
+            return self.do_open(functools.partial(HTTPSConnection, first_byte_timeout=timeout), req,
+                                context=self._context)
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None   # following would carry the key to another host; the 3xx becomes an HTTPError
+
+    _HANDLERS[:] = [HTTPHandler, HTTPSHandler, NoRedirect]
+    return _HANDLERS
+
+
+def _build_opener(url: str) -> Any:
+    """The client's urllib opener; a loopback server is never reached through HTTP(S)_PROXY."""
+    import urllib.request
+
+    proxies = urllib.request.ProxyHandler({} if _is_loopback(url) else None)
+    return urllib.request.build_opener(proxies, *(handler() for handler in _handler_classes()))
+
+
+# -- The client ------------------------------------------------------------------------
 
 class OpenAICompatLLM:
     """A chat-completions client for any OpenAI-compatible server, over urllib.
 
-    Retries 408, 409, 429 and 5xx answers and network errors with exponential
-    backoff and jitter, honouring ``Retry-After``; fails fast on other 4xx
-    answers. Raises ``LLMError`` with the status and the server's own message.
-    The API key is sent only in the Authorization header and never appears in
-    an exception, a ``repr`` or a log line. ``opener`` (anything with
-    ``open(request, timeout=...)``) and ``sleep`` are injectable for tests.
+    Streams by default (server-sent events) and stops reading as soon as the reply's
+    first action is complete, or when the reply repeats itself. Retries 408, 409,
+    429 and 5xx answers, network errors and broken streams with exponential backoff
+    and jitter, honouring ``Retry-After``; fails fast on other 4xx answers and
+    redirects. Adapts once to a parameter the server rejects by name. Raises only
+    ``LLMError``, with the status and the server's own message. The API key is sent
+    only in the Authorization header and never appears in an exception, a ``repr``
+    or a log line. ``opener`` (anything with ``open(request, timeout=...)``) and
+    ``sleep`` are injectable for tests.
     """
+
+    last_finish_reason = _PerThread()      # "stop", "length", "repetition", ... or None
+    last_stopped_early = _PerThread(False)  # True when reading stopped at the end of the first action
+    last_reasoning = _PerThread()          # a separate reasoning field the server sent, or None
+    last_usage = _PerThread()              # this call's prompt_tokens/completion_tokens, None when not reported
 
     def __init__(self, model: str, base_url: str = "https://api.openai.com/v1", api_key: Optional[str] = None, *,
                  temperature: Optional[float] = 0.0, max_tokens: Optional[int] = None, timeout: float = 60,
                  max_retries: int = 3, stop: Optional[Iterable[str]] = ("[OBSERVATION]",),
                  extra_body: Optional[dict] = None, headers: Optional[dict] = None, opener: Any = None,
-                 sleep: Callable[[float], None] = time.sleep, response_schema: Optional[dict] = None) -> None:
+                 sleep: Callable[[float], None] = time.sleep, response_schema: Optional[dict] = None,
+                 stream: bool = True, on_delta: Optional[Callable] = None, early_stop: bool = True,
+                 repetition_stop: bool = True,
+                 max_request_seconds: float = 600, max_response_bytes: int = 8 * 1024 * 1024,
+                 allow_http_key: bool = False, organization: Optional[str] = None,
+                 project: Optional[str] = None) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError("no model named: pass model=... or set OPENAI_MODEL")
-        if not isinstance(max_retries, int) or max_retries < 0:
-            raise ValueError(f"invalid max_retries {max_retries!r} (must be >= 0)")
+        _check_client_numbers(max_retries=max_retries, timeout=timeout, max_request_seconds=max_request_seconds,
+                              max_response_bytes=max_response_bytes)
         self.model = model.strip()
         self.base_url = base_url
         self.url = _chat_url(base_url)
-        self._api_key = api_key or None
+        self._api_key = _clean_key(api_key)
         self.temperature = temperature       # None: leave it to the server
         self.max_tokens = max_tokens         # None: leave it to the server
-        self.timeout = timeout               # seconds per request
+        self.timeout = timeout               # seconds: to connect, and for each next byte once the first has come
+        self.max_request_seconds = max_request_seconds   # seconds: a whole request, its first byte included
+        self.max_response_bytes = max_response_bytes     # a longer answer is refused
         self.max_retries = max_retries       # retries after the first attempt
         self.stop = list(stop or ())         # sent as "stop"; cut client-side if the server rejects it
         self.extra_body = dict(extra_body or {})
         self.headers = dict(headers or {})
-        self.response_schema = response_schema
-        self._opener = opener
-        self._sleep = sleep
-        self._dropped: set = set()           # optional parameters this server rejected by name
+        self.organization, self.project = organization, project   # sent as the SDK does
+        self.response_schema = response_schema   # kept on every call: per-call schemas do not replace it
+        self.stream = stream                 # server-sent events; a plain JSON answer is read as well
+        self.on_delta = on_delta             # called with each new piece of text, None when a retry restarts
+        self.early_stop = early_stop         # stop reading once a reply that opens with its action has closed it
+        self.repetition_stop = repetition_stop   # stop reading a reply that loops (finish_reason "repetition")
+        self.allow_http_key = allow_http_key     # send a key from the environment over plain http:// anywhere
+        self._opener, self._sleep = opener, sleep
+        self._adapted: set = set()           # what this server rejected by name, each adapted to once
         self._max_tokens_key = "max_tokens"   # or max_completion_tokens, when the server asks for it
+        self._key_withheld = False           # from_env: a key not sent over plain http:// to another host
+        self._lock, self._local = threading.Lock(), threading.local()   # one client may serve many threads
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
-        self.last_finish_reason: Optional[str] = None
 
     @classmethod
     def from_env(cls, **overrides: Any) -> OpenAICompatLLM:
-        """Build from OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL; keyword overrides win.
+        """Build from OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL, OPENAI_ORG_ID, OPENAI_PROJECT_ID; overrides win.
 
-        Raises ValueError when no model is named.
+        A key from the environment is not sent over plain http:// to a host other than
+        loopback unless ``allow_http_key=True``: it may belong to another service.
+        Raises ValueError when no model is named or the base URL cannot work.
         """
-        settings = {"model": os.environ.get("OPENAI_MODEL"), "base_url": os.environ.get("OPENAI_BASE_URL"),
-                    "api_key": os.environ.get("OPENAI_API_KEY")}
+        env = os.environ
+        settings = {"model": env.get("OPENAI_MODEL"), "base_url": env.get("OPENAI_BASE_URL"),
+                    "api_key": env.get("OPENAI_API_KEY"), "organization": env.get("OPENAI_ORG_ID") or None,
+                    "project": env.get("OPENAI_PROJECT_ID") or None}
+        key_from_env = overrides.get("api_key") is None and bool((settings["api_key"] or "").strip())
         settings.update({key: value for key, value in overrides.items() if value is not None})
         if not settings["base_url"]:
             settings.pop("base_url")
         if not settings["model"]:
             raise ValueError("no model named: set OPENAI_MODEL or pass --model / model=...")
-        return cls(**settings)
+        llm = cls(**settings)
+        if key_from_env:
+            llm._guard_env_key()
+        return llm
+
+    def _guard_env_key(self) -> None:
+        """Withhold a key from the environment from a plain-http host other than loopback, and say so once."""
+        if self.allow_http_key or not self._api_key or not self.url.startswith("http://") or _is_loopback(self.url):
+            return
+        self._key_withheld = True
+        _log.warning("not sending OPENAI_API_KEY over plain http:// to %s: a key from the environment may belong to "
+                     "another service (pass allow_http_key=True, or --allow-http-key, to send it)", self.base_url)
 
     def __repr__(self) -> str:
         return f"OpenAICompatLLM(model={self.model!r}, base_url={self.base_url!r})"
 
-    def chat(self, messages: list) -> str:
-        """Send the conversation; return the reply text. Raises LLMError when the endpoint fails for good."""
+    def chat(self, messages: list, *, response_schema: Optional[dict] = None, temperature: Optional[float] = None,
+             max_seconds: Optional[float] = None) -> str:
+        """Send the conversation; return the reply text. Raises LLMError, and nothing else, when it fails for good.
+
+        The options override the client's settings and ``extra_body`` for this call
+        only; a client built with its own ``response_schema`` keeps it. ``max_seconds``
+        caps the whole call, retries included.
+        """
+        if max_seconds is not None and not max_seconds > 0:
+            raise LLMError(f"no time left for a model call (max_seconds={max_seconds!r})")
+        call_end = time.monotonic() + max_seconds if max_seconds is not None else math.inf
         while True:
-            body = self._body(messages)
             try:
-                return self._read_reply(self._post(body))
+                body = self._body(messages, response_schema, temperature)
+                return self._keep(self._post(body, call_end))
             except LLMError as exc:
                 if not self._adapt(exc, body):
                     raise
+            except Exception as exc:   # anything unforeseen may carry the key: scrub it and say what it was
+                raise LLMError(f"unexpected {type(exc).__name__} while calling {self.url}: "
+                               f"{self._scrub(str(exc))[:300]}") from None
 
     def _adapt(self, exc: LLMError, body: dict) -> bool:
-        """Stop sending an optional parameter the server rejected by name; True to try again.
+        """Change what is sent after the server rejected part of it by name; True to try again.
 
-        Some servers and models refuse ``stop`` (then replies are cut client-side),
-        a non-default ``temperature``, or ``max_tokens`` (renamed to
-        ``max_completion_tokens`` when the server asks for that). Each is adapted once.
+        Some servers refuse ``stream``, ``stream_options``, ``stop`` (then replies are
+        cut client-side), a non-default ``temperature``, ``max_tokens`` (renamed to
+        ``max_completion_tokens`` when the server asks), ``response_format`` (then
+        ``json_object``, then none) or the ``system`` role (then folded into the first
+        user message). Each change is made once and remembered, whatever extra_body says.
         """
+        if exc.status not in (400, 422, 500) or exc.kind is not None:
+            return False
         message = str(exc).replace(self.url, "")
-        for param in _ADAPTABLE_PARAMS:
-            if exc.status not in (400, 422) or param not in body or not re.search(f"['\"`]{param}['\"`]", message):
-                continue
-            if param == "max_tokens" and "max_completion_tokens" in message:
+        with self._lock:
+            change = self._adaptation(message, body, exc.status)
+            if change is None:
+                return False
+            if change == "max_tokens" and "max_completion_tokens" in message:
                 self._max_tokens_key = "max_completion_tokens"
-            else:
-                self._dropped.add(param)
-            _log.info("the server rejected %r; adapting and retrying", param)
-            return True
-        return False
+            self._adapted.add(change)
+        _log.info("the server rejected %s; adapting (once) and trying again", change)
+        return True
 
-    def _body(self, messages: list) -> dict:
+    def _adaptation(self, message: str, body: dict, status: int) -> Optional[str]:
+        if status != 500:
+            for param, pattern in _ADAPTABLE_PARAMS.items():
+                if param in body and param not in self._adapted and pattern.search(message):
+                    return param
+            if "response_format" in body and _FORMAT_REJECTED.search(message):
+                return "json_object" if "json_object" not in self._adapted else "no_format"
+        has_system = any(isinstance(m, dict) and m.get("role") == "system" for m in body["messages"])
+        if has_system and "system" not in self._adapted and _SYSTEM_REJECTED.search(message):
+            return "system"
+        return None
+
+    def _body(self, messages: list, response_schema: Optional[dict], temperature: Optional[float]) -> dict:
         body: dict = {"model": self.model, "messages": messages}
-        if self.temperature is not None and "temperature" not in self._dropped:
-            body["temperature"] = self.temperature
-        if self.max_tokens is not None and "max_tokens" not in self._dropped:
-            body[self._max_tokens_key] = self.max_tokens
-        if self.stop and "stop" not in self._dropped:
-            body["stop"] = self.stop
-        if self.response_schema is not None:
-            body["response_format"] = {"type": "json_schema",
-                                       "json_schema": {"name": "action", "schema": self.response_schema}}
+        if self.stream:
+            body.update(stream=True, stream_options={"include_usage": True})
+        for key, value in (("temperature", self.temperature), ("max_tokens", self.max_tokens), ("stop", self.stop)):
+            if value is not None and value != []:
+                body[key] = value
         body.update(self.extra_body)
+        if temperature is not None:             # per-call options win over extra_body
+            body["temperature"] = temperature
+        schema = self.response_schema if self.response_schema is not None else response_schema
+        if schema is not None:
+            body["response_format"] = {"type": "json_schema", "json_schema": {"name": "action", "schema": schema}}
+        return self._adapted_body(body)
+
+    def _adapted_body(self, body: dict) -> dict:
+        """The body as this server takes it: what it rejected is dropped or replaced, whatever extra_body says."""
+        for param in ("stream_options", "stream", "stop", "temperature"):
+            if param in self._adapted or (param == "stream_options" and "stream" in self._adapted):
+                body.pop(param, None)
+        if "max_tokens" in self._adapted and "max_tokens" in body:
+            value = body.pop("max_tokens")
+            if self._max_tokens_key == "max_completion_tokens":
+                body["max_completion_tokens"] = value
+        if "response_format" in body and "json_object" in self._adapted:
+            body["response_format"] = {"type": "json_object"}
+            if "no_format" in self._adapted:
+                del body["response_format"]
+        if "system" in self._adapted:
+            body["messages"] = _fold_system(body["messages"])
         return body
 
-    def _post(self, body: dict) -> dict:
-        import urllib.request
-
-        request = urllib.request.Request(self.url, data=json.dumps(body).encode("utf-8"),
-                                         headers=self._request_headers(), method="POST")
-        opener = self._opener or urllib.request.build_opener()
+    def _post(self, body: dict, call_end: float) -> _Reply:
+        data = json.dumps(body).encode("utf-8")
         attempt = 0
         while True:
             try:
-                return self._attempt(opener, request)
+                return self._attempt(data, bool(body.get("stream")), _Deadline(self.max_request_seconds, call_end,
+                                                                              self.url))
             except _Retryable as exc:
-                if attempt == self.max_retries:
-                    raise LLMError(f"{exc} (gave up after {attempt + 1} attempts)", exc.status) from None
-                delay = exc.retry_after if exc.retry_after is not None else _backoff(attempt)
-                _log.info("model request failed (%s); retrying in %.1f s", exc, delay)
-                self._sleep(delay)
-                attempt += 1
+                failure = exc
+            if attempt == self.max_retries:
+                raise LLMError(f"{failure} (gave up after {attempt + 1} attempts)", failure.status)
+            delay = failure.retry_after if failure.retry_after is not None else _backoff(attempt)
+            if time.monotonic() + delay >= call_end:
+                raise LLMError(f"{failure} (no time left to retry within max_seconds)", failure.status)
+            _log.info("model request failed (%s); retrying in %.1f s", failure, delay)
+            self._sleep(delay)
+            attempt += 1
+            if self.on_delta is not None:
+                self.on_delta(None)             # the reply starts again
 
-    def _request_headers(self) -> dict:
-        headers = {"Content-Type": "application/json", "Accept": "application/json",
-                   "User-Agent": f"agent.py/{__version__}"}
-        if self._api_key:
+    def _request_headers(self, stream: bool) -> dict:
+        headers = {"Content-Type": "application/json", "User-Agent": f"agent.py/{__version__}",
+                   "Accept": "text/event-stream, application/json" if stream else "application/json"}
+        if self._api_key and not self._key_withheld:
+            if _HEADER_CONTROL.search(self._api_key):
+                raise LLMError("the API key holds a control character; check how it was read (the key is not shown)")
             headers["Authorization"] = f"Bearer {self._api_key}"
-        headers.update(self.headers)
+        extra = {"OpenAI-Organization": self.organization, "OpenAI-Project": self.project, **self.headers}
+        for name, value in extra.items():
+            if value is None:
+                continue
+            value = str(value).strip()
+            if _HEADER_CONTROL.search(value):
+                raise LLMError(f"header {name!r} holds a control character (its value is not shown)")
+            headers[name] = value
         return headers
 
-    def _attempt(self, opener: Any, request: Any) -> dict:
+    def _attempt(self, data: bytes, stream: bool, deadline: _Deadline) -> _Reply:
         import http.client
-        import ssl
         import urllib.error
+        import urllib.request
 
+        request = urllib.request.Request(self.url, data=data, headers=self._request_headers(stream), method="POST")
+        request.first_byte_timeout = deadline.left()    # a fresh Request per attempt: urllib's proxy code edits it
+        opener = self._opener or _build_opener(self.url)
         try:
-            with opener.open(request, timeout=self.timeout) as response:
-                raw = response.read()
+            response = opener.open(request, timeout=min(self.timeout, deadline.left()))
         except urllib.error.HTTPError as exc:
-            self._raise_for_status(exc.code, _read_error_body(exc), exc.headers)
+            self._fail(exc.code, _read_error_body(exc).decode("utf-8", errors="replace"), exc.headers)
         except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out, cut short
-            reason = getattr(exc, "reason", None) or exc
-            if isinstance(reason, ssl.SSLCertVerificationError):  # retrying will not help
-                raise LLMError(f"the TLS certificate of {self.url} could not be verified: {reason}") from None
-            raise _Retryable(f"could not reach {self.url}: {self._scrub(str(reason)) or type(exc).__name__}") from None
-        return self._decode(raw)
-
-    def _raise_for_status(self, status: int, body: bytes, headers: Any) -> None:
-        message = _server_message(self._scrub(body.decode("utf-8", errors="replace")))
-        text = f"HTTP {status} from {self.url}: {message}"
-        if status in _RETRY_STATUSES:
-            raise _Retryable(text, status, _retry_after(headers.get("Retry-After") if headers else None))
-        hint = _STATUS_HINTS.get(status, "the request was refused")
-        raise LLMError(f"{text} ({hint})", status)
-
-    def _decode(self, raw: bytes) -> dict:
+            raise self._unreachable(exc, deadline) from None
         try:
-            data = json.loads(raw.decode("utf-8", errors="replace"))
-        except ValueError:
-            start = self._scrub(raw.decode("utf-8", errors="replace"))[:200]
-            raise LLMError(f"{self.url} did not answer with JSON (is the base URL right?): {start!r}") from None
-        if isinstance(data, dict) and data.get("error"):
-            message = _server_message(self._scrub(raw.decode("utf-8", errors="replace")))
-            raise LLMError(f"{self.url} returned an error: {message}")
-        choices = data.get("choices") if isinstance(data, dict) else None
-        if not choices or not isinstance(choices[0], dict):
-            start = self._scrub(raw.decode("utf-8", errors="replace"))[:200]
-            raise LLMError(f"{self.url} answered without choices: {start!r}")
-        return data
+            return self._read_response(response, deadline)
+        finally:
+            response.close()                    # always: after an early stop, a stall, an error or Ctrl-C
 
-    def _read_reply(self, data: dict) -> str:
-        usage = data.get("usage") or {}
-        for key in ("prompt_tokens", "completion_tokens"):
-            if isinstance(usage.get(key), int):
-                self.usage[key] += usage[key]
-        choice = data["choices"][0]
-        self.last_finish_reason = choice.get("finish_reason")
-        content = (choice.get("message") or {}).get("content")
-        if isinstance(content, list):  # content parts: keep the text ones
-            content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
-        text = content if isinstance(content, str) else ""
-        if "stop" in self._dropped:
+    def _unreachable(self, exc: Exception, deadline: _Deadline) -> Exception:
+        import socket
+        import ssl
+
+        reason = getattr(exc, "reason", None) or exc
+        if isinstance(reason, ssl.SSLCertVerificationError):  # retrying will not help
+            return LLMError(f"the TLS certificate of {self.url} could not be verified: {reason}")
+        if isinstance(reason, socket.timeout) and deadline.passed():
+            return deadline.expired()
+        return _Retryable(f"could not reach {self.url}: {self._scrub(str(reason)) or type(exc).__name__}")
+
+    def _read_response(self, response: Any, deadline: _Deadline) -> _Reply:
+        status = getattr(response, "status", None)
+        headers = getattr(response, "headers", None) or {}
+        if isinstance(status, int) and 300 <= status < 400:   # an opener that does not raise for a 3xx
+            self._fail(status, "", headers)
+        length = headers.get("Content-Length")
+        if length and length.strip().isdigit() and int(length) > self.max_response_bytes:
+            raise LLMError(f"the answer from {self.url} is over max_response_bytes={self.max_response_bytes} "
+                           f"({int(length)} bytes); refused")
+        body = _Body(response, self.timeout, deadline, self.max_response_bytes)
+        first = body.read()
+        while first and len(first.lstrip()) < 6:     # enough to tell events from JSON, even a byte at a time
+            more = body.read()
+            if not more:
+                break
+            first += more
+        events = "event-stream" in (headers.get("Content-Type") or "")
+        if events or first.lstrip().startswith((b"data:", b":", b"event:", b"id:")):
+            return self._read_events(body, first)
+        chunks = [first]
+        chunks.extend(iter(body.read, b""))
+        return self._read_json(b"".join(chunks).decode("utf-8", errors="replace"))
+
+    def _read_events(self, body: _Body, first: bytes) -> _Reply:
+        """Read a server-sent event stream until its end, an early stop or a loop."""
+        import itertools
+
+        stops = self.stop if "stop" in self._adapted else []
+        scanner = _ActionScanner() if self.early_stop else None
+        state = _StreamState(self.on_delta, scanner, self.repetition_stop, stops)
+        events = _EventStream()
+        for piece in itertools.chain([first], iter(body.read, b""), [b""]):   # b"": the end flushes the last event
+            for data in events.feed(piece):
+                if self._on_event(data, state):
+                    return state.reply()
+        if not state.ended:
+            raise _Retryable(f"the stream from {self.url} ended before the reply did")
+        return state.reply()
+
+    def _on_event(self, data: str, state: _StreamState) -> bool:
+        """Take one event of the stream into state; True when reading should stop."""
+        if data.strip() == "[DONE]":
+            state.ended = True
+            return True
+        try:
+            chunk = json.loads(data)
+        except (ValueError, RecursionError):
+            raise LLMError(f"{self.url} sent an unreadable event: {self._scrub(data)[:200]!r}") from None
+        if not isinstance(chunk, dict):
+            raise LLMError(f"{self.url} sent an event that is not an object: {self._scrub(data)[:200]!r}")
+        if chunk.get("error") or chunk.get("object") == "error":   # an error after the 200 went out
+            self._fail(None, data)
+        state.usage = _reported_usage(chunk.get("usage")) or state.usage
+        choices = chunk.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+        delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+        state.reasoning.append(_reasoning_of(delta))
+        stop = state.add(_text_of(delta.get("content")))
+        finish = choice.get("finish_reason")
+        if isinstance(finish, str) and state.finish_reason != "repetition":
+            state.ended = True
+            if stop and state.stopped_early and not state.dropped:   # the action ended the reply anyway:
+                state.stopped_early = stop = False                   # read on for the usage chunk
+            if not stop:
+                state.finish_reason = finish
+        return stop
+
+    def _read_json(self, text: str) -> _Reply:
+        """Read a whole chat-completion body; LLMError for any shape that holds no reply."""
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            raise LLMError(f"{self.url} did not answer with JSON (is the base URL right?): "
+                           f"{self._scrub(text)[:200]!r}") from None
+        if isinstance(data, dict) and (data.get("error") or data.get("object") == "error"):
+            self._fail(None, text)
+        choices = data.get("choices") if isinstance(data, dict) else None
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        if not isinstance(choice, dict):
+            raise LLMError(f"{self.url} answered without choices: {self._scrub(text)[:200]!r}")
+        message = choice.get("message")
+        message = {} if message is None else message      # content: null reads as ""
+        if not isinstance(message, dict):
+            raise LLMError(f"{self.url} answered with a message that is not an object: {self._scrub(text)[:200]!r}")
+        finish = choice.get("finish_reason")
+        return _Reply(_text_of(message.get("content")), _reasoning_of(message),
+                      finish if isinstance(finish, str) else None, _reported_usage(data.get("usage")))
+
+    def _fail(self, status: Optional[int], text: str, headers: Any = None) -> None:
+        """Raise what a server's error means: _Retryable when another attempt may help, else LLMError."""
+        message, details = _server_error(self._scrub(text))
+        status = status or _error_status(details)
+        where = f"HTTP {status} from {self.url}" if status else f"{self.url} returned an error"
+        overflow = _overflow(message, details)
+        if overflow is not None:
+            error = LLMError(f"{where}: {message} (the conversation does not fit the model's context window)",
+                             status, kind="context_overflow")
+            error.n_ctx, error.n_prompt_tokens = overflow
+            raise error
+        if status is not None and 300 <= status < 400:
+            location = self._scrub(str(headers.get("Location") if headers else None))
+            raise LLMError(f"HTTP {status} from {self.url}: redirected to {location} (agent.py follows no redirect, "
+                           "which would carry the API key elsewhere; fix the base URL)", status)
+        if status in _RETRY_STATUSES and not _SYSTEM_REJECTED.search(message):
+            retry_after = _retry_after(headers.get("Retry-After") if headers else None)
+            raise _Retryable(f"{where}: {message}", status, retry_after)
+        raise LLMError(f"{where}: {message}" + (f" ({self._hint(status, message)})" if status else ""), status)
+
+    def _hint(self, status: int, message: str) -> str:
+        if status == 401 and self._key_withheld:
+            return ("OPENAI_API_KEY was not sent over plain http:// to this host; pass allow_http_key=True "
+                    "(CLI --allow-http-key) to send it")
+        if status == 404 and self.model in message:
+            return f"unknown model {self.model!r}: check the model name"
+        return _STATUS_HINTS.get(status, "the request was refused")
+
+    def _keep(self, reply: _Reply) -> str:
+        """Record what the call left behind (per thread), add its usage to the total; return the text."""
+        text = reply.text
+        if "stop" in self._adapted:
             for stop in self.stop:
                 text = text.split(stop, 1)[0]
+        self.last_finish_reason, self.last_stopped_early = reply.finish_reason, reply.stopped_early
+        self.last_reasoning, self.last_usage = reply.reasoning or None, reply.usage
+        if reply.usage is not None:
+            with self._lock:
+                for key in self.usage:
+                    self.usage[key] += reply.usage[key]
         return text
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
+        """text without the API key, nor any custom header value that may be a key (Azure's api-key header)."""
+        secrets = [self._api_key] + [str(value).strip() for value in self.headers.values()]
+        for secret in secrets:
+            if secret and len(secret) >= _MIN_SECRET_CHARS:
+                text = text.replace(secret, "***")
+        return text
 
 
 # -- Loop ------------------------------------------------------------------------------

@@ -1,0 +1,414 @@
+"""The HTTP client under hostile servers and careless configuration (issue #11, client items 1, 2, 7, 8, 15, 17)."""
+import io
+import json
+import logging
+
+import pytest
+from _http_servers import ScriptedServer, completion, json_answer
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent import LLMError, OpenAICompatLLM, _repeating_tail, _retry_after
+
+KEY = "sk-hostile-SECRET-0123456789"
+MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello"}]
+
+
+@pytest.fixture
+def serve():
+    servers = []
+
+    def start(*scripts):
+        server = ScriptedServer(scripts)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def client(server, **options):
+    options.setdefault("api_key", KEY)
+    options.setdefault("sleep", lambda seconds: None)
+    return OpenAICompatLLM("m", server.base_url, **options)
+
+
+def error_answer(status, message, headers=None):
+    return json_answer(json.dumps({"error": {"message": message, "type": "invalid_request_error"}}).encode(),
+                       status, headers)
+
+
+class Response(io.BytesIO):
+    """An in-memory 200 answer for an injected opener."""
+
+    def __init__(self, data, content_type="application/json"):
+        super().__init__(data)
+        self.status = 200
+        self.headers = {"Content-Type": content_type}
+
+
+class Opener:
+    """Answers every request with the next scripted body, or raises it; keeps each request."""
+
+    def __init__(self, *answers):
+        self.answers = list(answers)
+        self.requests = []
+
+    def open(self, request, timeout=None):
+        self.requests.append(request)
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, BaseException):
+            raise answer
+        return Response(answer) if isinstance(answer, bytes) else answer
+
+
+# -- 1. The key never leaves in an error -----------------------------------------------
+
+@pytest.mark.parametrize("raw_key", [KEY + "\n", KEY + "\r\n", f"  {KEY}\t", "\ufeff" + KEY])
+def test_surrounding_whitespace_is_stripped_from_the_key(serve, raw_key):
+    server = serve(json_answer(completion("ok")))
+    assert client(server, api_key=raw_key.lstrip("\ufeff") if raw_key[0] == "\ufeff" else raw_key).chat(
+        MESSAGES) == "ok"
+    assert server.requests[0]["headers"]["Authorization"] == f"Bearer {KEY}"
+
+
+@pytest.mark.parametrize("bad", ["sk-abc\ndef-0123456789", "sk-abc\x00def-0123456789", "sk-abc\x7fdef-0123456789"])
+def test_a_key_with_control_characters_is_refused_without_quoting_it(bad):
+    opener = Opener(completion("never"))
+    llm = OpenAICompatLLM("m", "http://127.0.0.1:9/v1", bad, opener=opener)
+    with pytest.raises(LLMError, match="control character") as info:
+        llm.chat(MESSAGES)
+    assert "abc" not in str(info.value) and "def" not in str(info.value) and not opener.requests
+
+
+def test_a_header_with_a_newline_is_refused_naming_only_the_header():
+    llm = OpenAICompatLLM("m", "http://127.0.0.1:9/v1", headers={"api-key": "azure-SECRET-0123\nx"},
+                          opener=Opener(completion()))
+    with pytest.raises(LLMError, match="header 'api-key'") as info:
+        llm.chat(MESSAGES)
+    assert "SECRET" not in str(info.value)
+
+
+@pytest.mark.parametrize("failure", [RuntimeError(f"boom {KEY}"), ValueError(f"Invalid header value b'Bearer {KEY}'"),
+                                     TypeError("unexpected"), UnicodeEncodeError("latin-1", KEY, 3, 4, "no")])
+def test_any_unexpected_exception_becomes_a_scrubbed_llm_error(failure):
+    llm = OpenAICompatLLM("m", "http://127.0.0.1:9/v1", KEY, opener=Opener(failure))
+    with pytest.raises(LLMError, match=f"unexpected {type(failure).__name__}") as info:
+        llm.chat(MESSAGES)
+    assert "SECRET" not in str(info.value)
+
+
+def test_a_message_that_cannot_be_sent_is_an_llm_error():
+    llm = OpenAICompatLLM("m", "http://127.0.0.1:9/v1", KEY, opener=Opener(completion()))
+    with pytest.raises(LLMError, match="unexpected TypeError"):
+        llm.chat([{"role": "user", "content": object()}])
+
+
+def test_a_custom_header_value_is_scrubbed_like_the_key(serve):
+    secret = "azure-key-0123456789"
+    server = serve(error_answer(401, f"Access denied due to invalid key {secret}"))
+    with pytest.raises(LLMError) as info:
+        client(server, headers={"api-key": secret}).chat(MESSAGES)
+    assert secret not in str(info.value) and "Access denied" in str(info.value)
+
+
+# -- 2. No redirect is followed --------------------------------------------------------
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_redirect_is_an_error_naming_the_location_and_the_key_stays_home(serve, status):
+    elsewhere = serve(json_answer(completion('{"type": "tool_call", "name": "delete_everything"}')))
+    target = f"http://127.0.0.1:{elsewhere.port}/v1/chat/completions"
+
+    def redirect(ex):
+        ex.handler.send_response(status)
+        ex.handler.send_header("Location", target)
+        ex.handler.send_header("Content-Length", "0")
+        ex.handler.end_headers()
+
+    server = serve(redirect)
+    with pytest.raises(LLMError, match=f"HTTP {status} .*redirected to {target}.*fix the base URL") as info:
+        client(server).chat(MESSAGES)
+    assert info.value.status == status and len(server.requests) == 1
+    assert elsewhere.requests == []
+
+
+# -- 7. Each adaptation happens once, whatever extra_body says -------------------------
+
+@pytest.mark.parametrize("param, value", [("stop", ["END"]), ("temperature", 0.5), ("max_tokens", 64)])
+def test_a_rejected_parameter_in_extra_body_is_adapted_once(serve, param, value):
+    server = serve(error_answer(400, f"Unsupported parameter: '{param}' is not supported with this model."))
+    with pytest.raises(LLMError, match="not supported"):
+        client(server, extra_body={param: value}, stream=False).chat(MESSAGES)
+    assert len(server.requests) == 2
+    assert param in server.requests[0]["body"] and param not in server.requests[1]["body"]
+
+
+def test_every_adaptation_at_once_still_ends(serve):
+    rejected = ["stream_options", "stream", "stop", "temperature", "max_tokens", "response_format", "system"]
+    message = "; ".join(f"'{name}' is not supported" for name in rejected) + "; System role not supported"
+    server = serve(error_answer(400, message))
+    with pytest.raises(LLMError):
+        client(server, max_tokens=5, response_schema={"type": "object"},
+               extra_body={"stop": ["x"], "temperature": 1.0, "max_tokens": 9}).chat(MESSAGES)
+    assert len(server.requests) <= 9   # one try, then at most one per adaptation
+
+
+def test_response_format_falls_back_to_json_object_then_none_and_remembers(serve):
+    server = serve(error_answer(400, "response_format json_schema is not supported with this model"),
+                   error_answer(400, "response_format type json_object is unavailable now"),
+                   json_answer(completion("a")), json_answer(completion("b")))
+    llm = client(server, response_schema={"type": "object"})
+    assert llm.chat(MESSAGES) == "a" and llm.chat(MESSAGES) == "b"
+    formats = [r["body"].get("response_format", {}).get("type") for r in server.requests]
+    assert formats == ["json_schema", "json_object", None, None]
+
+
+def test_a_template_without_a_system_role_gets_it_folded_in_once(serve):
+    server = serve(error_answer(500, "Jinja exception: System role not supported"),
+                   json_answer(completion("a")), json_answer(completion("b")))
+    llm = client(server)
+    assert llm.chat(MESSAGES) == "a" and llm.chat(MESSAGES) == "b"
+    assert server.requests[1]["body"]["messages"] == [{"role": "user", "content": "Be brief.\n\nhello"}]
+    assert server.requests[2]["body"]["messages"] == server.requests[1]["body"]["messages"]
+    assert MESSAGES[0]["role"] == "system"   # the caller's list is untouched
+
+
+# -- 8. Any 200 body gives text or an LLMError -----------------------------------------
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+                        st.sampled_from(["choices", "message", "delta", "content", "text", "usage", "error",
+                                         "finish_reason", "prompt_tokens", "completion_tokens", "reasoning",
+                                         "reasoning_content", "object", "code", "type"]) | st.text(max_size=5),
+                        inner, max_size=5), max_leaves=12)
+
+
+def near_miss(content, message, choice, usage):
+    return {"choices": [{"message": message if message is not None else {"content": content}, **choice}],
+            "usage": usage}
+
+
+NEAR_MISS = st.builds(near_miss, JSON, st.none() | JSON, st.dictionaries(st.sampled_from(["finish_reason", "delta"]),
+                                                                          JSON, max_size=2), JSON)
+
+
+def answer_or_llm_error(opener):
+    llm = OpenAICompatLLM("m", "http://127.0.0.1:9/v1", KEY, opener=opener, sleep=lambda s: None, max_retries=1)
+    try:
+        text = llm.chat(MESSAGES)
+    except LLMError:
+        return
+    assert isinstance(text, str)
+    assert llm.last_usage is None or set(llm.last_usage) == {"prompt_tokens", "completion_tokens"}
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(JSON, NEAR_MISS))
+def test_any_json_body_gives_text_or_an_llm_error(body):
+    answer_or_llm_error(Opener(json.dumps(body).encode()))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(JSON, NEAR_MISS, st.sampled_from(["[DONE]", "", "{", "data: x"])), max_size=6))
+def test_any_event_stream_gives_text_or_an_llm_error(events):
+    data = b"".join(b"data: " + (e if isinstance(e, str) else json.dumps(e)).encode() + b"\n\n" for e in events)
+    answer_or_llm_error(Opener(Response(data, "text/event-stream")))
+
+
+@pytest.mark.parametrize("body", [b'{"choices": 1}', b'{"choices": [{"message": "text"}]}', b'{"usage": 5}',
+                                  b'{"choices": [{"message": {"content": [{"text": null}]}}], "usage": 5}',
+                                  b"[" * 100_000, b'{"choices": [{"message": {"content": "x"}}], "usage": '
+                                  b'{"prompt_tokens": true, "completion_tokens": -3}}', b"\xff\xfe"])
+def test_the_bodies_from_the_issue(body):
+    answer_or_llm_error(Opener(body))
+
+
+@given(st.text(max_size=30))
+def test_retry_after_is_a_bounded_number_or_none(value):
+    seconds = _retry_after(value)
+    assert seconds is None or 0 <= seconds <= 60
+
+
+def test_retry_after_nan_is_ignored(serve):
+    sleeps = []
+    server = serve(error_answer(429, "slow down", {"Retry-After": "nan"}), json_answer(completion("ok")))
+    assert client(server, sleep=sleeps.append).chat(MESSAGES) == "ok"
+    assert len(sleeps) == 1 and 0 < sleeps[0] <= 0.5
+
+
+# -- 15. Only keys of 8 characters or more are scrubbed --------------------------------
+
+def test_a_short_placeholder_key_is_not_scrubbed_from_messages(serve):
+    server = serve(error_answer(400, "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                                     "Use 'max_completion_tokens' instead."), json_answer(completion("ok")))
+    assert client(server, api_key="x", max_tokens=10, stream=False).chat(MESSAGES) == "ok"
+    assert server.requests[1]["body"]["max_completion_tokens"] == 10
+
+
+def test_a_short_key_leaves_the_server_message_whole(serve):
+    server = serve(error_answer(404, "The model `mixtral` does not exist"))
+    with pytest.raises(LLMError, match="The model `mixtral` does not exist"):
+        client(server, api_key="x").chat(MESSAGES)
+
+
+# -- 17. A key from the environment stays off plain http to other hosts ---------------
+
+@pytest.fixture
+def env(monkeypatch):
+    for name in ("OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY + "\n")
+    monkeypatch.setenv("OPENAI_MODEL", "m")
+    return monkeypatch
+
+
+def auth_sent(llm, opener):
+    llm.chat(MESSAGES)
+    return opener.requests[-1].get_header("Authorization")
+
+
+def test_an_environment_key_is_not_sent_over_http_to_another_host(env, caplog):
+    opener = Opener(completion())
+    with caplog.at_level(logging.WARNING, logger="agent"):
+        llm = OpenAICompatLLM.from_env(base_url="http://lan-box:8080/v1", opener=opener)
+    assert auth_sent(llm, opener) is None
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "allow_http_key=True" in warnings[0] and KEY not in warnings[0]
+
+
+def test_a_401_then_names_the_opt_in(env):
+    body = json.dumps({"error": {"message": "Unauthorized"}}).encode()
+    import urllib.error
+
+    failure = urllib.error.HTTPError("http://lan-box/v1/chat/completions", 401, "Unauthorized", {}, io.BytesIO(body))
+    llm = OpenAICompatLLM.from_env(base_url="http://lan-box/v1", opener=Opener(failure))
+    with pytest.raises(LLMError, match=r"allow_http_key=True \(CLI --allow-http-key\)") as info:
+        llm.chat(MESSAGES)
+    assert info.value.status == 401
+
+
+@pytest.mark.parametrize("base_url, options", [("https://api.example.com/v1", {}), ("http://127.0.0.1:8080/v1", {}),
+                                               ("http://localhost:11434/v1", {}), ("http://[::1]:8000/v1", {}),
+                                               ("http://lan-box/v1", {"allow_http_key": True})])
+def test_an_environment_key_is_sent_where_it_is_safe_or_allowed(env, base_url, options):
+    opener = Opener(completion())
+    llm = OpenAICompatLLM.from_env(base_url=base_url, opener=opener, **options)
+    assert auth_sent(llm, opener) == f"Bearer {KEY}"
+
+
+def test_a_key_passed_in_code_is_sent_over_plain_http(env):
+    opener = Opener(completion())
+    assert auth_sent(OpenAICompatLLM.from_env(base_url="http://lan-box/v1", api_key=KEY, opener=opener),
+                     opener) == f"Bearer {KEY}"
+    assert auth_sent(OpenAICompatLLM("m", "http://lan-box/v1", KEY, opener=opener), opener) == f"Bearer {KEY}"
+
+
+def test_organization_and_project_are_sent_as_the_sdk_does(env):
+    env.setenv("OPENAI_ORG_ID", "org-123")
+    env.setenv("OPENAI_PROJECT_ID", "proj_456")
+    opener = Opener(completion())
+    OpenAICompatLLM.from_env(opener=opener).chat(MESSAGES)
+    request = opener.requests[0]
+    assert (request.get_header("Openai-organization"), request.get_header("Openai-project")) == ("org-123", "proj_456")
+
+
+# -- Base URLs -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("base_url", ["http://localhost:99999/v1", "http://localhost:port/v1", "http://[::1/v1",
+                                      "http://[zz::1]/v1", "http://::1/v1", "http://localhost:0/v1", "http:///v1",
+                                      "ftp://host/v1", ""])
+def test_a_base_url_that_cannot_work_is_refused_at_construction(base_url):
+    with pytest.raises(ValueError, match="invalid base URL"):
+        OpenAICompatLLM("m", base_url)
+
+
+def test_a_query_string_is_kept_after_the_path():
+    llm = OpenAICompatLLM("m", "https://res.openai.azure.com/openai/deployments/gpt4?api-version=2024-06-01")
+    assert llm.url == "https://res.openai.azure.com/openai/deployments/gpt4/chat/completions?api-version=2024-06-01"
+
+
+def test_a_fresh_request_is_built_for_every_attempt():
+    import urllib.error
+
+    opener = Opener(urllib.error.URLError("reset"), urllib.error.URLError("reset"), completion("ok"))
+    llm = OpenAICompatLLM("m", "http://127.0.0.1:9/v1", opener=opener, sleep=lambda s: None)
+    assert llm.chat(MESSAGES) == "ok"
+    assert len({id(request) for request in opener.requests}) == 3
+
+
+def test_a_loopback_server_is_reached_without_the_proxy(serve, monkeypatch):
+    proxy = serve(json_answer(completion("from the proxy")))
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+    monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{proxy.port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    server = serve(json_answer(completion("direct")))
+    assert client(server).chat(MESSAGES) == "direct" and proxy.requests == []
+
+
+# -- Context overflow, in every wording ------------------------------------------------
+
+@pytest.mark.parametrize("error, n_ctx, n_prompt", [
+    ({"code": 400, "message": "request (4476 tokens) exceeds the available context size (4096 tokens)",
+      "type": "exceed_context_size_error", "n_prompt_tokens": 4476, "n_ctx": 4096}, 4096, 4476),
+    ({"code": 400, "message": "the request exceeds the available context size, try increasing it",
+      "type": "invalid_request_error"}, None, None),
+    ({"message": "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 "
+                 "tokens. Please reduce the length of the messages.", "code": "context_length_exceeded"}, 8192, 9000),
+    ({"message": "This model's maximum context length is 2048 tokens. However, you requested 2100 tokens (2000 in "
+                 "the messages, 100 in the completion).", "code": 400}, 2048, 2000),
+    ({"message": "The decoder prompt (length 5000) is longer than the maximum model length of 4096.",
+      "code": 400}, 4096, 5000),
+])
+def test_context_overflow_is_recognised_with_its_numbers(serve, error, n_ctx, n_prompt):
+    server = serve(json_answer(json.dumps({"error": error}).encode(), status=400))
+    with pytest.raises(LLMError) as info:
+        client(server, max_tokens=100).chat(MESSAGES)
+    assert (info.value.kind, info.value.n_ctx, info.value.n_prompt_tokens) == ("context_overflow", n_ctx, n_prompt)
+    assert info.value.status == 400 and len(server.requests) == 1   # not adapted, not retried
+
+
+def test_an_unknown_model_404_says_so(serve):
+    server = serve(error_answer(404, "model 'm' not found, try pulling it first"))
+    with pytest.raises(LLMError, match="unknown model 'm'"):
+        client(server).chat(MESSAGES)
+
+
+# -- The repetition check: both sides --------------------------------------------------
+
+LOOPS = [
+    '{"type": "tool_call", "thought": "17*23 = 320*4 + 1200 = 320*4 + 1200' + " = 320*4 + 1200" * 40,
+    '{"type": "tool_call", "name": "calculator", "arguments": {"expression": "' + "(17*23)+" * 60,
+    "I will compute the sum. " * 30,
+    '{"thought": "' + " \n\t\n" * 300,   # whitespace loops of JSON mode, once the unit is 4 long
+    "| 1 | 2 |\n" * 60,
+]
+LEGITIMATE = [
+    "| id | name | score |\n|----|------|-------|\n"
+    + "".join(f"| {i} | user{i} | {i * 7 % 100} |\n" for i in range(80)),
+    "".join(f"- item {i}: buy {i % 5 + 1} apples\n" for i in range(100)),
+    json.dumps([{"id": i, "name": f"r{i}", "ok": True} for i in range(60)]),
+    '{"type": "final", "answer": "' + "0" * 1000 + '"}',
+    "=" * 80 + "\nREPORT\n" + "=" * 80 + "\n" + "-=" * 300,
+    __import__("base64").b64encode(bytes(range(256)) * 8).decode(),
+    "0, " * 400,
+    "ab" * 500,
+]
+
+
+@pytest.mark.parametrize("text", LOOPS)
+def test_real_small_model_loops_are_caught(text):
+    assert _repeating_tail(text)
+
+
+@pytest.mark.parametrize("text", LEGITIMATE)
+def test_legitimate_long_text_is_not_a_loop(text):
+    assert not _repeating_tail(text)
+
+
+@given(st.text(min_size=4, max_size=60).filter(lambda u: len(set(u)) > 1), st.integers(10, 40), st.text(max_size=50))
+def test_any_unit_repeated_enough_is_caught_whatever_came_before(unit, times, before):
+    text = before + unit * max(times, -(-400 // len(unit)) + 1)
+    smallest = next(p for p in range(1, len(unit) + 1) if len(unit) % p == 0 and unit[:p] * (len(unit) // p) == unit)
+    assert _repeating_tail(text) == (smallest >= 4)
