@@ -1218,9 +1218,12 @@ def _render_prompt(template: Optional[str], registry: ToolRegistry) -> str:
 class LLM(Protocol):
     """Anything with ``chat(messages) -> str`` drives the agent.
 
-    Optional attributes the agent reads when present: ``usage`` (a dict with
-    ``prompt_tokens`` and ``completion_tokens``, summed over calls) and
-    ``last_finish_reason`` (``"length"`` when the last reply hit the token limit).
+    Optional, read when present: the keyword options ``response_schema``,
+    ``temperature`` and ``max_seconds`` of ``chat`` (passed only to a ``chat`` that
+    names them or takes ``**kwargs``), and, about the last call, ``last_usage`` (a
+    dict with ``prompt_tokens`` and ``completion_tokens``, or None),
+    ``last_finish_reason`` (``"length"``: cut off at the token limit; ``"repetition"``)
+    and ``last_reasoning``.
     """
 
     def chat(self, messages: list) -> str: ...
@@ -1258,6 +1261,29 @@ def _compose_answer(plan: list, results: list) -> str:
     return sentence[0].upper() + sentence[1:] + "."
 
 
+def _trace_steps(path: str) -> list:
+    """The step records of a saved result (JSON) or a trace (JSON Lines); ValueError when there are none."""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        text = handle.read()
+    try:
+        try:
+            records = [json.loads(text)]
+        except ValueError:
+            records = [json.loads(line) for line in text.splitlines() if line.strip()]
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply for the json module
+        problem = "nested too deeply" if isinstance(exc, RecursionError) else exc
+        raise ValueError(f"{path} is neither a saved result (JSON) nor a trace (JSON Lines): {problem}") from None
+    steps: list = []
+    for record in records:
+        if isinstance(record, dict) and isinstance(record.get("steps"), list):
+            steps.extend(record["steps"])
+        elif isinstance(record, dict) and record.get("event") == "step":
+            steps.append(record)
+    if not steps:
+        raise ValueError(f"{path} holds no steps to replay")
+    return steps
+
+
 class MockLLM:
     """A scripted model for tests and the offline demo.
 
@@ -1274,31 +1300,21 @@ class MockLLM:
         self.calls: list = []
         self.options: list = []              # the per-call options of each call, e.g. response_schema
         self.last_finish_reason: Optional[str] = None
+        self._finish_reasons: list = []      # what each reply reports as its finish_reason (a replay)
 
     @classmethod
     def from_trace(cls, path: str) -> MockLLM:
         """Replay the raw replies of a saved run: ``AgentResult.save`` JSON or a ``--trace`` JSON Lines file.
 
-        Raises OSError when the file cannot be read and ValueError when it holds no run.
+        Each replayed reply reports its step's ``finish_reason`` again, so a cut-off
+        replays as a cut-off. Raises OSError when the file cannot be read and
+        ValueError when it holds no run.
         """
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-        try:
-            records = [json.loads(text)]
-        except ValueError:
-            try:
-                records = [json.loads(line) for line in text.splitlines() if line.strip()]
-            except ValueError as exc:
-                raise ValueError(f"{path} is neither a saved result (JSON) nor a trace (JSON Lines): {exc}") from None
-        steps = []
-        for record in records:
-            if isinstance(record, dict) and isinstance(record.get("steps"), list):
-                steps.extend(record["steps"])
-            elif isinstance(record, dict) and record.get("event") == "step":
-                steps.append(record)
-        if not steps:
-            raise ValueError(f"{path} holds no steps to replay")
-        return cls([step["raw"] for step in steps if isinstance(step, dict) and isinstance(step.get("raw"), str)])
+        steps = [step for step in _trace_steps(path) if isinstance(step, dict) and isinstance(step.get("raw"), str)]
+        llm = cls([step["raw"] for step in steps])
+        llm._finish_reasons = [step.get("finish_reason") if isinstance(step.get("finish_reason"), str) else None
+                               for step in steps]
+        return llm
 
     def chat(self, messages: list, **options: Any) -> str:
         """The next scripted reply (or the planner's); ``options`` are recorded in ``.options``."""
@@ -1308,7 +1324,9 @@ class MockLLM:
             return self._plan(messages)
         if len(self.calls) > len(self.replies):
             raise LLMError(f"MockLLM ran out of scripted replies after {len(self.replies)}")
-        reply = self.replies[len(self.calls) - 1]
+        index = len(self.calls) - 1
+        self.last_finish_reason = self._finish_reasons[index] if index < len(self._finish_reasons) else None
+        reply = self.replies[index]
         if isinstance(reply, BaseException):
             raise reply
         return reply(messages) if callable(reply) else reply
@@ -1591,6 +1609,13 @@ class OpenAICompatLLM:
 STOP_REASONS = ("final", "max_steps", "repeat_limit", "format_errors", "time_limit", "token_limit", "llm_error")
 _CUT_OFF = ("your reply was cut off at the token limit before the JSON object was complete; "
             f"send a shorter reply with a one-sentence thought. Reply with exactly one JSON object: {_BOTH_SHAPES}")
+_REPEATED = ("your reply kept repeating the same text, so it was stopped; write one short JSON object and "
+             f"nothing else. Reply with exactly one JSON object: {_BOTH_SHAPES}")
+_ONE_ACTION = "(Your reply held more than one action: only the first was run. Send one action per reply.)"
+_CONSTRAIN_MODES = ("auto", "always", "never")
+_CHAT_OPTIONS = ("response_schema", "temperature", "max_seconds")   # per-call options the agent may pass
+_HOT_TEMPERATURE = 0.7     # at least this once a failed reply repeats: a deterministic loop needs sampling
+_TRIM_TO = 0.6             # over budget, trim to this share of it, so later calls share their prefix
 
 
 @dataclass
@@ -1661,6 +1686,11 @@ class _RunState:
     calls: dict = field(default_factory=dict)   # (name, canonical arguments) -> [step, result, repeats]
     usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "estimated": False})
     answer: Optional[str] = None
+    budget: Optional[int] = None          # max_context_chars for this run; a context overflow may set one
+    overflows: int = 0                    # context overflows reported by the client
+    schema: Optional[dict] = None         # the action schema, sent once the ladder's first rung is taken
+    hot: bool = False                     # second rung: a raised temperature is sent
+    failed: set = field(default_factory=set)    # raw replies that could not be parsed
 
 
 def _check_option(name: str, value: Any, minimum: float, optional: bool = False, integer: bool = True) -> None:
@@ -1694,12 +1724,29 @@ def _clean_history(history: Optional[list]) -> list:
     return cleaned
 
 
-def _usage_of(llm: Any) -> tuple:
-    usage = getattr(llm, "usage", None)
+def _chat_options(llm: Any) -> frozenset:
+    """The per-call options ``llm.chat`` accepts: those it names, or all of them when it takes ``**kwargs``."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(llm.chat).parameters.values()
+    except (AttributeError, TypeError, ValueError):  # no chat, or a builtin without a signature
+        return frozenset()
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return frozenset(_CHAT_OPTIONS)
+    return frozenset(p.name for p in parameters
+                     if p.name in _CHAT_OPTIONS and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
+def _reported_usage(llm: Any) -> Optional[tuple]:
+    """(prompt, completion) tokens of the client's last call from ``last_usage``, or None when not reported."""
+    usage = getattr(llm, "last_usage", None)
     if not isinstance(usage, dict):
-        return (0, 0)
-    return tuple(usage.get(key) if isinstance(usage.get(key), int) else 0
-                 for key in ("prompt_tokens", "completion_tokens"))
+        return None
+    counts = (usage.get("prompt_tokens"), usage.get("completion_tokens"))
+    if all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts):
+        return counts
+    return None
 
 
 class Agent:
@@ -1709,7 +1756,7 @@ class Agent:
                  max_repeats: int = 2, max_format_errors: int = 3, max_observation_chars: int = 4000,
                  max_context_chars: Optional[int] = None, max_seconds: Optional[float] = None,
                  max_total_tokens: Optional[int] = None, on_step: Optional[Callable[[Step], None]] = None,
-                 confirm: Optional[Callable[[str, dict], bool]] = None) -> None:
+                 confirm: Optional[Callable[[str, dict], bool]] = None, constrain: str = "auto") -> None:
         _check_option("max_steps", max_steps, 1)
         _check_option("max_repeats", max_repeats, 0)
         _check_option("max_format_errors", max_format_errors, 0)
@@ -1717,6 +1764,8 @@ class Agent:
         _check_option("max_context_chars", max_context_chars, 1000, optional=True)
         _check_option("max_seconds", max_seconds, 0.001, optional=True, integer=False)
         _check_option("max_total_tokens", max_total_tokens, 1, optional=True)
+        if constrain not in _CONSTRAIN_MODES:
+            raise ValueError(f"invalid constrain {constrain!r} (must be one of {', '.join(_CONSTRAIN_MODES)})")
         self.llm = llm
         self.tools = _as_registry(tools)
         self.system_prompt = _render_prompt(system_prompt, self.tools)
@@ -1725,10 +1774,15 @@ class Agent:
         self.max_format_errors = max_format_errors  # unparseable replies in a row before the run stops
         self.max_observation_chars = max_observation_chars  # longer tool output keeps head and tail
         self.max_context_chars = max_context_chars  # None: send the whole conversation
-        self.max_seconds = max_seconds              # checked between steps; caps tool timeouts
+        self.max_seconds = max_seconds              # checked between steps; caps tool timeouts and model calls
         self.max_total_tokens = max_total_tokens    # reported by the server, else estimated
         self.on_step = on_step                      # called with each Step as it ends
         self.confirm = confirm                      # asked before tools registered with confirm=True
+        self.constrain = constrain                  # the decoding ladder: auto, always or never
+        self._accepts = _chat_options(llm)          # checked once: the per-call options llm.chat takes
+        if constrain == "always" and "response_schema" not in self._accepts:
+            _log.warning("constrain='always', but %s.chat takes no response_schema: running unconstrained",
+                         type(llm).__name__)
 
     def run(self, task: str, history: Optional[list] = None) -> AgentResult:
         """Run the loop on ``task`` until the model answers or a limit stops it.
@@ -1736,15 +1790,18 @@ class Agent:
         Sent back to the model as an observation, and the run goes on: an unknown
         tool, invalid arguments, a tool that raises or times out, a declined
         confirmation, a repeated call (not run again), and a reply that cannot be
-        parsed (up to ``max_format_errors`` in a row). Stops the run, with a
-        ``stop_reason`` and every step kept: a final answer, ``max_steps``,
-        ``repeat_limit``, ``format_errors``, ``time_limit``, ``token_limit``, and
-        ``llm_error`` when the model client raises. Nothing a model or a tool does
-        makes this raise; ValueError only for a task that is not text or a
-        malformed ``history`` (a list of ``{"role", "content"}`` messages). An
-        exception from your own ``on_step`` propagates, and so does Ctrl-C; the step
-        in progress is kept in the trace, marked ``interrupted``. A ``confirm``
-        callback that raises counts as declined.
+        parsed, repeats itself or was cut off (up to ``max_format_errors`` in a
+        row). After a format error later calls send the action schema, and after a
+        failed reply repeats an earlier one a raised temperature (``constrain``).
+        A context overflow sets a context budget for the rest of the run and retries
+        once. Stops the run, with a ``stop_reason`` and every step kept: a final
+        answer, ``max_steps``, ``repeat_limit``, ``format_errors``, ``time_limit``,
+        ``token_limit``, and ``llm_error`` when the model client raises. Nothing a
+        model or a tool does makes this raise; ValueError only for a task that is
+        not text or a malformed ``history`` (a list of ``{"role", "content"}``
+        messages). An exception from your own ``on_step`` propagates, and so does
+        Ctrl-C; the step in progress is kept in the trace, marked ``interrupted``.
+        A ``confirm`` callback that raises counts as declined.
         """
         state = self._start(task, history)
         stop = None
@@ -1763,7 +1820,11 @@ class Agent:
         else:
             messages.append({"role": "user", "content": task})
         head_chars = sum(len(m["content"]) for m in messages)
-        return _RunState(messages=messages, head=len(messages), head_chars=head_chars, started=time.monotonic())
+        state = _RunState(messages=messages, head=len(messages), head_chars=head_chars, started=time.monotonic(),
+                          budget=self.max_context_chars)
+        if self.constrain == "always" and "response_schema" in self._accepts:
+            state.schema = self.tools.action_schema()
+        return state
 
     def _over_budget(self, state: _RunState) -> Optional[str]:
         if self.max_seconds is not None and time.monotonic() - state.started > self.max_seconds:
@@ -1786,27 +1847,71 @@ class Agent:
                 self.on_step(step)
 
     def _query(self, state: _RunState, step: Step) -> Optional[str]:
-        """Ask the model; record the reply and its token usage. Returns "llm_error" if the client raises."""
-        sent = self._context(state)
-        before = _usage_of(self.llm)
+        """Ask the model; record the reply, what the client reported and the tokens. "llm_error" if it raises."""
         started = time.monotonic()
         try:
-            raw = self.llm.chat(sent)
+            raw = self._chat(state, step)
         except Exception as exc:  # LLMError, or whatever a custom client raises
             step.llm_seconds = time.monotonic() - started
             step.error = str(exc) if isinstance(exc, LLMError) else f"{type(exc).__name__}: {exc}"
             return "llm_error"
         step.llm_seconds = time.monotonic() - started
         step.raw = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
+        finish_reason = getattr(self.llm, "last_finish_reason", None)
+        reasoning = getattr(self.llm, "last_reasoning", None)
+        step.finish_reason = finish_reason if isinstance(finish_reason, str) else None
+        step.reasoning = reasoning if isinstance(reasoning, str) and reasoning else None
         _log.debug("step %d: model call took %.3f s", step.index, step.llm_seconds)
-        self._count_tokens(state, before, step.raw)
+        self._count_tokens(state, step.raw)
         self._append(state, "assistant", step.raw)
         return None
+
+    def _chat(self, state: _RunState, step: Step) -> Any:
+        """One model call with this run's options; after a context overflow, trim and retry once."""
+        try:
+            return self.llm.chat(self._context(state), **self._options(state))
+        except LLMError as exc:
+            if exc.kind != "context_overflow":
+                raise
+            self._overflowed(state, step, exc)
+        return self.llm.chat(self._context(state), **self._options(state))
+
+    def _options(self, state: _RunState) -> dict:
+        """The per-call options for the next call: the ladder's rungs and what is left of max_seconds."""
+        options: dict = {}
+        if state.schema is not None:
+            options["response_schema"] = state.schema
+        if state.hot:
+            configured = getattr(self.llm, "temperature", None)
+            numeric = isinstance(configured, (int, float)) and not isinstance(configured, bool)
+            options["temperature"] = max(_HOT_TEMPERATURE, configured) if numeric else _HOT_TEMPERATURE
+        if self.max_seconds is not None and "max_seconds" in self._accepts:
+            options["max_seconds"] = max(0.0, self.max_seconds - (time.monotonic() - state.started))
+        return options
+
+    def _overflowed(self, state: _RunState, step: Step, exc: LLMError) -> None:
+        """Set a context budget for the rest of this run; raise LLMError with a hint when that cannot help."""
+        state.overflows += 1
+        sent = state.head_chars + state.tail_chars
+        if state.budget is not None or state.overflows > 1:
+            raise LLMError(f"{exc} (the conversation still does not fit the model's context window; "
+                           "set a smaller max_context_chars)", exc.status, exc.kind) from None
+        n_ctx, n_prompt = getattr(exc, "n_ctx", None), getattr(exc, "n_prompt_tokens", None)
+        if all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in (n_ctx, n_prompt)):
+            state.budget = sent * n_ctx // n_prompt
+        else:
+            state.budget = sent * 3 // 4
+        if state.head_chars >= state.budget:
+            raise LLMError(f"{exc} (the system prompt and the task alone, {state.head_chars} characters, do not fit "
+                           f"the model's context window, about {state.budget} characters: shorten them or use a "
+                           "model with a longer context)", exc.status, exc.kind) from None
+        step.notes.append(f"context overflow: max_context_chars={state.budget} for the rest of this run; retried")
+        _log.info("step %d: %s", step.index, step.notes[-1])
 
     def _act(self, state: _RunState, step: Step) -> Optional[str]:
         """Parse the reply; answer, or run the call (a repeat gets the earlier result), and send the observation."""
         try:
-            action = parse_action(step.raw)
+            action = self._parse(step)
         except ActionFormatError as exc:
             return self._format_error(state, step, exc)
         state.format_errors = 0
@@ -1827,8 +1932,24 @@ class Agent:
             text = (f"You already made this exact call in step {earlier[0]}; it was not run again. Its result:\n"
                     f"{earlier[1]}\nDo not repeat it: use the result, try something different, "
                     "or give the final answer.")
+        if "extra_actions" in action.repairs:
+            text = f"{text}\n{_ONE_ACTION}"
         self._observe(state, step, text)
         return "max_steps" if step.index >= self.max_steps else None
+
+    def _parse(self, step: Step) -> Action:
+        """parse_action, with what the client reported: a reply that repeated itself or was cut off is refused."""
+        if step.finish_reason == "repetition":
+            raise ActionFormatError(_REPEATED, step.raw)
+        try:
+            return parse_action(step.raw)
+        except ActionFormatError:
+            repeating = globals().get("_repeating_tail")  # TODO(merge): the Models section's check
+            if repeating is not None and repeating(step.raw):  # a whole reply that arrived without the streaming check
+                raise ActionFormatError(_REPEATED, step.raw) from None
+            if step.finish_reason == "length":
+                raise ActionFormatError(_CUT_OFF, step.raw) from None
+            raise
 
     def _run_tool(self, state: _RunState, step: Step, action: Action) -> str:
         timeout = None
@@ -1845,13 +1966,30 @@ class Agent:
 
     def _format_error(self, state: _RunState, step: Step, exc: ActionFormatError) -> Optional[str]:
         state.format_errors += 1
-        cut_off = getattr(self.llm, "last_finish_reason", None) == "length"
-        step.error = _CUT_OFF if cut_off else str(exc)
+        step.error = str(exc)
+        self._climb(state, step)
         if state.format_errors > self.max_format_errors:
             return "format_errors"
         left = self.max_format_errors - state.format_errors + 1
         self._observe(state, step, f"ERROR: {step.error} ({left} attempt{'s' if left != 1 else ''} left.)")
         return "max_steps" if step.index >= self.max_steps else None
+
+    def _climb(self, state: _RunState, step: Step) -> None:
+        """The decoding ladder, after a failed reply: send the action schema; on a repeated failure, sample hotter."""
+        if self.constrain == "never":
+            return
+        if state.schema is None and "response_schema" in self._accepts:
+            state.schema = self.tools.action_schema()
+            self._rung(step, "from the next call on, the action schema is sent (response_schema)")
+        if not state.hot and step.raw in state.failed and "temperature" in self._accepts:
+            state.hot = True
+            self._rung(step, "the same failed reply came twice: from the next call on, a temperature of at least "
+                             f"{_HOT_TEMPERATURE} is sent")
+        state.failed.add(step.raw)
+
+    def _rung(self, step: Step, note: str) -> None:
+        step.notes.append(f"decoding ladder: {note}")
+        _log.info("step %d: %s", step.index, step.notes[-1])
 
     def _observe(self, state: _RunState, step: Step, text: str) -> None:
         if step.index + 1 == self.max_steps:
@@ -1866,19 +2004,22 @@ class Agent:
         state.tail_chars += len(content)
 
     def _context(self, state: _RunState) -> list:
-        """What is sent: the whole conversation, or, over max_context_chars, the oldest step pairs left out.
+        """What is sent: the whole conversation, or, over the context budget, the oldest step pairs left out.
 
-        Pairs are dropped from the front as the run grows (amortised O(1) per step);
-        the system prompt and the task are always sent, and the latest pair too.
+        Over the budget, pairs are dropped from the front down to about 60% of it at
+        once, so the calls until the next trim share their prefix and a server can
+        reuse its processed prompt; each pair is dropped once (amortised O(1) per
+        step). The system prompt and the task are always sent, and the latest pair too.
         """
-        if self.max_context_chars is None:
+        if state.budget is None:
             return state.messages
         messages, head = state.messages, state.head
-        while (state.head_chars + state.tail_chars > self.max_context_chars
-               and len(messages) - head - state.dropped > 2):
-            first = head + state.dropped
-            state.tail_chars -= len(messages[first]["content"]) + len(messages[first + 1]["content"])
-            state.dropped += 2
+        if state.head_chars + state.tail_chars > state.budget:
+            while (state.head_chars + state.tail_chars > state.budget * _TRIM_TO
+                   and len(messages) - head - state.dropped > 2):
+                first = head + state.dropped
+                state.tail_chars -= len(messages[first]["content"]) + len(messages[first + 1]["content"])
+                state.dropped += 2
         if not state.dropped:
             return messages
         task = messages[head - 1]
@@ -1887,14 +2028,14 @@ class Agent:
         return messages[:head - 1] + [{"role": task["role"], "content": task["content"] + note}] + \
             messages[head + state.dropped:]
 
-    def _count_tokens(self, state: _RunState, before: tuple, raw: str) -> None:
-        after = _usage_of(self.llm)
-        prompt, completion = after[0] - before[0], after[1] - before[1]
-        if prompt <= 0 and completion <= 0:  # not reported: estimate at 4 characters a token
-            prompt, completion = (state.head_chars + state.tail_chars) // 4, len(raw) // 4
+    def _count_tokens(self, state: _RunState, raw: str) -> None:
+        """Add the last call's tokens: the client's ``last_usage``, else an estimate at 4 characters a token."""
+        counts = _reported_usage(self.llm)
+        if counts is None:
+            counts = ((state.head_chars + state.tail_chars) // 4, len(raw) // 4)
             state.usage["estimated"] = True
-        state.usage["prompt_tokens"] += prompt
-        state.usage["completion_tokens"] += completion
+        state.usage["prompt_tokens"] += counts[0]
+        state.usage["completion_tokens"] += counts[1]
 
     def _finish(self, state: _RunState, stop: str) -> AgentResult:
         usage = dict(state.usage, total_tokens=state.usage["prompt_tokens"] + state.usage["completion_tokens"])
