@@ -1269,7 +1269,7 @@ def _trace_steps(path: str) -> list:
         try:
             records = [json.loads(text)]
         except ValueError:
-            records = [json.loads(line) for line in text.splitlines() if line.strip()]
+            records = [json.loads(line) for line in text.split("\n") if line.strip()]  # not splitlines: U+2028 is text
     except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply for the json module
         problem = "nested too deeply" if isinstance(exc, RecursionError) else exc
         raise ValueError(f"{path} is neither a saved result (JSON) nor a trace (JSON Lines): {problem}") from None
@@ -2093,11 +2093,21 @@ def run(task: str, llm: Optional[LLM] = None, tools: Any = None, **options: Any)
 
 _DEMO_TASK = "What time is it now, and what is (128*3+40)/4?"
 _EXIT_CODES = {"final": 0, "llm_error": 3}  # any other stop reason: 1
+_BROKEN_PIPE = 141                          # 128 + SIGPIPE, as the shell reports a closed pipe
+_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
 def _short(text: Any, limit: int = 70) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _cli_say(text: str, stream: Any = None) -> None:
+    """Write a line that may hold any str (lone surrogates too) to stderr or ``stream``, whatever its encoding."""
+    stream = stream if stream is not None else sys.stderr
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    stream.write((text + "\n").encode(encoding, "backslashreplace").decode(encoding, "replace"))
+    stream.flush()
 
 
 def _cli_parser() -> Any:
@@ -2107,70 +2117,228 @@ def _cli_parser() -> Any:
         prog="agent.py", description="A ReAct agent for models without native function calling. "
         "With no model configured it runs offline with a mock model.",
         epilog="The API key is read from OPENAI_API_KEY only (never a flag). Exit codes: 0 answered, "
-        "1 stopped without an answer, 2 bad usage or configuration, 3 the model endpoint failed, 130 interrupted.")
-    parser.add_argument("task", nargs="?", help=f"the task (default: {_DEMO_TASK!r})")
-    parser.add_argument("--model", help="model name (default: $OPENAI_MODEL; none: offline demo)")
-    parser.add_argument("--base-url", help="OpenAI-compatible base URL ending in /v1 (default: $OPENAI_BASE_URL)")
-    parser.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
-    parser.add_argument("--max-tokens", type=int, help="token limit per reply")
-    parser.add_argument("--max-steps", type=int, default=10, help="model calls per task (default 10)")
-    parser.add_argument("--json-schema", action="store_true", help="constrained decoding with the action schema")
-    parser.add_argument("--trace", metavar="FILE", help="write every step as a JSON line, as it happens")
-    parser.add_argument("--replay", metavar="FILE", help="replay the model replies of a saved result or trace")
-    parser.add_argument("--json", action="store_true", help="print the whole result as JSON on stdout")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    parser.add_argument("--offline", action="store_true", help="use the offline mock model even if one is configured")
-    parser.add_argument("-i", "--interactive", action="store_true", help="ask several questions in one conversation")
-    parser.add_argument("--version", action="version", version=f"agent.py {__version__}")
+        "1 stopped without an answer, 2 bad usage or configuration, 3 the model endpoint failed, "
+        "130 interrupted, 141 the output pipe was closed.")
+    add = parser.add_argument
+    add("task", nargs="?", help=f"the task (default: {_DEMO_TASK!r})")
+    add("--model", help="model name (default: $OPENAI_MODEL; with only a base URL, the one model the server serves)")
+    add("--base-url", help="OpenAI-compatible base URL ending in /v1 (default: $OPENAI_BASE_URL)")
+    add("--temperature", type=float, help="sampling temperature (default 0)")
+    add("--max-tokens", type=int, help="token limit per reply")
+    add("--timeout", type=float, metavar="SECONDS", help="connection and per-byte timeout of a request (default 60)")
+    add("--max-steps", type=int, default=10, help="model calls per task (default 10)")
+    add("--max-seconds", type=float, help="time budget of a task, model calls included")
+    add("--max-context-chars", type=int, help="characters of conversation sent per call (default: all)")
+    add("--constrain", choices=_CONSTRAIN_MODES, default="auto",
+        help="constrained decoding with the action schema: after a format error (auto, the default), always, never")
+    add("--json-schema", action="store_true", help="the same as --constrain always")
+    add("--tools", action="append", metavar="FILE.py", help="load tools from a Python file (repeatable): its "
+        "ToolRegistry named 'tools', else every public function with a docstring; replaces the demo tools")
+    add("--system-prompt", metavar="FILE", help="a system prompt from a file; {tools} in it lists the tools")
+    add("--allow-http-key", action="store_true", help="send $OPENAI_API_KEY over plain http to a non-loopback host")
+    add("--trace", metavar="FILE", help="write every step as a JSON line, as it happens")
+    add("--replay", metavar="FILE", help="replay the model replies of a saved result or trace")
+    add("--json", action="store_true", help="print the whole result as JSON on stdout")
+    add("--quiet", action="store_true", help="no progress lines on stderr")
+    add("-v", "--verbose", action="count", default=0, help="log retries, adaptations and ladder rungs; -vv: debug")
+    add("--offline", action="store_true", help="use the offline mock model even if one is configured")
+    add("-i", "--interactive", action="store_true", help="ask several questions in one conversation")
+    add("--version", action="version", version=f"agent.py {__version__}")
     return parser
 
 
-def _cli_model(args: Any, registry: ToolRegistry) -> tuple:
+def _cli_load_tools(path: str) -> list:
+    """The tools a --tools file defines; ValueError when it cannot be loaded or defines none."""
+    import importlib.util
+    import inspect
+
+    # the file's own `import agent` must get this module, so its ToolRegistry is ours
+    sys.modules.setdefault("agent", sys.modules[__name__])
+    name = "agent_tools_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
+    try:
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError("not a Python file")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except (Exception, SystemExit) as exc:  # the user's own code: any failure is a configuration error
+        raise ValueError(f"could not load tools from {path}: {type(exc).__name__}: {exc}") from None
+    registry = getattr(module, "tools", None)
+    if isinstance(registry, ToolRegistry):
+        return list(registry)
+    functions = [value for key, value in vars(module).items() if not key.startswith("_")
+                 and inspect.isfunction(value) and value.__module__ == name and value.__doc__]
+    if not functions:
+        raise ValueError(f"{path} defines no tools: no ToolRegistry named 'tools' and no public function "
+                         "with a docstring")
+    return functions
+
+
+def _cli_tools(paths: Optional[list]) -> ToolRegistry:
+    if not paths:
+        return _demo_tools()
+    registry = ToolRegistry()
+    for path in paths:
+        for tool in _cli_load_tools(path):
+            registry.register(tool)
+    return registry
+
+
+def _cli_check_url(url: str) -> None:
+    """Refuse at once a base URL with a bad port or a broken host (no request, no retry); ValueError."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 -- raises ValueError for a port that is not a number in 0-65535
+    except ValueError as exc:
+        raise ValueError(f"invalid base URL {url!r}: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"invalid base URL {url!r} (must start with http:// or https:// and name a host)")
+
+
+def _cli_served_model(base_url: str, args: Any) -> str:
+    """The one model the server at ``base_url`` serves (GET /models); ValueError naming what it serves otherwise."""
+    import urllib.request
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(base_url.strip())
+    url = urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/models"))
+    key = (os.environ.get("OPENAI_API_KEY") or "").strip()
+    if parts.scheme == "http" and parts.hostname not in _LOOPBACK_HOSTS and not args.allow_http_key:
+        key = ""  # an environment key is not sent in the clear to a host that may not be trusted
+    headers = {"Accept": "application/json", "User-Agent": f"agent.py/{__version__}"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):  # a redirect would carry the key to another host
+        def redirect_request(self, *ignored: Any) -> None:
+            return None
+
+    handlers = [NoRedirect()] + ([urllib.request.ProxyHandler({})] if parts.hostname in _LOOPBACK_HOSTS else [])
+    try:
+        with urllib.request.build_opener(*handlers).open(urllib.request.Request(url, headers=headers),
+                                                         timeout=args.timeout or 10) as response:
+            data = json.loads(response.read(1 << 20).decode("utf-8", "replace"))
+        names = [m["id"] for m in data["data"] if isinstance(m, dict) and isinstance(m.get("id"), str)]
+    except Exception as exc:  # unreachable, an HTTP error, a redirect, not the OpenAI shape
+        problem = f"asking {url} failed ({type(exc).__name__}: {str(exc).replace(key, '***') if key else exc})"
+        raise ValueError(f"no model named, and {problem}: pass --model NAME or set OPENAI_MODEL") from None
+    if len(names) == 1:
+        return names[0]
+    served = f"it serves {', '.join(names[:20])}" if names else "it lists none"
+    raise ValueError(f"no model named, and {url} does not say which to use ({served}): pass --model NAME "
+                     "or set OPENAI_MODEL")
+
+
+def _cli_model(args: Any) -> tuple:
     """The model to drive and a one-line description of it; ValueError/OSError for bad configuration."""
     if args.replay:
         return MockLLM.from_trace(args.replay), f"replaying the replies in {args.replay}"
-    if args.offline or not (args.model or args.base_url or os.environ.get("OPENAI_MODEL")):
+    model = args.model or os.environ.get("OPENAI_MODEL")
+    base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
+    if args.offline or not (model or base_url):
         return MockLLM(), "offline demo model (set OPENAI_MODEL or pass --model to use a real one)"
-    options = {"model": args.model, "base_url": args.base_url, "max_tokens": args.max_tokens,
-               "temperature": args.temperature}
-    if args.json_schema:
-        options["response_schema"] = registry.action_schema()
+    if base_url:
+        _cli_check_url(base_url)
+    if not model and base_url:
+        model = _cli_served_model(base_url, args)
+    options = {"model": model, "base_url": args.base_url, "max_tokens": args.max_tokens,
+               "temperature": args.temperature, "timeout": args.timeout}
+    if args.allow_http_key:
+        options["allow_http_key"] = True
     llm = OpenAICompatLLM.from_env(**options)
     return llm, f"model {llm.model} at {llm.url}"
 
 
-def _cli_progress(step: Step) -> None:
+def _cli_agent(args: Any) -> tuple:
+    """Build everything from the flags before anything is opened; ValueError/OSError/AgentError when bad."""
+    if args.task is not None and not args.task.strip():
+        raise ValueError("empty task: give a task, or none at all for the demo")
+    registry = _cli_tools(args.tools)
+    system_prompt = None
+    if args.system_prompt:
+        with open(args.system_prompt, encoding="utf-8") as handle:
+            system_prompt = handle.read()
+    llm, label = _cli_model(args)
+    agent = Agent(llm, registry, system_prompt=system_prompt, max_steps=args.max_steps,
+                  max_seconds=args.max_seconds, max_context_chars=args.max_context_chars,
+                  constrain="always" if args.json_schema else args.constrain, confirm=_cli_confirm)
+    return agent, label
+
+
+def _cli_progress(step: Step) -> str:
+    """The step's line: what the model did (its thought and call, or the reply it could not read), never the reply."""
     action = step.action
     if step.raw is None:
         what = f"model failed: {_short(step.error, 200)}"
     elif action is None:
-        what = f"unparseable reply: {_short(step.error)}"
+        reason = (step.error or "").split(". Reply with exactly one JSON object", 1)[0]
+        what = f"unparseable reply {_short(step.raw, 50)!r}: {_short(reason, 90)}"
     elif action.kind == "final":
         what = f"final answer: {_short(action.answer)}"
     else:
-        result = _observation_result(step.observation) if step.observation else step.error
-        what = f"{action.name} {_short(json.dumps(action.arguments, ensure_ascii=False), 50)} -> {_short(result)}"
+        what = f"{action.name} {_short(json.dumps(action.arguments, ensure_ascii=False), 60)}"
     thought = f" {_short(action.thought, 60)} |" if action and action.thought else ""
     seconds = step.llm_seconds + step.tool_seconds
-    print(f"[step {step.index}]{thought} {what} ({seconds:.2f} s)", file=sys.stderr, flush=True)
+    return f"[step {step.index}]{thought} {what} ({seconds:.2f} s)"
 
 
-def _cli_on_step(args: Any, trace: Any) -> Callable[[Step], None]:
+class _LiveLine:
+    """On a terminal: one line on stderr showing the reply as it streams, with a token count (the client's on_delta)."""
+
+    def __init__(self) -> None:
+        self.text, self.tokens, self.step = "", 0, 1
+
+    def __call__(self, piece: Optional[str]) -> None:
+        import shutil
+
+        if piece is None:  # the client retries: the reply starts again
+            self.text, self.tokens = "", 0
+            return
+        self.text, self.tokens = (self.text + piece)[-400:], self.tokens + 1  # a streamed piece is about a token
+        head = f"[step {self.step}] {self.tokens} tokens: "
+        room = max(10, shutil.get_terminal_size().columns - len(head) - 1)
+        sys.stderr.write("\r\x1b[K" + head + _short(self.text, 10 ** 6)[-room:])
+        sys.stderr.flush()
+
+    def clear(self) -> None:
+        if self.tokens:
+            sys.stderr.write("\r\x1b[K")
+        self.text, self.tokens, self.step = "", 0, self.step + 1
+
+
+def _cli_on_step(args: Any, trace: Any, live: Optional[_LiveLine]) -> Callable[[Step], None]:
     def on_step(step: Step) -> None:
-        if trace is not None:  # one line per step, flushed, so an interrupted run keeps its steps
+        if trace is not None:  # one whole line per step, flushed, so an interrupted run keeps its steps
             trace.write(json.dumps({"event": "step", **step.to_dict()}, ensure_ascii=False, default=str) + "\n")
             trace.flush()
+        if live is not None:
+            live.clear()
         if not args.quiet:
-            _cli_progress(step)
+            _cli_say(_cli_progress(step))
     return on_step
 
 
 def _cli_confirm(name: str, arguments: dict) -> bool:
     if not sys.stdin.isatty():
         return False  # nobody to ask: decline
-    sys.stderr.write(f"Run {name} {json.dumps(arguments, ensure_ascii=False)}? [y/N] ")
+    sys.stderr.write(f"Run {name} {json.dumps(arguments)}? [y/N] ")
     sys.stderr.flush()
     return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+def _cli_hint(agent: Agent, result: AgentResult) -> Optional[str]:
+    """The likely cause of a failed run, when the error names one."""
+    error = (result.steps[-1].error or "") if result.steps else ""
+    model = getattr(agent.llm, "model", None)
+    if result.stop_reason == "llm_error" and "HTTP 404" in error and model and repr(model)[1:-1] in error:
+        return f"unknown model {model!r}: the server does not serve it (GET /models lists what it serves)"
+    if result.stop_reason == "llm_error" and "Connection refused" in error:
+        return "nothing answers at that address: is the server running, and is the port right?"
+    if result.stop_reason == "format_errors":
+        return "the model could not write the JSON action: try --constrain always, or a larger model"
+    return None
 
 
 def _cli_once(agent: Agent, task: str, args: Any, trace: Any, history: Optional[list] = None) -> tuple:
@@ -2180,11 +2348,14 @@ def _cli_once(agent: Agent, task: str, args: Any, trace: Any, history: Optional[
         trace.write(json.dumps({"event": "result", **record}, ensure_ascii=False, default=str) + "\n")
         trace.flush()
     if args.json:
-        print(json.dumps(result.to_dict(), ensure_ascii=False, default=str))
+        _cli_say(json.dumps(result.to_dict(), ensure_ascii=False, default=str), sys.stdout)
     elif result.answer is not None:
-        print(result.answer, flush=True)
+        _cli_say(result.answer, sys.stdout)
     if not result.ok:
-        print(f"agent.py: stopped ({result.stop_reason}): {result.summary}", file=sys.stderr)
+        _cli_say(f"agent.py: stopped ({result.stop_reason}): {result.summary}")
+        hint = _cli_hint(agent, result)
+        if hint:
+            _cli_say(f"agent.py: hint: {hint}")
     return _EXIT_CODES.get(result.stop_reason, 1), result
 
 
@@ -2201,34 +2372,64 @@ def _cli_interactive(agent: Agent, args: Any, trace: Any) -> int:
             history = result.messages
 
 
+def _cli_run(args: Any) -> int:
+    """Build, open the trace, run and print; the exit code."""
+    try:
+        agent, label = _cli_agent(args)  # every option is checked before the trace file is opened
+        trace = open(args.trace, "w", encoding="utf-8", errors="backslashreplace") if args.trace else None
+    except (ValueError, OSError, AgentError) as exc:
+        _cli_say(f"agent.py: {exc}")
+        return 2
+    live = None
+    if not args.quiet and sys.stderr.isatty() and hasattr(agent.llm, "on_delta"):
+        live = agent.llm.on_delta = _LiveLine()  # the CLI owns this client: one run at a time
+    agent.on_step = _cli_on_step(args, trace, live)
+    if not args.quiet:
+        _cli_say(f"agent.py: {label}")
+    try:
+        if args.interactive:
+            return _cli_interactive(agent, args, trace)
+        return _cli_once(agent, args.task or _DEMO_TASK, args, trace)[0]
+    except KeyboardInterrupt:
+        _cli_say("agent.py: interrupted; the steps so far are kept in the trace")
+        return 130
+    finally:
+        if trace is not None:
+            trace.close()
+
+
+def _cli_silence() -> None:
+    """After a broken pipe, point stdout and stderr at devnull so the interpreter's last flush cannot fail."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (OSError, ValueError, AttributeError):  # not a real file (captured in tests)
+            pass
+    os.close(devnull)
+
+
 def main(argv: Optional[list] = None) -> int:
     """The command line: parse, build, run, print. Returns the exit code; the only place that prints."""
     try:
         args = _cli_parser().parse_args(argv)
     except SystemExit as exc:  # --help, --version, or bad usage
         return exc.code if isinstance(exc.code, int) else 2
-    registry = _demo_tools()
-    trace = None
+    handler = None
+    if args.verbose:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("agent.py: %(message)s"))
+        _log.addHandler(handler)
+        _log.setLevel(logging.INFO if args.verbose == 1 else logging.DEBUG)
     try:
-        llm, label = _cli_model(args, registry)
-        trace = open(args.trace, "w", encoding="utf-8") if args.trace else None
-        agent = Agent(llm, registry, max_steps=args.max_steps, on_step=_cli_on_step(args, trace),
-                      confirm=_cli_confirm)
-    except (ValueError, OSError, AgentError) as exc:
-        print(f"agent.py: {exc}", file=sys.stderr)
-        return 2
-    if not args.quiet:
-        print(f"agent.py: {label}", file=sys.stderr)
-    try:
-        if args.interactive:
-            return _cli_interactive(agent, args, trace)
-        return _cli_once(agent, args.task or _DEMO_TASK, args, trace)[0]
-    except KeyboardInterrupt:
-        print("agent.py: interrupted; the steps so far are kept in the trace", file=sys.stderr)
-        return 130
+        return _cli_run(args)
+    except BrokenPipeError:  # the reader went away (| head): stop quietly
+        _cli_silence()
+        return _BROKEN_PIPE
     finally:
-        if trace is not None:
-            trace.close()
+        if handler is not None:
+            _log.removeHandler(handler)
+            _log.setLevel(logging.NOTSET)
 
 
 if __name__ == "__main__":
