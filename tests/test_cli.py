@@ -465,3 +465,34 @@ def test_an_unknown_model_gets_a_hint_naming_it(capsys):
     finally:
         server.close()
     assert "agent.py: hint: unknown model 'qwen9'" in capsys.readouterr().err
+
+
+def test_the_readme_command_line_examples_run_as_written():
+    import re
+    import shlex
+
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    block = readme[readme.index("## The command line"):].split("```")[1]
+    commands = [re.split(r"\s{2,}", line)[0] for line in block.splitlines() if line.startswith("python agent.py")]
+    offline = [command for command in commands if "--base-url" not in command and "--model" not in command]
+    assert len(commands) == 6 and len(offline) == 3
+    env = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI_")}
+    for command in offline:
+        done = subprocess.run([sys.executable, *shlex.split(command)[1:]], cwd=ROOT, env=env, capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL, timeout=60)
+        assert done.returncode == 0, (command, done.stderr)
+
+
+def test_the_readme_server_examples_run_against_a_local_server(models_server, capsys):
+    import re
+    import shlex
+
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    block = readme[readme.index("## The command line"):].split("```")[1]
+    commands = [re.split(r"\s{2,}", line)[0] for line in block.splitlines() if "--base-url" in line]
+    assert len(commands) == 3
+    for command in commands:
+        server = models_server(["the-one-model"])
+        argv = shlex.split(re.sub(r"http://[\w.:]+/v1", server.base_url, command))[2:]
+        assert main(argv) == 0, command
+        assert capsys.readouterr().out == "hi\n"

@@ -67,7 +67,7 @@ def test_an_invalid_option_never_empties_an_existing_trace(tmp_path, capsys, bad
     "[" * 100_000 + "]" * 100_000,
     '{"steps": ' + "[" * 50_000 + "]" * 50_000 + "}",
     '{"event": "step", "raw": "a"}\n' + "{\"a\": " * 30_000 + "1" + "}" * 30_000 + "\n",
-])
+], ids=["arrays", "a result's steps", "a trace line"])
 def test_replay_of_a_deeply_nested_file_exits_2(tmp_path, capsys, content):
     path = tmp_path / "nested.json"
     path.write_text(content)
