@@ -496,3 +496,11 @@ def test_the_readme_server_examples_run_against_a_local_server(models_server, ca
         argv = shlex.split(re.sub(r"http://[\w.:]+/v1", server.base_url, command))[2:]
         assert main(argv) == 0, command
         assert capsys.readouterr().out == "hi\n"
+
+
+def test_allow_http_key_reaches_the_client(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRET-0123456789")
+    argv = ["--model", "m", "--base-url", "http://192.0.2.1:8080/v1"]
+    assert agent._cli_agent(agent._cli_parser().parse_args(argv))[0].llm.allow_http_key is False
+    built, _ = agent._cli_agent(agent._cli_parser().parse_args(argv + ["--allow-http-key"]))
+    assert built.llm.allow_http_key is True

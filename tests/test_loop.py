@@ -618,3 +618,29 @@ def test_the_budget_trims_in_chunks_so_calls_share_their_prefix():
     for previous, current in zip(llm.calls, llm.calls[1:]):
         if current[:len(previous)] != previous:  # a trim goes well below the budget
             assert sent_chars(current) <= 0.6 * 3000 + 200
+
+
+# -- the ladder and the loop check seen in real request bodies (OpenAICompatLLM) -----------
+
+def test_each_rung_changes_the_request_body():
+    from test_http_client import FakeServer, completion
+
+    registry = make_tools()
+    server = FakeServer([completion("17 * 23 + 4 = 349"), completion("17 * 23 + 4 = 349"), completion(final("395"))])
+    try:
+        llm = agent_module.OpenAICompatLLM("m", server.base_url, temperature=0.0, sleep=lambda s: None)
+        result = Agent(llm, registry).run("What is 17 * 23 + 4?")
+    finally:
+        server.close()
+    bodies = [request["body"] for request in server.requests]
+    assert "response_format" not in bodies[0] and bodies[0]["temperature"] == 0.0
+    assert bodies[1]["response_format"]["json_schema"]["schema"] == registry.action_schema()
+    assert bodies[1]["temperature"] == 0.0  # one failure: the schema, not yet a hotter temperature
+    assert bodies[2]["temperature"] == 0.7 and "response_format" in bodies[2]  # the same failure again
+    assert result.answer == "395" and llm.response_schema is None and llm.temperature == 0.0
+
+
+def test_a_whole_reply_that_loops_is_a_format_error_that_says_so():
+    looping = "Let me compute 17 * 23 first. " * 20
+    result = Agent(MockLLM([looping, final("x")]), make_tools()).run("t")
+    assert "kept repeating the same text" in result.steps[0].error and result.answer == "x"
