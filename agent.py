@@ -1636,15 +1636,13 @@ def _render_prompt(template: Optional[str], registry: ToolRegistry) -> str:
 class LLM(Protocol):
     """Anything with ``chat(messages) -> str`` drives the agent.
 
-    ``chat`` may also take the keyword options ``response_schema``, ``temperature``
-    and ``max_seconds`` (or ``**kwargs``); the agent passes each only when it is
-    named. Optional attributes the agent reads when present: ``usage`` (a dict with
-    ``prompt_tokens`` and ``completion_tokens``, summed over calls);
-    ``last_finish_reason`` (``"length"`` when the last reply hit the token limit,
-    ``"repetition"`` when it was stopped for repeating itself); ``last_usage``
-    (that call's counts, None when not reported); ``last_reasoning`` (a separate
-    reasoning field, never parsed); ``last_stopped_early`` (True when reading
-    stopped at the end of the reply's first action).
+    Optional, read when present: the keyword options ``response_schema``,
+    ``temperature`` and ``max_seconds`` of ``chat`` (passed only to a ``chat`` that
+    names them or takes ``**kwargs``), and, about the last call, ``last_usage`` (a
+    dict with ``prompt_tokens`` and ``completion_tokens``, or None),
+    ``last_finish_reason`` (``"length"``: cut off at the token limit; ``"repetition"``:
+    stopped for repeating itself), ``last_reasoning`` (a separate reasoning field,
+    never parsed) and ``last_stopped_early``.
     """
 
     def chat(self, messages: list) -> str: ...
@@ -1682,6 +1680,29 @@ def _compose_answer(plan: list, results: list) -> str:
     return sentence[0].upper() + sentence[1:] + "."
 
 
+def _trace_steps(path: str) -> list:
+    """The step records of a saved result (JSON) or a trace (JSON Lines); ValueError when there are none."""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        text = handle.read()
+    try:
+        try:
+            records = [json.loads(text)]
+        except ValueError:
+            records = [json.loads(line) for line in text.split("\n") if line.strip()]  # not splitlines: U+2028 is text
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply for the json module
+        problem = "nested too deeply" if isinstance(exc, RecursionError) else exc
+        raise ValueError(f"{path} is neither a saved result (JSON) nor a trace (JSON Lines): {problem}") from None
+    steps: list = []
+    for record in records:
+        if isinstance(record, dict) and isinstance(record.get("steps"), list):
+            steps.extend(record["steps"])
+        elif isinstance(record, dict) and record.get("event") == "step":
+            steps.append(record)
+    if not steps:
+        raise ValueError(f"{path} holds no steps to replay")
+    return steps
+
+
 class MockLLM:
     """A scripted model for tests and the offline demo.
 
@@ -1698,31 +1719,21 @@ class MockLLM:
         self.calls: list = []
         self.options: list = []              # the per-call options of each call, e.g. response_schema
         self.last_finish_reason: Optional[str] = None
+        self._finish_reasons: list = []      # what each reply reports as its finish_reason (a replay)
 
     @classmethod
     def from_trace(cls, path: str) -> MockLLM:
         """Replay the raw replies of a saved run: ``AgentResult.save`` JSON or a ``--trace`` JSON Lines file.
 
-        Raises OSError when the file cannot be read and ValueError when it holds no run.
+        Each replayed reply reports its step's ``finish_reason`` again, so a cut-off
+        replays as a cut-off. Raises OSError when the file cannot be read and
+        ValueError when it holds no run.
         """
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-        try:
-            records = [json.loads(text)]
-        except ValueError:
-            try:
-                records = [json.loads(line) for line in text.splitlines() if line.strip()]
-            except ValueError as exc:
-                raise ValueError(f"{path} is neither a saved result (JSON) nor a trace (JSON Lines): {exc}") from None
-        steps = []
-        for record in records:
-            if isinstance(record, dict) and isinstance(record.get("steps"), list):
-                steps.extend(record["steps"])
-            elif isinstance(record, dict) and record.get("event") == "step":
-                steps.append(record)
-        if not steps:
-            raise ValueError(f"{path} holds no steps to replay")
-        return cls([step["raw"] for step in steps if isinstance(step, dict) and isinstance(step.get("raw"), str)])
+        steps = [step for step in _trace_steps(path) if isinstance(step, dict) and isinstance(step.get("raw"), str)]
+        llm = cls([step["raw"] for step in steps])
+        llm._finish_reasons = [step.get("finish_reason") if isinstance(step.get("finish_reason"), str) else None
+                               for step in steps]
+        return llm
 
     def chat(self, messages: list, **options: Any) -> str:
         """The next scripted reply (or the planner's); ``options`` are recorded in ``.options``."""
@@ -1732,7 +1743,9 @@ class MockLLM:
             return self._plan(messages)
         if len(self.calls) > len(self.replies):
             raise LLMError(f"MockLLM ran out of scripted replies after {len(self.replies)}")
-        reply = self.replies[len(self.calls) - 1]
+        index = len(self.calls) - 1
+        self.last_finish_reason = self._finish_reasons[index] if index < len(self._finish_reasons) else None
+        reply = self.replies[index]
         if isinstance(reply, BaseException):
             raise reply
         return reply(messages) if callable(reply) else reply
@@ -2602,6 +2615,13 @@ class OpenAICompatLLM:
 STOP_REASONS = ("final", "max_steps", "repeat_limit", "format_errors", "time_limit", "token_limit", "llm_error")
 _CUT_OFF = ("your reply was cut off at the token limit before the JSON object was complete; "
             f"send a shorter reply with a one-sentence thought. Reply with exactly one JSON object: {_BOTH_SHAPES}")
+_REPEATED = ("your reply kept repeating the same text, so it was stopped; write one short JSON object and "
+             f"nothing else. Reply with exactly one JSON object: {_BOTH_SHAPES}")
+_ONE_ACTION = "(Your reply held more than one action: only the first was run. Send one action per reply.)"
+_CONSTRAIN_MODES = ("auto", "always", "never")
+_CHAT_OPTIONS = ("response_schema", "temperature", "max_seconds")   # per-call options the agent may pass
+_HOT_TEMPERATURE = 0.7     # at least this once a failed reply repeats: a deterministic loop needs sampling
+_TRIM_TO = 0.6             # over budget, trim to this share of it, so later calls share their prefix
 
 
 @dataclass
@@ -2706,6 +2726,11 @@ class _RunState:
     calls: dict = field(default_factory=dict)   # (name, canonical arguments) -> [step, result, repeats]
     usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "estimated": False})
     answer: Optional[str] = None
+    budget: Optional[int] = None          # max_context_chars for this run; a context overflow may set one
+    overflows: int = 0                    # context overflows reported by the client
+    schema: Optional[dict] = None         # the action schema, sent once the ladder's first rung is taken
+    hot: bool = False                     # second rung: a raised temperature is sent
+    failed: set = field(default_factory=set)    # raw replies that could not be parsed
 
 
 def _check_option(name: str, value: Any, minimum: float, optional: bool = False, integer: bool = True) -> None:
@@ -2739,12 +2764,18 @@ def _clean_history(history: Optional[list]) -> list:
     return cleaned
 
 
-def _usage_of(llm: Any) -> tuple:
-    usage = getattr(llm, "usage", None)
-    if not isinstance(usage, dict):
-        return (0, 0)
-    return tuple(usage.get(key) if isinstance(usage.get(key), int) else 0
-                 for key in ("prompt_tokens", "completion_tokens"))
+def _chat_options(llm: Any) -> frozenset:
+    """The per-call options ``llm.chat`` accepts: those it names, or all of them when it takes ``**kwargs``."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(llm.chat).parameters.values()
+    except (AttributeError, TypeError, ValueError):  # no chat, or a builtin without a signature
+        return frozenset()
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return frozenset(_CHAT_OPTIONS)
+    return frozenset(p.name for p in parameters
+                     if p.name in _CHAT_OPTIONS and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
 class Agent:
@@ -2754,7 +2785,7 @@ class Agent:
                  max_repeats: int = 2, max_format_errors: int = 3, max_observation_chars: int = 4000,
                  max_context_chars: Optional[int] = None, max_seconds: Optional[float] = None,
                  max_total_tokens: Optional[int] = None, on_step: Optional[Callable[[Step], None]] = None,
-                 confirm: Optional[Callable[[str, dict], bool]] = None) -> None:
+                 confirm: Optional[Callable[[str, dict], bool]] = None, constrain: str = "auto") -> None:
         _check_option("max_steps", max_steps, 1)
         _check_option("max_repeats", max_repeats, 0)
         _check_option("max_format_errors", max_format_errors, 0)
@@ -2762,6 +2793,8 @@ class Agent:
         _check_option("max_context_chars", max_context_chars, 1000, optional=True)
         _check_option("max_seconds", max_seconds, 0.001, optional=True, integer=False)
         _check_option("max_total_tokens", max_total_tokens, 1, optional=True)
+        if constrain not in _CONSTRAIN_MODES:
+            raise ValueError(f"invalid constrain {constrain!r} (must be one of {', '.join(_CONSTRAIN_MODES)})")
         self.llm = llm
         self.tools = _as_registry(tools)
         self.system_prompt = _render_prompt(system_prompt, self.tools)
@@ -2770,10 +2803,15 @@ class Agent:
         self.max_format_errors = max_format_errors  # unparseable replies in a row before the run stops
         self.max_observation_chars = max_observation_chars  # longer tool output keeps head and tail
         self.max_context_chars = max_context_chars  # None: send the whole conversation
-        self.max_seconds = max_seconds              # checked between steps; caps tool timeouts
+        self.max_seconds = max_seconds              # checked between steps; caps tool timeouts and model calls
         self.max_total_tokens = max_total_tokens    # reported by the server, else estimated
         self.on_step = on_step                      # called with each Step as it ends
         self.confirm = confirm                      # asked before tools registered with confirm=True
+        self.constrain = constrain                  # the decoding ladder: auto, always or never
+        self._accepts = _chat_options(llm)          # checked once: the per-call options llm.chat takes
+        if constrain == "always" and "response_schema" not in self._accepts:
+            _log.warning("constrain='always', but %s.chat takes no response_schema: running unconstrained",
+                         type(llm).__name__)
 
     def run(self, task: str, history: Optional[list] = None) -> AgentResult:
         """Run the loop on ``task`` until the model answers or a limit stops it.
@@ -2781,15 +2819,18 @@ class Agent:
         Sent back to the model as an observation, and the run goes on: an unknown
         tool, invalid arguments, a tool that raises or times out, a declined
         confirmation, a repeated call (not run again), and a reply that cannot be
-        parsed (up to ``max_format_errors`` in a row). Stops the run, with a
-        ``stop_reason`` and every step kept: a final answer, ``max_steps``,
-        ``repeat_limit``, ``format_errors``, ``time_limit``, ``token_limit``, and
-        ``llm_error`` when the model client raises. Nothing a model or a tool does
-        makes this raise; ValueError only for a task that is not text or a
-        malformed ``history`` (a list of ``{"role", "content"}`` messages). An
-        exception from your own ``on_step`` propagates, and so does Ctrl-C; the step
-        in progress is kept in the trace, marked ``interrupted``. A ``confirm``
-        callback that raises counts as declined.
+        parsed, repeats itself or was cut off (up to ``max_format_errors`` in a
+        row). After a format error later calls send the action schema, and after a
+        failed reply repeats an earlier one a raised temperature (``constrain``).
+        A context overflow sets a context budget for the rest of the run and retries
+        once. Stops the run, with a ``stop_reason`` and every step kept: a final
+        answer, ``max_steps``, ``repeat_limit``, ``format_errors``, ``time_limit``,
+        ``token_limit``, and ``llm_error`` when the model client raises. Nothing a
+        model or a tool does makes this raise; ValueError only for a task that is
+        not text or a malformed ``history`` (a list of ``{"role", "content"}``
+        messages). An exception from your own ``on_step`` propagates, and so does
+        Ctrl-C; the step in progress is kept in the trace, marked ``interrupted``.
+        A ``confirm`` callback that raises counts as declined.
         """
         state = self._start(task, history)
         stop = None
@@ -2808,10 +2849,16 @@ class Agent:
         else:
             messages.append({"role": "user", "content": task})
         head_chars = sum(len(m["content"]) for m in messages)
-        return _RunState(messages=messages, head=len(messages), head_chars=head_chars, started=time.monotonic())
+        state = _RunState(messages=messages, head=len(messages), head_chars=head_chars, started=time.monotonic(),
+                          budget=self.max_context_chars)
+        if self.constrain == "always" and "response_schema" in self._accepts:
+            state.schema = self.tools.action_schema()
+        return state
 
     def _over_budget(self, state: _RunState) -> Optional[str]:
-        if self.max_seconds is not None and time.monotonic() - state.started > self.max_seconds:
+        # No tool starts with less than the floor left, so after the first step such a run is over.
+        floor = _MIN_START_SECONDS if state.steps else 0.0
+        if self.max_seconds is not None and time.monotonic() - state.started > self.max_seconds - floor:
             return "time_limit"
         used = state.usage["prompt_tokens"] + state.usage["completion_tokens"]
         if self.max_total_tokens is not None and used > self.max_total_tokens:
@@ -2831,27 +2878,71 @@ class Agent:
                 self.on_step(step)
 
     def _query(self, state: _RunState, step: Step) -> Optional[str]:
-        """Ask the model; record the reply and its token usage. Returns "llm_error" if the client raises."""
-        sent = self._context(state)
-        before = _usage_of(self.llm)
+        """Ask the model; record the reply, what the client reported and the tokens. "llm_error" if it raises."""
         started = time.monotonic()
         try:
-            raw = self.llm.chat(sent)
+            raw = self._chat(state, step)
         except Exception as exc:  # LLMError, or whatever a custom client raises
             step.llm_seconds = time.monotonic() - started
             step.error = str(exc) if isinstance(exc, LLMError) else f"{type(exc).__name__}: {exc}"
             return "llm_error"
         step.llm_seconds = time.monotonic() - started
         step.raw = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
+        finish_reason = getattr(self.llm, "last_finish_reason", None)
+        reasoning = getattr(self.llm, "last_reasoning", None)
+        step.finish_reason = finish_reason if isinstance(finish_reason, str) else None
+        step.reasoning = reasoning if isinstance(reasoning, str) and reasoning else None
         _log.debug("step %d: model call took %.3f s", step.index, step.llm_seconds)
-        self._count_tokens(state, before, step.raw)
+        self._count_tokens(state, step.raw)
         self._append(state, "assistant", step.raw)
         return None
+
+    def _chat(self, state: _RunState, step: Step) -> Any:
+        """One model call with this run's options; after a context overflow, trim and retry once."""
+        try:
+            return self.llm.chat(self._context(state), **self._options(state))
+        except LLMError as exc:
+            if exc.kind != "context_overflow":
+                raise
+            self._overflowed(state, step, exc)
+        return self.llm.chat(self._context(state), **self._options(state))
+
+    def _options(self, state: _RunState) -> dict:
+        """The per-call options for the next call: the ladder's rungs and what is left of max_seconds."""
+        options: dict = {}
+        if state.schema is not None:
+            options["response_schema"] = state.schema
+        if state.hot:
+            configured = getattr(self.llm, "temperature", None)
+            numeric = isinstance(configured, (int, float)) and not isinstance(configured, bool)
+            options["temperature"] = max(_HOT_TEMPERATURE, configured) if numeric else _HOT_TEMPERATURE
+        if self.max_seconds is not None and "max_seconds" in self._accepts:
+            options["max_seconds"] = max(0.0, self.max_seconds - (time.monotonic() - state.started))
+        return options
+
+    def _overflowed(self, state: _RunState, step: Step, exc: LLMError) -> None:
+        """Set a context budget for the rest of this run; raise LLMError with a hint when that cannot help."""
+        state.overflows += 1
+        sent = state.head_chars + state.tail_chars
+        if state.budget is not None or state.overflows > 1:
+            raise LLMError(f"{exc} (the conversation still does not fit the model's context window; "
+                           "set a smaller max_context_chars)", exc.status, exc.kind) from None
+        n_ctx, n_prompt = getattr(exc, "n_ctx", None), getattr(exc, "n_prompt_tokens", None)
+        if all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in (n_ctx, n_prompt)):
+            state.budget = sent * n_ctx // n_prompt
+        else:
+            state.budget = sent * 3 // 4
+        if state.head_chars >= state.budget:
+            raise LLMError(f"{exc} (the system prompt and the task alone, {state.head_chars} characters, do not fit "
+                           f"the model's context window, about {state.budget} characters: shorten them or use a "
+                           "model with a longer context)", exc.status, exc.kind) from None
+        step.notes.append(f"context overflow: max_context_chars={state.budget} for the rest of this run; retried")
+        _log.info("step %d: %s", step.index, step.notes[-1])
 
     def _act(self, state: _RunState, step: Step) -> Optional[str]:
         """Parse the reply; answer, or run the call (a repeat gets the earlier result), and send the observation."""
         try:
-            action = parse_action(step.raw)
+            action = self._parse(step)
         except ActionFormatError as exc:
             return self._format_error(state, step, exc)
         state.format_errors = 0
@@ -2872,8 +2963,23 @@ class Agent:
             text = (f"You already made this exact call in step {earlier[0]}; it was not run again. Its result:\n"
                     f"{earlier[1]}\nDo not repeat it: use the result, try something different, "
                     "or give the final answer.")
+        if "extra_actions" in action.repairs:
+            text = f"{text}\n{_ONE_ACTION}"
         self._observe(state, step, text)
         return "max_steps" if step.index >= self.max_steps else None
+
+    def _parse(self, step: Step) -> Action:
+        """parse_action, with what the client reported: a reply that repeated itself or was cut off is refused."""
+        if step.finish_reason == "repetition":
+            raise ActionFormatError(_REPEATED, step.raw)
+        try:
+            return parse_action(step.raw)
+        except ActionFormatError:
+            if _repeating_tail(step.raw):  # a whole reply that arrived without the streaming check
+                raise ActionFormatError(_REPEATED, step.raw) from None
+            if step.finish_reason == "length":
+                raise ActionFormatError(_CUT_OFF, step.raw) from None
+            raise
 
     def _run_tool(self, state: _RunState, step: Step, action: Action) -> str:
         timeout = None
@@ -2882,8 +2988,6 @@ class Agent:
         started = time.monotonic()
         text = self.tools.call(action.name, action.arguments, confirm=self.confirm,
                                max_chars=self.max_observation_chars, timeout=timeout)
-        if timeout is not None and timeout < _MIN_START_SECONDS:
-            time.sleep(timeout + 0.001)  # not started, and too little time left for anything: stop with time_limit
         step.tool_seconds = time.monotonic() - started
         _log.debug("step %d: tool %s took %.3f s", step.index, action.name, step.tool_seconds)
         if text.startswith("ERROR:"):
@@ -2892,13 +2996,30 @@ class Agent:
 
     def _format_error(self, state: _RunState, step: Step, exc: ActionFormatError) -> Optional[str]:
         state.format_errors += 1
-        cut_off = getattr(self.llm, "last_finish_reason", None) == "length"
-        step.error = _CUT_OFF if cut_off else str(exc)
+        step.error = str(exc)
+        self._climb(state, step)
         if state.format_errors > self.max_format_errors:
             return "format_errors"
         left = self.max_format_errors - state.format_errors + 1
         self._observe(state, step, f"ERROR: {step.error} ({left} attempt{'s' if left != 1 else ''} left.)")
         return "max_steps" if step.index >= self.max_steps else None
+
+    def _climb(self, state: _RunState, step: Step) -> None:
+        """The decoding ladder, after a failed reply: send the action schema; on a repeated failure, sample hotter."""
+        if self.constrain == "never":
+            return
+        if state.schema is None and "response_schema" in self._accepts:
+            state.schema = self.tools.action_schema()
+            self._rung(step, "from the next call on, the action schema is sent (response_schema)")
+        if not state.hot and step.raw in state.failed and "temperature" in self._accepts:
+            state.hot = True
+            self._rung(step, "the same failed reply came twice: from the next call on, a temperature of at least "
+                             f"{_HOT_TEMPERATURE} is sent")
+        state.failed.add(step.raw)
+
+    def _rung(self, step: Step, note: str) -> None:
+        step.notes.append(f"decoding ladder: {note}")
+        _log.info("step %d: %s", step.index, step.notes[-1])
 
     def _observe(self, state: _RunState, step: Step, text: str) -> None:
         if step.index + 1 == self.max_steps:
@@ -2913,19 +3034,22 @@ class Agent:
         state.tail_chars += len(content)
 
     def _context(self, state: _RunState) -> list:
-        """What is sent: the whole conversation, or, over max_context_chars, the oldest step pairs left out.
+        """What is sent: the whole conversation, or, over the context budget, the oldest step pairs left out.
 
-        Pairs are dropped from the front as the run grows (amortised O(1) per step);
-        the system prompt and the task are always sent, and the latest pair too.
+        Over the budget, pairs are dropped from the front down to about 60% of it at
+        once, so the calls until the next trim share their prefix and a server can
+        reuse its processed prompt; each pair is dropped once (amortised O(1) per
+        step). The system prompt and the task are always sent, and the latest pair too.
         """
-        if self.max_context_chars is None:
+        if state.budget is None:
             return state.messages
         messages, head = state.messages, state.head
-        while (state.head_chars + state.tail_chars > self.max_context_chars
-               and len(messages) - head - state.dropped > 2):
-            first = head + state.dropped
-            state.tail_chars -= len(messages[first]["content"]) + len(messages[first + 1]["content"])
-            state.dropped += 2
+        if state.head_chars + state.tail_chars > state.budget:
+            while (state.head_chars + state.tail_chars > state.budget * _TRIM_TO
+                   and len(messages) - head - state.dropped > 2):
+                first = head + state.dropped
+                state.tail_chars -= len(messages[first]["content"]) + len(messages[first + 1]["content"])
+                state.dropped += 2
         if not state.dropped:
             return messages
         task = messages[head - 1]
@@ -2934,14 +3058,14 @@ class Agent:
         return messages[:head - 1] + [{"role": task["role"], "content": task["content"] + note}] + \
             messages[head + state.dropped:]
 
-    def _count_tokens(self, state: _RunState, before: tuple, raw: str) -> None:
-        after = _usage_of(self.llm)
-        prompt, completion = after[0] - before[0], after[1] - before[1]
-        if prompt <= 0 and completion <= 0:  # not reported: estimate at 4 characters a token
-            prompt, completion = (state.head_chars + state.tail_chars) // 4, len(raw) // 4
+    def _count_tokens(self, state: _RunState, raw: str) -> None:
+        """Add the last call's tokens: the client's ``last_usage``, else an estimate at 4 characters a token."""
+        counts = _reported_usage(getattr(self.llm, "last_usage", None))
+        if counts is None:
+            counts = {"prompt_tokens": (state.head_chars + state.tail_chars) // 4, "completion_tokens": len(raw) // 4}
             state.usage["estimated"] = True
-        state.usage["prompt_tokens"] += prompt
-        state.usage["completion_tokens"] += completion
+        state.usage["prompt_tokens"] += counts["prompt_tokens"]
+        state.usage["completion_tokens"] += counts["completion_tokens"]
 
     def _finish(self, state: _RunState, stop: str) -> AgentResult:
         usage = dict(state.usage, total_tokens=state.usage["prompt_tokens"] + state.usage["completion_tokens"])
@@ -2999,11 +3123,21 @@ def run(task: str, llm: Optional[LLM] = None, tools: Any = None, **options: Any)
 
 _DEMO_TASK = "What time is it now, and what is (128*3+40)/4?"
 _EXIT_CODES = {"final": 0, "llm_error": 3}  # any other stop reason: 1
+_BROKEN_PIPE = 141                          # 128 + SIGPIPE, as the shell reports a closed pipe
+_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
 def _short(text: Any, limit: int = 70) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _cli_say(text: str, stream: Any = None) -> None:
+    """Write a line that may hold any str (lone surrogates too) to stderr or ``stream``, whatever its encoding."""
+    stream = stream if stream is not None else sys.stderr
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    stream.write((text + "\n").encode(encoding, "backslashreplace").decode(encoding, "replace"))
+    stream.flush()
 
 
 def _cli_parser() -> Any:
@@ -3013,70 +3147,228 @@ def _cli_parser() -> Any:
         prog="agent.py", description="A ReAct agent for models without native function calling. "
         "With no model configured it runs offline with a mock model.",
         epilog="The API key is read from OPENAI_API_KEY only (never a flag). Exit codes: 0 answered, "
-        "1 stopped without an answer, 2 bad usage or configuration, 3 the model endpoint failed, 130 interrupted.")
-    parser.add_argument("task", nargs="?", help=f"the task (default: {_DEMO_TASK!r})")
-    parser.add_argument("--model", help="model name (default: $OPENAI_MODEL; none: offline demo)")
-    parser.add_argument("--base-url", help="OpenAI-compatible base URL ending in /v1 (default: $OPENAI_BASE_URL)")
-    parser.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
-    parser.add_argument("--max-tokens", type=int, help="token limit per reply")
-    parser.add_argument("--max-steps", type=int, default=10, help="model calls per task (default 10)")
-    parser.add_argument("--json-schema", action="store_true", help="constrained decoding with the action schema")
-    parser.add_argument("--trace", metavar="FILE", help="write every step as a JSON line, as it happens")
-    parser.add_argument("--replay", metavar="FILE", help="replay the model replies of a saved result or trace")
-    parser.add_argument("--json", action="store_true", help="print the whole result as JSON on stdout")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    parser.add_argument("--offline", action="store_true", help="use the offline mock model even if one is configured")
-    parser.add_argument("-i", "--interactive", action="store_true", help="ask several questions in one conversation")
-    parser.add_argument("--version", action="version", version=f"agent.py {__version__}")
+        "1 stopped without an answer, 2 bad usage or configuration, 3 the model endpoint failed, "
+        "130 interrupted, 141 the output pipe was closed.")
+    add = parser.add_argument
+    add("task", nargs="?", help=f"the task (default: {_DEMO_TASK!r})")
+    add("--model", help="model name (default: $OPENAI_MODEL; with only a base URL, the one model the server serves)")
+    add("--base-url", help="OpenAI-compatible base URL ending in /v1 (default: $OPENAI_BASE_URL)")
+    add("--temperature", type=float, help="sampling temperature (default 0)")
+    add("--max-tokens", type=int, help="token limit per reply")
+    add("--timeout", type=float, metavar="SECONDS", help="connection and per-byte timeout of a request (default 60)")
+    add("--max-steps", type=int, default=10, help="model calls per task (default 10)")
+    add("--max-seconds", type=float, help="time budget of a task, model calls included")
+    add("--max-context-chars", type=int, help="characters of conversation sent per call (default: all)")
+    add("--constrain", choices=_CONSTRAIN_MODES, default="auto",
+        help="constrained decoding with the action schema: after a format error (auto, the default), always, never")
+    add("--json-schema", action="store_true", help="the same as --constrain always")
+    add("--tools", action="append", metavar="FILE.py", help="load tools from a Python file (repeatable): its "
+        "ToolRegistry named 'tools', else every public function with a docstring; replaces the demo tools")
+    add("--system-prompt", metavar="FILE", help="a system prompt from a file; {tools} in it lists the tools")
+    add("--allow-http-key", action="store_true", help="send $OPENAI_API_KEY over plain http to a non-loopback host")
+    add("--trace", metavar="FILE", help="write every step as a JSON line, as it happens")
+    add("--replay", metavar="FILE", help="replay the model replies of a saved result or trace")
+    add("--json", action="store_true", help="print the whole result as JSON on stdout")
+    add("--quiet", action="store_true", help="no progress lines on stderr")
+    add("-v", "--verbose", action="count", default=0, help="log retries, adaptations and ladder rungs; -vv: debug")
+    add("--offline", action="store_true", help="use the offline mock model even if one is configured")
+    add("-i", "--interactive", action="store_true", help="ask several questions in one conversation")
+    add("--version", action="version", version=f"agent.py {__version__}")
     return parser
 
 
-def _cli_model(args: Any, registry: ToolRegistry) -> tuple:
+def _cli_load_tools(path: str) -> list:
+    """The tools a --tools file defines; ValueError when it cannot be loaded or defines none."""
+    import importlib.util
+    import inspect
+
+    # the file's own `import agent` must get this module, so its ToolRegistry is ours
+    sys.modules.setdefault("agent", sys.modules[__name__])
+    name = "agent_tools_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
+    try:
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError("not a Python file")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except (Exception, SystemExit) as exc:  # the user's own code: any failure is a configuration error
+        raise ValueError(f"could not load tools from {path}: {type(exc).__name__}: {exc}") from None
+    registry = getattr(module, "tools", None)
+    if isinstance(registry, ToolRegistry):
+        return list(registry)
+    functions = [value for key, value in vars(module).items() if not key.startswith("_")
+                 and inspect.isfunction(value) and value.__module__ == name and value.__doc__]
+    if not functions:
+        raise ValueError(f"{path} defines no tools: no ToolRegistry named 'tools' and no public function "
+                         "with a docstring")
+    return functions
+
+
+def _cli_tools(paths: Optional[list]) -> ToolRegistry:
+    if not paths:
+        return _demo_tools()
+    registry = ToolRegistry()
+    for path in paths:
+        for tool in _cli_load_tools(path):
+            registry.register(tool)
+    return registry
+
+
+def _cli_check_url(url: str) -> None:
+    """Refuse at once a base URL with a bad port or a broken host (no request, no retry); ValueError."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 -- raises ValueError for a port that is not a number in 0-65535
+    except ValueError as exc:
+        raise ValueError(f"invalid base URL {url!r}: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"invalid base URL {url!r} (must start with http:// or https:// and name a host)")
+
+
+def _cli_served_model(base_url: str, args: Any) -> str:
+    """The one model the server at ``base_url`` serves (GET /models); ValueError naming what it serves otherwise."""
+    import urllib.request
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(base_url.strip())
+    url = urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/models"))
+    key = (os.environ.get("OPENAI_API_KEY") or "").strip()
+    if parts.scheme == "http" and parts.hostname not in _LOOPBACK_HOSTS and not args.allow_http_key:
+        key = ""  # an environment key is not sent in the clear to a host that may not be trusted
+    headers = {"Accept": "application/json", "User-Agent": f"agent.py/{__version__}"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):  # a redirect would carry the key to another host
+        def redirect_request(self, *ignored: Any) -> None:
+            return None
+
+    handlers = [NoRedirect()] + ([urllib.request.ProxyHandler({})] if parts.hostname in _LOOPBACK_HOSTS else [])
+    try:
+        with urllib.request.build_opener(*handlers).open(urllib.request.Request(url, headers=headers),
+                                                         timeout=args.timeout or 10) as response:
+            data = json.loads(response.read(1 << 20).decode("utf-8", "replace"))
+        names = [m["id"] for m in data["data"] if isinstance(m, dict) and isinstance(m.get("id"), str)]
+    except Exception as exc:  # unreachable, an HTTP error, a redirect, not the OpenAI shape
+        problem = f"asking {url} failed ({type(exc).__name__}: {str(exc).replace(key, '***') if key else exc})"
+        raise ValueError(f"no model named, and {problem}: pass --model NAME or set OPENAI_MODEL") from None
+    if len(names) == 1:
+        return names[0]
+    served = f"it serves {', '.join(names[:20])}" if names else "it lists none"
+    raise ValueError(f"no model named, and {url} does not say which to use ({served}): pass --model NAME "
+                     "or set OPENAI_MODEL")
+
+
+def _cli_model(args: Any) -> tuple:
     """The model to drive and a one-line description of it; ValueError/OSError for bad configuration."""
     if args.replay:
         return MockLLM.from_trace(args.replay), f"replaying the replies in {args.replay}"
-    if args.offline or not (args.model or args.base_url or os.environ.get("OPENAI_MODEL")):
+    model = args.model or os.environ.get("OPENAI_MODEL")
+    base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
+    if args.offline or not (model or base_url):
         return MockLLM(), "offline demo model (set OPENAI_MODEL or pass --model to use a real one)"
-    options = {"model": args.model, "base_url": args.base_url, "max_tokens": args.max_tokens,
-               "temperature": args.temperature}
-    if args.json_schema:
-        options["response_schema"] = registry.action_schema()
+    if base_url:
+        _cli_check_url(base_url)
+    if not model and base_url:
+        model = _cli_served_model(base_url, args)
+    options = {"model": model, "base_url": args.base_url, "max_tokens": args.max_tokens,
+               "temperature": args.temperature, "timeout": args.timeout}
+    if args.allow_http_key:
+        options["allow_http_key"] = True
     llm = OpenAICompatLLM.from_env(**options)
     return llm, f"model {llm.model} at {llm.url}"
 
 
-def _cli_progress(step: Step) -> None:
+def _cli_agent(args: Any) -> tuple:
+    """Build everything from the flags before anything is opened; ValueError/OSError/AgentError when bad."""
+    if args.task is not None and not args.task.strip():
+        raise ValueError("empty task: give a task, or none at all for the demo")
+    registry = _cli_tools(args.tools)
+    system_prompt = None
+    if args.system_prompt:
+        with open(args.system_prompt, encoding="utf-8") as handle:
+            system_prompt = handle.read()
+    llm, label = _cli_model(args)
+    agent = Agent(llm, registry, system_prompt=system_prompt, max_steps=args.max_steps,
+                  max_seconds=args.max_seconds, max_context_chars=args.max_context_chars,
+                  constrain="always" if args.json_schema else args.constrain, confirm=_cli_confirm)
+    return agent, label
+
+
+def _cli_progress(step: Step) -> str:
+    """The step's line: what the model did (its thought and call, or the reply it could not read), never the reply."""
     action = step.action
     if step.raw is None:
         what = f"model failed: {_short(step.error, 200)}"
     elif action is None:
-        what = f"unparseable reply: {_short(step.error)}"
+        reason = (step.error or "").split(". Reply with exactly one JSON object", 1)[0]
+        what = f"unparseable reply {_short(step.raw, 50)!r}: {_short(reason, 90)}"
     elif action.kind == "final":
         what = f"final answer: {_short(action.answer)}"
     else:
-        result = _observation_result(step.observation) if step.observation else step.error
-        what = f"{action.name} {_short(json.dumps(action.arguments, ensure_ascii=False), 50)} -> {_short(result)}"
+        what = f"{action.name} {_short(json.dumps(action.arguments, ensure_ascii=False), 60)}"
     thought = f" {_short(action.thought, 60)} |" if action and action.thought else ""
     seconds = step.llm_seconds + step.tool_seconds
-    print(f"[step {step.index}]{thought} {what} ({seconds:.2f} s)", file=sys.stderr, flush=True)
+    return f"[step {step.index}]{thought} {what} ({seconds:.2f} s)"
 
 
-def _cli_on_step(args: Any, trace: Any) -> Callable[[Step], None]:
+class _LiveLine:
+    """On a terminal: one line on stderr showing the reply as it streams, with a token count (the client's on_delta)."""
+
+    def __init__(self) -> None:
+        self.text, self.tokens, self.step = "", 0, 1
+
+    def __call__(self, piece: Optional[str]) -> None:
+        import shutil
+
+        if piece is None:  # the client retries: the reply starts again
+            self.text, self.tokens = "", 0
+            return
+        self.text, self.tokens = (self.text + piece)[-400:], self.tokens + 1  # a streamed piece is about a token
+        head = f"[step {self.step}] {self.tokens} tokens: "
+        room = max(10, shutil.get_terminal_size().columns - len(head) - 1)
+        sys.stderr.write("\r\x1b[K" + head + _short(self.text, 10 ** 6)[-room:])
+        sys.stderr.flush()
+
+    def clear(self) -> None:
+        if self.tokens:
+            sys.stderr.write("\r\x1b[K")
+        self.text, self.tokens, self.step = "", 0, self.step + 1
+
+
+def _cli_on_step(args: Any, trace: Any, live: Optional[_LiveLine]) -> Callable[[Step], None]:
     def on_step(step: Step) -> None:
-        if trace is not None:  # one line per step, flushed, so an interrupted run keeps its steps
+        if trace is not None:  # one whole line per step, flushed, so an interrupted run keeps its steps
             trace.write(json.dumps({"event": "step", **step.to_dict()}, ensure_ascii=False, default=str) + "\n")
             trace.flush()
+        if live is not None:
+            live.clear()
         if not args.quiet:
-            _cli_progress(step)
+            _cli_say(_cli_progress(step))
     return on_step
 
 
 def _cli_confirm(name: str, arguments: dict) -> bool:
     if not sys.stdin.isatty():
         return False  # nobody to ask: decline
-    sys.stderr.write(f"Run {name} {json.dumps(arguments, ensure_ascii=False)}? [y/N] ")
+    sys.stderr.write(f"Run {name} {json.dumps(arguments)}? [y/N] ")
     sys.stderr.flush()
     return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+def _cli_hint(agent: Agent, result: AgentResult) -> Optional[str]:
+    """The likely cause of a failed run, when the error names one."""
+    error = (result.steps[-1].error or "") if result.steps else ""
+    model = getattr(agent.llm, "model", None)
+    if result.stop_reason == "llm_error" and "HTTP 404" in error and model and repr(model)[1:-1] in error:
+        return f"unknown model {model!r}: the server does not serve it (GET /models lists what it serves)"
+    if result.stop_reason == "llm_error" and "Connection refused" in error:
+        return "nothing answers at that address: is the server running, and is the port right?"
+    if result.stop_reason == "format_errors":
+        return "the model could not write the JSON action: try --constrain always, or a larger model"
+    return None
 
 
 def _cli_once(agent: Agent, task: str, args: Any, trace: Any, history: Optional[list] = None) -> tuple:
@@ -3086,11 +3378,14 @@ def _cli_once(agent: Agent, task: str, args: Any, trace: Any, history: Optional[
         trace.write(json.dumps({"event": "result", **record}, ensure_ascii=False, default=str) + "\n")
         trace.flush()
     if args.json:
-        print(json.dumps(result.to_dict(), ensure_ascii=False, default=str))
+        _cli_say(json.dumps(result.to_dict(), ensure_ascii=False, default=str), sys.stdout)
     elif result.answer is not None:
-        print(result.answer, flush=True)
+        _cli_say(result.answer, sys.stdout)
     if not result.ok:
-        print(f"agent.py: stopped ({result.stop_reason}): {result.summary}", file=sys.stderr)
+        _cli_say(f"agent.py: stopped ({result.stop_reason}): {result.summary}")
+        hint = _cli_hint(agent, result)
+        if hint:
+            _cli_say(f"agent.py: hint: {hint}")
     return _EXIT_CODES.get(result.stop_reason, 1), result
 
 
@@ -3107,34 +3402,64 @@ def _cli_interactive(agent: Agent, args: Any, trace: Any) -> int:
             history = result.messages
 
 
+def _cli_run(args: Any) -> int:
+    """Build, open the trace, run and print; the exit code."""
+    try:
+        agent, label = _cli_agent(args)  # every option is checked before the trace file is opened
+        trace = open(args.trace, "w", encoding="utf-8", errors="backslashreplace") if args.trace else None
+    except (ValueError, OSError, AgentError) as exc:
+        _cli_say(f"agent.py: {exc}")
+        return 2
+    live = None
+    if not args.quiet and sys.stderr.isatty() and hasattr(agent.llm, "on_delta"):
+        live = agent.llm.on_delta = _LiveLine()  # the CLI owns this client: one run at a time
+    agent.on_step = _cli_on_step(args, trace, live)
+    if not args.quiet:
+        _cli_say(f"agent.py: {label}")
+    try:
+        if args.interactive:
+            return _cli_interactive(agent, args, trace)
+        return _cli_once(agent, args.task or _DEMO_TASK, args, trace)[0]
+    except KeyboardInterrupt:
+        _cli_say("agent.py: interrupted; the steps so far are kept in the trace")
+        return 130
+    finally:
+        if trace is not None:
+            trace.close()
+
+
+def _cli_silence() -> None:
+    """After a broken pipe, point stdout and stderr at devnull so the interpreter's last flush cannot fail."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (OSError, ValueError, AttributeError):  # not a real file (captured in tests)
+            pass
+    os.close(devnull)
+
+
 def main(argv: Optional[list] = None) -> int:
     """The command line: parse, build, run, print. Returns the exit code; the only place that prints."""
     try:
         args = _cli_parser().parse_args(argv)
     except SystemExit as exc:  # --help, --version, or bad usage
         return exc.code if isinstance(exc.code, int) else 2
-    registry = _demo_tools()
-    trace = None
+    handler = None
+    if args.verbose:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("agent.py: %(message)s"))
+        _log.addHandler(handler)
+        _log.setLevel(logging.INFO if args.verbose == 1 else logging.DEBUG)
     try:
-        llm, label = _cli_model(args, registry)
-        trace = open(args.trace, "w", encoding="utf-8") if args.trace else None
-        agent = Agent(llm, registry, max_steps=args.max_steps, on_step=_cli_on_step(args, trace),
-                      confirm=_cli_confirm)
-    except (ValueError, OSError, AgentError) as exc:
-        print(f"agent.py: {exc}", file=sys.stderr)
-        return 2
-    if not args.quiet:
-        print(f"agent.py: {label}", file=sys.stderr)
-    try:
-        if args.interactive:
-            return _cli_interactive(agent, args, trace)
-        return _cli_once(agent, args.task or _DEMO_TASK, args, trace)[0]
-    except KeyboardInterrupt:
-        print("agent.py: interrupted; the steps so far are kept in the trace", file=sys.stderr)
-        return 130
+        return _cli_run(args)
+    except BrokenPipeError:  # the reader went away (| head): stop quietly
+        _cli_silence()
+        return _BROKEN_PIPE
     finally:
-        if trace is not None:
-            trace.close()
+        if handler is not None:
+            _log.removeHandler(handler)
+            _log.setLevel(logging.NOTSET)
 
 
 if __name__ == "__main__":

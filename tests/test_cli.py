@@ -170,3 +170,337 @@ def test_confirmation_asks_on_a_terminal(monkeypatch, capsys):
     assert agent._cli_confirm("delete", {"path": "/tmp/x"}) is True
     assert agent._cli_confirm("delete", {"path": "/tmp/y"}) is False
     assert 'Run delete {"path": "/tmp/x"}? [y/N]' in capsys.readouterr().err
+
+
+# -- the CLI for real runs -------------------------------------------------------------------
+
+def call(name, thought="t", **arguments):
+    return json.dumps({"type": "tool_call", "thought": thought, "name": name, "arguments": arguments})
+
+
+def final(answer, thought="done"):
+    return json.dumps({"type": "final", "thought": thought, "answer": answer})
+
+
+def replay_file(tmp_path, *replies, finish_reasons=None):
+    path = tmp_path / "replies.jsonl"
+    reasons = finish_reasons or [None] * len(replies)
+    path.write_text("".join(json.dumps({"event": "step", "index": i + 1, "raw": raw, "finish_reason": reason}) + "\n"
+                            for i, (raw, reason) in enumerate(zip(replies, reasons))))
+    return str(path)
+
+
+def progress_lines(err):
+    return [line for line in err.splitlines() if line.startswith("[step ")]
+
+
+def test_progress_shows_what_the_model_did_never_what_was_sent_back(tmp_path, capsys):
+    path = replay_file(tmp_path, "Sure! It is 42.", call("calculator", "I will multiply.", expression="6*7"),
+                       final("42"))
+    assert main(["--replay", path, "What is 6*7?"]) == 0
+    lines = progress_lines(capsys.readouterr().err)
+    assert lines[0].startswith("[step 1] unparseable reply 'Sure! It is 42.': your reply contains no JSON object")
+    assert lines[1].startswith('[step 2] I will multiply. | calculator {"expression": "6*7"} (')
+    assert lines[2].startswith("[step 3] done | final answer: 42 (")
+    assert not any("OBSERVATION" in line or "attempts left" in line or "Reply with" in line for line in lines)
+
+
+class StreamingClient:
+    """A scripted client that streams each reply through on_delta, as the real one does."""
+
+    def __init__(self, replies):
+        self.replies, self.on_delta = list(replies), None
+
+    def chat(self, messages):
+        reply = self.replies.pop(0)
+        for piece in (reply[:10], reply[10:]):
+            if self.on_delta is not None:
+                self.on_delta(piece)
+        return reply
+
+
+def test_on_a_terminal_a_live_line_streams_the_reply_then_gives_way_to_the_step_line(monkeypatch):
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setenv("COLUMNS", "200")
+    client = StreamingClient([final("hello there")])
+    monkeypatch.setattr(agent, "_cli_model", lambda args: (client, "scripted"))
+    assert main(["Say hello"]) == 0
+    err = terminal.getvalue()
+    live = err.index('\r\x1b[K[step 1] 2 tokens: {"type": "final", "thought": "done", "answer": "hello there"}')
+    assert err.index("\r\x1b[K[step 1] done | final answer: hello there") > live
+
+
+def test_the_live_line_starts_again_when_the_client_retries(monkeypatch):
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    live = agent._LiveLine()
+    live("broken rep")
+    live(None)
+    live("{")
+    assert terminal.getvalue().endswith("\r\x1b[K[step 1] 1 tokens: {")
+
+
+def test_no_live_line_when_stderr_is_not_a_terminal(monkeypatch, capsys):
+    client = StreamingClient([final("hi")])
+    monkeypatch.setattr(agent, "_cli_model", lambda args: (client, "scripted"))
+    assert main(["Say hi"]) == 0
+    assert client.on_delta is None and "\r" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag, wanted, unwanted", [
+    ("-v", "agent.py: step 1: decoding ladder: from the next call on", "model call took"),
+    ("-vv", "model call took", None),
+])
+def test_verbose_logs_the_ladder_and_very_verbose_adds_debug(tmp_path, capsys, flag, wanted, unwanted):
+    path = replay_file(tmp_path, "no JSON here", final("x"))
+    assert main([flag, "--replay", path, "t"]) == 0
+    err = capsys.readouterr().err
+    assert wanted in err and (unwanted is None or unwanted not in err)
+    assert main(["--replay", path, "t"]) == 0
+    assert "decoding ladder" not in capsys.readouterr().err  # the handler is gone after the run
+
+
+TOOLS_REGISTRY = '''
+from agent import ToolRegistry
+
+tools = ToolRegistry()
+
+@tools.register
+def shout(text: str) -> str:
+    """Upper-case a text."""
+    return text.upper()
+'''
+
+TOOLS_FUNCTIONS = '''
+from os.path import join  # imported: not a tool
+
+def shout(text: str) -> str:
+    """Upper-case a text."""
+    return text.upper()
+
+def whisper(text: str) -> str:
+    """Lower-case a text."""
+    return text.lower()
+
+def undocumented(text: str) -> str:
+    return text
+
+def _private(text: str) -> str:
+    """Not a tool."""
+    return text
+'''
+
+
+@pytest.mark.parametrize("source, names", [(TOOLS_REGISTRY, ["shout"]), (TOOLS_FUNCTIONS, ["shout", "whisper"])])
+def test_tools_from_a_file(tmp_path, capsys, source, names):
+    tools = tmp_path / "my_tools.py"
+    tools.write_text(source)
+    path = replay_file(tmp_path, call("shout", text="hi"), final("HI"))
+    assert main(["--quiet", "--json", "--tools", str(tools), "--replay", path, "t"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["steps"][0]["observation"].startswith("[OBSERVATION] HI")
+    listed = [line.split(":")[0][2:] for line in data["messages"][0]["content"].splitlines() if line.startswith("- ")]
+    assert listed == names
+
+
+def test_tools_files_are_repeatable(tmp_path):
+    first, second = tmp_path / "a.py", tmp_path / "b.py"
+    first.write_text(TOOLS_REGISTRY)
+    second.write_text('def ping() -> str:\n    """Answer pong."""\n    return "pong"\n')
+    built, _ = agent._cli_agent(agent._cli_parser().parse_args(["--tools", str(first), "--tools", str(second)]))
+    assert sorted(tool.name for tool in built.tools) == ["ping", "shout"]
+
+
+@pytest.mark.parametrize("source, words", [
+    ("import no_such_module_here\n", "could not load tools from"),
+    ("def f(:\n", "SyntaxError"),
+    ("raise SystemExit(3)\n", "SystemExit"),
+    ("x = 1\n", "defines no tools"),
+])
+def test_a_tools_file_that_cannot_be_used_exits_2(tmp_path, capsys, source, words):
+    tools = tmp_path / "bad_tools.py"
+    tools.write_text(source)
+    assert main(["--tools", str(tools), "t"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("agent.py: ") and words in err and "Traceback" not in err
+
+
+def test_system_prompt_from_a_file(tmp_path, capsys):
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("Answer in JSON. Tools:\n{tools}\n")
+    path = replay_file(tmp_path, final("x"))
+    assert main(["--quiet", "--json", "--system-prompt", str(prompt), "--replay", path, "t"]) == 0
+    system = json.loads(capsys.readouterr().out)["messages"][0]["content"]
+    assert system.startswith("Answer in JSON. Tools:\n- calculator: ") and "{tools}" not in system
+
+
+def test_run_options_reach_the_agent_and_the_client():
+    args = agent._cli_parser().parse_args(["--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--timeout", "5",
+                                           "--max-seconds", "30", "--max-context-chars", "4000",
+                                           "--constrain", "never"])
+    built, label = agent._cli_agent(args)
+    assert (built.llm.timeout, built.max_seconds, built.max_context_chars, built.constrain) == (5, 30, 4000, "never")
+    assert agent._cli_agent(agent._cli_parser().parse_args(["--json-schema"]))[0].constrain == "always"
+    assert agent._cli_agent(agent._cli_parser().parse_args([]))[0].constrain == "auto"
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--max-context-chars", "10"], "invalid max_context_chars 10"),
+    (["--max-seconds", "0"], "invalid max_seconds 0"),
+    (["--system-prompt", "/no/such/prompt.txt"], "No such file"),
+])
+def test_bad_run_options_exit_2(capsys, argv, words):
+    assert main(argv) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_help_documents_every_flag(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for flag in ("--model", "--base-url", "--temperature", "--max-tokens", "--timeout", "--max-steps",
+                 "--max-seconds", "--max-context-chars", "--constrain", "--json-schema", "--tools",
+                 "--system-prompt", "--allow-http-key", "--trace", "--replay", "--json", "--quiet", "--verbose",
+                 "--offline", "--interactive", "--version"):
+        assert flag in out
+
+
+# -- a base URL with no model: GET /models ----------------------------------------------------
+
+class ModelsServer:
+    """GET /v1/models answers with the given model ids; POST answers a final answer; records the requests."""
+
+    def __init__(self, models, status=200, headers=None):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        import threading
+
+        self.requests = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                server.requests.append(("GET", self.path, dict(self.headers)))
+                self.reply(status, {"object": "list", "data": [{"id": m, "object": "model"} for m in models]})
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests.append(("POST", self.path, body))
+                self.reply(200, json.loads(completion(final("hi"))[2]))
+
+            def reply(self, code, data):
+                raw = json.dumps(data).encode()
+                self.send_response(code)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def models_server():
+    servers = []
+
+    def start(*args, **kwargs):
+        servers.append(ModelsServer(*args, **kwargs))
+        return servers[-1]
+    yield start
+    for server in servers:
+        server.close()
+
+
+@pytest.mark.parametrize("from_env", [False, True])
+def test_a_base_url_alone_uses_the_one_model_served(models_server, monkeypatch, capsys, from_env):
+    server = models_server(["smollm2-135m-instruct"])
+    if from_env:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        argv = ["Say hi"]
+    else:
+        argv = ["--base-url", server.base_url, "Say hi"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "hi\n" and "model smollm2-135m-instruct at" in captured.err
+    assert [r[:2] for r in server.requests] == [("GET", "/v1/models"), ("POST", "/v1/chat/completions")]
+    assert server.requests[1][2]["model"] == "smollm2-135m-instruct"
+
+
+@pytest.mark.parametrize("models, words", [
+    (["qwen2.5:7b", "llama3.2:3b"], "it serves qwen2.5:7b, llama3.2:3b"),
+    ([], "it lists none"),
+])
+def test_a_base_url_serving_several_or_no_models_says_which(models_server, capsys, models, words):
+    server = models_server(models)
+    assert main(["--base-url", server.base_url, "t"]) == 2
+    err = capsys.readouterr().err
+    assert "no model named" in err and words in err and "pass --model NAME" in err
+    assert [r[0] for r in server.requests] == ["GET"]
+
+
+def test_the_models_query_follows_no_redirect(models_server, monkeypatch, capsys):
+    elsewhere = models_server(["stolen"])
+    server = models_server(["x"], status=302, headers={"Location": elsewhere.base_url + "/models"})
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRET-0123456789")
+    assert main(["--base-url", server.base_url, "t"]) == 2
+    err = capsys.readouterr().err
+    assert "no model named" in err and "302" in err and "SECRET" not in err
+    assert elsewhere.requests == []
+
+
+def test_an_unknown_model_gets_a_hint_naming_it(capsys):
+    server = FakeServer([error(404, "model 'qwen9' not found")])
+    try:
+        assert main(["--model", "qwen9", "--base-url", server.base_url, "t"]) == 3
+    finally:
+        server.close()
+    assert "agent.py: hint: unknown model 'qwen9'" in capsys.readouterr().err
+
+
+def test_the_readme_command_line_examples_run_as_written():
+    import re
+    import shlex
+
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    block = readme[readme.index("## The command line"):].split("```")[1]
+    commands = [re.split(r"\s{2,}", line)[0] for line in block.splitlines() if line.startswith("python agent.py")]
+    offline = [command for command in commands if "--base-url" not in command and "--model" not in command]
+    assert len(commands) == 6 and len(offline) == 3
+    env = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI_")}
+    for command in offline:
+        done = subprocess.run([sys.executable, *shlex.split(command)[1:]], cwd=ROOT, env=env, capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL, timeout=60)
+        assert done.returncode == 0, (command, done.stderr)
+
+
+def test_the_readme_server_examples_run_against_a_local_server(models_server, capsys):
+    import re
+    import shlex
+
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    block = readme[readme.index("## The command line"):].split("```")[1]
+    commands = [re.split(r"\s{2,}", line)[0] for line in block.splitlines() if "--base-url" in line]
+    assert len(commands) == 3
+    for command in commands:
+        server = models_server(["the-one-model"])
+        argv = shlex.split(re.sub(r"http://[\w.:]+/v1", server.base_url, command))[2:]
+        assert main(argv) == 0, command
+        assert capsys.readouterr().out == "hi\n"
+
+
+def test_allow_http_key_reaches_the_client(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRET-0123456789")
+    argv = ["--model", "m", "--base-url", "http://192.0.2.1:8080/v1"]
+    assert agent._cli_agent(agent._cli_parser().parse_args(argv))[0].llm.allow_http_key is False
+    built, _ = agent._cli_agent(agent._cli_parser().parse_args(argv + ["--allow-http-key"]))
+    assert built.llm.allow_http_key is True

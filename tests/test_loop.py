@@ -254,21 +254,31 @@ def test_token_limit_with_estimated_usage():
 
 def test_token_limit_with_reported_usage():
     class Counting(MockLLM):
-        usage = None
-
         def __init__(self, replies):
             super().__init__(replies)
-            self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
+            self.usage = {"prompt_tokens": 0, "completion_tokens": 0}  # a total shared with other runs
+            self.last_usage = None
 
         def chat(self, messages):
-            self.usage["prompt_tokens"] += 100
-            self.usage["completion_tokens"] += 10
+            self.usage["prompt_tokens"] += 100_000  # another run's calls: never diffed into this run
+            self.last_usage = {"prompt_tokens": 100, "completion_tokens": 10}
             return super().chat(messages)
 
     replies = [call("add", a=i, b=1) for i in range(5)]
     result = Agent(Counting(replies), make_tools(), max_total_tokens=250).run("t")
     assert result.stop_reason == "token_limit" and len(result.steps) == 3
     assert result.usage == {"prompt_tokens": 300, "completion_tokens": 30, "estimated": False, "total_tokens": 330}
+
+
+def test_a_call_without_reported_usage_is_estimated():
+    class Sometimes(MockLLM):
+        def chat(self, messages):
+            self.last_usage = {"prompt_tokens": 7, "completion_tokens": 3} if not self.calls else None
+            return super().chat(messages)
+
+    result = Agent(Sometimes([call("add", a=1, b=1), final("2")]), make_tools()).run("t")
+    assert result.usage["estimated"] is True
+    assert result.usage["completion_tokens"] == 3 + len(final("2")) // 4
 
 
 def test_llm_error_stops_and_keeps_the_message():
@@ -396,3 +406,241 @@ def test_history_before_the_task_is_always_sent_under_a_budget():
     for sent in llm.calls:
         assert sent[:3] == history and sent[3]["content"].startswith("now")
     assert "left out" in llm.calls[-1][3]["content"]
+
+
+# -- the decoding ladder: what each call sends ---------------------------------------------
+
+class PlainClient:
+    """A client whose chat takes no per-call options."""
+
+    def __init__(self, replies):
+        self.replies, self.calls = list(replies), []
+
+    def chat(self, messages):
+        self.calls.append(messages)
+        return self.replies.pop(0)
+
+
+class SchemaOnlyClient(PlainClient):
+    def chat(self, messages, response_schema=None):
+        self.calls.append(response_schema)
+        return self.replies.pop(0)
+
+
+def test_the_first_call_is_free_text_and_a_format_error_turns_on_the_schema():
+    registry = make_tools()
+    llm = MockLLM(["Sure! 42.", call("add", a=1, b=1), final("2")])
+    result = Agent(llm, registry).run("t")
+    assert llm.options[0] == {}
+    assert llm.options[1] == llm.options[2] == {"response_schema": registry.action_schema()}
+    assert result.steps[0].notes == ["decoding ladder: from the next call on, the action schema is sent "
+                                     "(response_schema)"]
+    assert result.steps[1].notes == [] and result.answer == "2"
+    assert json.loads(json.dumps(result.to_dict()))["steps"][0]["notes"] == result.steps[0].notes
+
+
+def test_a_repeated_failed_reply_raises_the_temperature():
+    llm = MockLLM(["17 * 23 + 4 = 349", "Not JSON", "17 * 23 + 4 = 349", final("395"), ])
+    result = Agent(llm, make_tools()).run("t")
+    assert [sorted(options) for options in llm.options] == [
+        [], ["response_schema"], ["response_schema"], ["response_schema", "temperature"]]
+    assert llm.options[3]["temperature"] == 0.7
+    assert "temperature of at least 0.7" in result.steps[2].notes[0]
+    assert result.answer == "395"
+
+
+def test_the_raised_temperature_keeps_a_hotter_configured_one():
+    llm = MockLLM(["no", "no", final("x")])
+    llm.temperature = 0.9
+    Agent(llm, make_tools()).run("t")
+    assert llm.options[2]["temperature"] == 0.9
+
+
+def test_constrain_never_takes_no_rung():
+    llm = MockLLM(["no", "no", "no", final("x")])
+    result = Agent(llm, make_tools(), constrain="never").run("t")
+    assert llm.options == [{}, {}, {}, {}] and all(not step.notes for step in result.steps)
+
+
+def test_constrain_always_sends_the_schema_from_the_first_call():
+    registry = make_tools()
+    llm = MockLLM([final("x")])
+    Agent(llm, registry, constrain="always").run("t")
+    assert llm.options == [{"response_schema": registry.action_schema()}]
+
+
+def test_constrain_always_with_a_plain_client_warns_once_and_runs(caplog):
+    llm = PlainClient(["no", "no", final("x")])
+    with caplog.at_level(logging.INFO, logger="agent"):
+        result = Agent(llm, make_tools(), constrain="always").run("t")
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "running unconstrained" in warnings[0].getMessage()
+    assert result.answer == "x" and len(llm.calls) == 3
+    assert all(not step.notes for step in result.steps)  # a plain client takes no rung
+
+
+def test_a_client_naming_only_response_schema_gets_only_that():
+    registry = make_tools()
+    llm = SchemaOnlyClient(["no", "no", "no", final("x")])
+    result = Agent(llm, registry, max_seconds=60).run("t")
+    assert llm.calls == [None] + [registry.action_schema()] * 3
+    assert result.answer == "x"
+
+
+def test_the_ladder_is_logged_at_info(caplog):
+    with caplog.at_level(logging.INFO, logger="agent"):
+        Agent(MockLLM(["no", "no", final("x")]), make_tools()).run("t")
+    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert any("step 1: decoding ladder: from the next call on" in m for m in messages)
+    assert any("step 2: decoding ladder: the same failed reply came twice" in m for m in messages)
+
+
+def test_what_is_left_of_max_seconds_is_passed_to_each_call():
+    llm = MockLLM([call("add", a=1, b=1), final("2")])
+    Agent(llm, make_tools(), max_seconds=30).run("t")
+    first, second = (options["max_seconds"] for options in llm.options)
+    assert 29 < second <= first <= 30
+
+
+def test_the_ladder_changes_nothing_on_the_client():
+    llm = MockLLM(["no", "no", final("x")])
+    llm.temperature = 0.0
+    before = dict(vars(llm))
+    Agent(llm, make_tools()).run("t")
+    assert llm.temperature == 0.0 and set(vars(llm)) == set(before)
+    assert MockLLM.__dict__.get("response_schema") is None
+
+
+def test_constrain_is_validated():
+    with pytest.raises(ValueError, match="invalid constrain 'sometimes'"):
+        Agent(MockLLM([]), constrain="sometimes")
+
+
+# -- what the client reports goes into the step --------------------------------------------
+
+class Reporting(MockLLM):
+    """A scripted client that also reports a finish reason and reasoning per reply."""
+
+    def __init__(self, replies, finish_reasons, reasoning=None):
+        super().__init__(replies)
+        self.finish_reasons, self.reasoning = list(finish_reasons), reasoning
+
+    def chat(self, messages, **options):
+        reply = super().chat(messages, **options)
+        self.last_finish_reason = self.finish_reasons[len(self.calls) - 1]
+        self.last_reasoning = self.reasoning
+        return reply
+
+
+def test_finish_reason_and_reasoning_are_kept_on_the_step():
+    result = Agent(Reporting([final("x")], ["stop"], reasoning="Let me think."), make_tools()).run("t")
+    step = result.steps[0]
+    assert (step.finish_reason, step.reasoning) == ("stop", "Let me think.")
+    assert result.to_dict()["steps"][0]["reasoning"] == "Let me think."
+
+
+def test_a_repetition_stop_is_a_format_error_that_says_so():
+    looping = '{"type": "final", "thought": "' + "I think I think " * 30
+    result = Agent(Reporting([looping, final("x")], ["repetition", "stop"]), make_tools()).run("t")
+    first = result.steps[0]
+    assert first.action is None and "kept repeating the same text" in first.error
+    assert first.observation.startswith("[OBSERVATION] ERROR: your reply kept repeating the same text, so it was")
+    assert result.answer == "x"
+
+
+def test_a_repetition_stop_refuses_even_a_readable_action():
+    text = "Let me see. " + call("add", a=1, b=2) + " Then again, then again, then again"
+    log = []
+    result = Agent(Reporting([text, final("x")], ["repetition", "stop"]), make_tools(log)).run("t")
+    assert log == [] and "kept repeating" in result.steps[0].error
+
+
+# -- context overflow and prompt caching ---------------------------------------------------
+
+def overflow(n_ctx=None, n_prompt_tokens=None):
+    exc = LLMError("HTTP 400: the request exceeds the available context size", status=400, kind="context_overflow")
+    exc.n_ctx, exc.n_prompt_tokens = n_ctx, n_prompt_tokens
+    return exc
+
+
+def sent_chars(messages):
+    return sum(len(m["content"]) for m in messages)
+
+
+def test_a_context_overflow_sets_a_budget_and_retries_once():
+    replies = [call("add", a=i, b=10 ** 40) for i in range(10)] + [overflow(n_ctx=1000, n_prompt_tokens=2000),
+                                                                    final("done")]
+    llm = MockLLM(replies)
+    agent = Agent(llm, make_tools(), max_steps=20)
+    result = agent.run("t")
+    assert result.stop_reason == "final" and agent.max_context_chars is None
+    failed, retried = llm.calls[10], llm.calls[11]
+    budget = sent_chars(failed) // 2  # scaled by n_ctx / n_prompt_tokens
+    assert result.steps[10].notes == [f"context overflow: max_context_chars={budget} for the rest of this run; retried"]
+    assert sent_chars(retried) <= budget and retried[1]["content"].startswith("t\n\n[Note: ")
+    assert_alternating(retried)
+
+
+def test_without_token_counts_the_budget_is_three_quarters_of_what_was_sent():
+    llm = MockLLM([call("add", a=i, b=10 ** 40) for i in range(4)] + [overflow(), final("done")])
+    result = Agent(llm, make_tools()).run("t")
+    assert f"max_context_chars={sent_chars(llm.calls[4]) * 3 // 4} " in result.steps[4].notes[0]
+
+
+def test_when_the_task_alone_does_not_fit_the_run_stops_at_once():
+    llm = MockLLM([overflow(n_ctx=100, n_prompt_tokens=5000), final("never")])
+    result = Agent(llm, make_tools()).run("t")
+    assert result.stop_reason == "llm_error" and len(llm.calls) == 1
+    assert "the system prompt and the task alone" in result.steps[0].error
+    assert "the system prompt and the task alone" in result.summary
+
+
+def test_a_second_overflow_ends_the_run_naming_max_context_chars():
+    replies = [call("add", a=i, b=1) for i in range(4)] + [overflow(), call("add", a=9, b=9), overflow(), final("x")]
+    result = Agent(MockLLM(replies), make_tools()).run("t")
+    assert result.stop_reason == "llm_error" and len(result.steps) == 6
+    assert "set a smaller max_context_chars" in result.steps[-1].error
+
+
+def test_an_overflow_under_your_own_budget_names_max_context_chars():
+    llm = MockLLM([call("add", a=1, b=1), overflow(), final("x")])
+    result = Agent(llm, make_tools(), max_context_chars=5000).run("t")
+    assert result.stop_reason == "llm_error" and len(llm.calls) == 2
+    assert "set a smaller max_context_chars" in result.steps[-1].error
+
+
+def test_the_budget_trims_in_chunks_so_calls_share_their_prefix():
+    llm = MockLLM([call("add", a=i, b=10 ** 30) for i in range(60)] + [final("x")])
+    Agent(llm, make_tools(), max_steps=70, max_context_chars=3000).run("t")
+    shared = sum(current[:len(previous)] == previous for previous, current in zip(llm.calls, llm.calls[1:]))
+    trims = len(llm.calls) - 1 - shared
+    assert trims >= 3 and shared >= 5 * trims  # most calls extend the one before
+    for previous, current in zip(llm.calls, llm.calls[1:]):
+        if current[:len(previous)] != previous:  # a trim goes well below the budget
+            assert sent_chars(current) <= 0.6 * 3000 + 200
+
+
+# -- the ladder and the loop check seen in real request bodies (OpenAICompatLLM) -----------
+
+def test_each_rung_changes_the_request_body():
+    from test_http_client import FakeServer, completion
+
+    registry = make_tools()
+    server = FakeServer([completion("17 * 23 + 4 = 349"), completion("17 * 23 + 4 = 349"), completion(final("395"))])
+    try:
+        llm = agent_module.OpenAICompatLLM("m", server.base_url, temperature=0.0, sleep=lambda s: None)
+        result = Agent(llm, registry).run("What is 17 * 23 + 4?")
+    finally:
+        server.close()
+    bodies = [request["body"] for request in server.requests]
+    assert "response_format" not in bodies[0] and bodies[0]["temperature"] == 0.0
+    assert bodies[1]["response_format"]["json_schema"]["schema"] == registry.action_schema()
+    assert bodies[1]["temperature"] == 0.0  # one failure: the schema, not yet a hotter temperature
+    assert bodies[2]["temperature"] == 0.7 and "response_format" in bodies[2]  # the same failure again
+    assert result.answer == "395" and llm.response_schema is None and llm.temperature == 0.0
+
+
+def test_a_whole_reply_that_loops_is_a_format_error_that_says_so():
+    looping = "Let me compute 17 * 23 first. " * 20
+    result = Agent(MockLLM([looping, final("x")]), make_tools()).run("t")
+    assert "kept repeating the same text" in result.steps[0].error and result.answer == "x"

@@ -79,3 +79,20 @@ def test_from_trace_rejects_files_without_a_run(tmp_path, content, words):
     path.write_text(content)
     with pytest.raises(ValueError, match=words):
         MockLLM.from_trace(str(path))
+
+
+def test_replay_reports_each_step_finish_reason_again(tmp_path):
+    path = tmp_path / "trace.jsonl"
+    lines = [{"event": "step", "index": 1, "raw": '{"type": "final", "answer": "The lo', "finish_reason": "length"},
+             {"event": "step", "index": 2, "raw": '{"type": "final", "answer": "ok"}', "finish_reason": "stop"}]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    result = Agent(MockLLM.from_trace(str(path)), _demo_tools()).run("t")
+    assert [step.finish_reason for step in result.steps] == ["length", "stop"]
+    assert "cut off at the token limit" in result.steps[0].error and result.answer == "ok"
+
+
+def test_from_trace_of_a_deeply_nested_file_is_a_value_error(tmp_path):
+    path = tmp_path / "nested.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        MockLLM.from_trace(str(path))
