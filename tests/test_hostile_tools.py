@@ -43,7 +43,7 @@ def test_thread_count_returns_to_start_after_a_thousand_runs(quick_idle):
 
     reply = '{"type": "tool_call", "thought": "", "name": "shout", "arguments": {"text": "hi"}}'
     before = threading.active_count()
-    for i in range(500):
+    for _ in range(500):
         assert agent.run("What is 6 * 7?").answer is not None  # a new registry every call
         result = Agent(MockLLM([reply, '{"type": "final", "thought": "", "answer": "HI"}']), [shout]).run("go")
         assert result.steps[0].observation.startswith("[OBSERVATION] HI")

@@ -442,7 +442,8 @@ def llama_cpp_drops(schema, path="$"):
     else:
         if isinstance(schema.get("type"), list):
             drops += [f"{path}.{key} (beside a list of types)" for key in sorted(constraints - {"type"})]
-    if {"minLength", "maxLength"} & constraints and (schema.get("type") != "string" or {"pattern", "format"} & constraints):
+    lengths = {"minLength", "maxLength"} & constraints
+    if lengths and (schema.get("type") != "string" or {"pattern", "format"} & constraints):
         drops.append(f"{path}.minLength/maxLength (not on a plain string)")
     if "format" in schema and schema["format"] not in KNOWN_FORMATS:
         drops.append(f"{path}.format {schema['format']}")
