@@ -90,7 +90,9 @@ def _row(task: str, expected: str, result: agent.AgentResult) -> dict:
             "correct": bool(result.answer and expected.lower() in result.answer.lower()),
             "tools": tools, "answer": (result.answer or "")[:60],
             "chars_read": sum(len(s.raw or "") for s in result.steps),
-            "notes": [note for s in result.steps for note in getattr(s, "notes", [])]}
+            "notes": [note for s in result.steps for note in getattr(s, "notes", [])],
+            "finish_reasons": [getattr(s, "finish_reason", None) for s in result.steps],
+            "last_error": (result.steps[-1].error or "")[:300] if result.steps else ""}
 
 
 def main() -> int:

@@ -135,7 +135,8 @@ def test_a_redirect_is_an_error_naming_the_location_and_the_key_stays_home(serve
 
 # -- 7. Each adaptation happens once, whatever extra_body says -------------------------
 
-@pytest.mark.parametrize("param, value", [("stop", ["END"]), ("temperature", 0.5), ("max_tokens", 64)])
+@pytest.mark.parametrize("param, value", [("stop", ["END"]), ("temperature", 0.5), ("max_tokens", 64),
+                                          ("frequency_penalty", 0.5)])
 def test_a_rejected_parameter_in_extra_body_is_adapted_once(serve, param, value):
     server = serve(error_answer(400, f"Unsupported parameter: '{param}' is not supported with this model."))
     with pytest.raises(LLMError, match="not supported"):
@@ -412,3 +413,12 @@ def test_any_unit_repeated_enough_is_caught_whatever_came_before(unit, times, be
     text = before + unit * max(times, -(-400 // len(unit)) + 1)
     smallest = next(p for p in range(1, len(unit) + 1) if len(unit) % p == 0 and unit[:p] * (len(unit) // p) == unit)
     assert _repeating_tail(text) == (smallest >= 4)
+
+
+def test_a_rejected_per_call_frequency_penalty_is_dropped_and_remembered(serve):
+    server = serve(error_answer(400, "Unsupported parameter: 'frequency_penalty'"),
+                   json_answer(completion("a")), json_answer(completion("b")))
+    llm = client(server, stream=False)
+    assert llm.chat(MESSAGES, frequency_penalty=0.5) == "a"
+    assert llm.chat(MESSAGES, frequency_penalty=0.5) == "b"
+    assert [("frequency_penalty" in r["body"]) for r in server.requests] == [True, False, False]

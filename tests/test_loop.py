@@ -432,9 +432,10 @@ def test_the_first_call_is_free_text_and_a_format_error_turns_on_the_schema():
     llm = MockLLM(["Sure! 42.", call("add", a=1, b=1), final("2")])
     result = Agent(llm, registry).run("t")
     assert llm.options[0] == {}
-    assert llm.options[1] == llm.options[2] == {"response_schema": registry.action_schema()}
+    constrained = {"response_schema": registry.action_schema(), "frequency_penalty": 0.5}
+    assert llm.options[1] == llm.options[2] == constrained
     assert result.steps[0].notes == ["decoding ladder: from the next call on, the action schema is sent "
-                                     "(response_schema)"]
+                                     "(response_schema) with frequency_penalty=0.5"]
     assert result.steps[1].notes == [] and result.answer == "2"
     assert json.loads(json.dumps(result.to_dict()))["steps"][0]["notes"] == result.steps[0].notes
 
@@ -443,7 +444,8 @@ def test_a_repeated_failed_reply_raises_the_temperature():
     llm = MockLLM(["17 * 23 + 4 = 349", "Not JSON", "17 * 23 + 4 = 349", final("395"), ])
     result = Agent(llm, make_tools()).run("t")
     assert [sorted(options) for options in llm.options] == [
-        [], ["response_schema"], ["response_schema"], ["response_schema", "temperature"]]
+        [], ["frequency_penalty", "response_schema"], ["frequency_penalty", "response_schema"],
+        ["frequency_penalty", "response_schema", "temperature"]]
     assert llm.options[3]["temperature"] == 0.7
     assert "temperature of at least 0.7" in result.steps[2].notes[0]
     assert result.answer == "395"
@@ -466,7 +468,7 @@ def test_constrain_always_sends_the_schema_from_the_first_call():
     registry = make_tools()
     llm = MockLLM([final("x")])
     Agent(llm, registry, constrain="always").run("t")
-    assert llm.options == [{"response_schema": registry.action_schema()}]
+    assert llm.options == [{"response_schema": registry.action_schema(), "frequency_penalty": 0.5}]
 
 
 def test_constrain_always_with_a_plain_client_warns_once_and_runs(caplog):

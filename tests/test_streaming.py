@@ -397,9 +397,9 @@ def test_per_call_options_win_over_extra_body(serve):
     schema = {"type": "object"}
     server = serve(stream_of(llama_cpp_stream(["x"])))
     llm = client(server, extra_body={"temperature": 0.1, "response_format": {"type": "text"}})
-    llm.chat(MESSAGES, temperature=0.9, response_schema=schema)
+    llm.chat(MESSAGES, temperature=0.9, response_schema=schema, frequency_penalty=0.5)
     body = server.requests[0]["body"]
-    assert body["temperature"] == 0.9
+    assert body["temperature"] == 0.9 and body["frequency_penalty"] == 0.5
     assert body["response_format"] == {"type": "json_schema", "json_schema": {"name": "action", "schema": schema}}
 
 
