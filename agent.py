@@ -1637,7 +1637,7 @@ class LLM(Protocol):
     """Anything with ``chat(messages) -> str`` drives the agent.
 
     Optional, read when present: the keyword options ``response_schema``,
-    ``temperature`` and ``max_seconds`` of ``chat`` (passed only to a ``chat`` that
+    ``temperature``, ``max_seconds`` and ``frequency_penalty`` of ``chat`` (passed only to a ``chat`` that
     names them or takes ``**kwargs``), and, about the last call, ``last_usage`` (a
     dict with ``prompt_tokens`` and ``completion_tokens``, or None),
     ``last_finish_reason`` (``"length"``: cut off at the token limit; ``"repetition"``:
