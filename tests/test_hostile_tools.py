@@ -1,7 +1,9 @@
 """Hostile tools and careless callers: threads stay bounded, budgets are honoured, every writer survives.
 
 Issue #11 items 3, 4 and 5: worker threads that never exit, a tool started after the
-time budget is spent, and a lone surrogate that breaks save().
+time budget is spent, and a lone surrogate that breaks save(). Review 1 items 7-12: a
+slow confirm that spends the budget, out-of-range timeouts, call() raising, save() paths,
+huge integers in to_dict(), and safe_eval's warnings.
 """
 import json
 import signal
@@ -180,7 +182,7 @@ def test_a_tool_is_not_started_with_less_than_the_floor_left():
         observation = registry.call("act", {}, timeout=left)
         assert observation.startswith(f"ERROR: 'act' was not started: only {max(left, 0):.2f} s of the time budget")
     assert ran == []
-    assert registry.call("act", {}, timeout=0.05) == "ran"
+    assert registry.call("act", {}, timeout=0.06) == "ran"  # the deadline is fixed on entry: a little over 50 ms
 
 
 def test_not_started_is_told_apart_from_abandoned():
@@ -305,3 +307,159 @@ def test_a_run_whose_model_and_tool_write_lone_surrogates_saves(tmp_path):
     result.save(tmp_path / "run.json")
     saved = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
     assert saved["answer"] == "found \ud83d" and "report-\udcff.txt" in saved["steps"][0]["observation"]
+
+
+# -- review 1: a slow confirm, out-of-range timeouts, call() raising, save() paths, huge ints --
+
+CALL = '{"type": "tool_call", "thought": "", "name": "delete_file", "arguments": {"path": "/x"}}'
+FINAL = '{"type": "final", "thought": "", "answer": "done"}'
+
+
+def deleting_registry(ran, **options):
+    registry = ToolRegistry(**options)
+
+    @registry.register(confirm=True)
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        ran.append(path)
+        return "deleted"
+
+    return registry
+
+
+def slow_yes(seconds):
+    def confirm(name, arguments):
+        time.sleep(seconds)  # the user takes a while to answer
+        return True
+    return confirm
+
+
+def test_a_tool_is_not_started_when_confirm_spent_the_budget():
+    ran = []
+    result = Agent(MockLLM([CALL, FINAL]), deleting_registry(ran), max_seconds=0.1,
+                   confirm=slow_yes(0.1)).run("go")
+    assert ran == []
+    assert result.stop_reason == "time_limit" and len(result.steps) == 1
+    assert result.steps[0].error.startswith("ERROR: 'delete_file' was not started: only 0.00 s of the time budget")
+
+
+def test_the_budget_is_a_deadline_that_confirm_does_not_move():
+    ran = []
+    registry = deleting_registry(ran)
+    assert "was not started" in registry.call("delete_file", {"path": "/x"}, confirm=slow_yes(0.1), timeout=0.1)
+    assert ran == []
+    release = threading.Event()
+    registry.register(lambda: release.wait(5) and "late", name="slow", confirm=True)
+    try:
+        observation = registry.call("slow", {}, confirm=slow_yes(0.05), timeout=0.2)
+    finally:
+        release.set()
+    limit = float(observation.split("within ")[1].split(" s")[0])
+    assert limit <= 0.15  # what was left after the answer, not the 0.2 s given before it
+
+
+NOT_SECONDS = [pytest.param(value, id=name) for name, value in [
+    ("0", 0), ("-1", -1), ("-0.5", -0.5), ("nan", float("nan")), ("inf", float("inf")), ("-inf", float("-inf")),
+    ("10**400", 10 ** 400), ("True", True), ("text", "5")]]
+
+
+@pytest.mark.parametrize("bad", NOT_SECONDS)
+def test_a_tool_timeout_that_is_not_a_finite_positive_number_is_refused(bad):
+    registry = ToolRegistry()
+    with pytest.raises(agent.ToolError, match="invalid timeout"):
+        registry.register(lambda: "ok", name="note", timeout=bad)
+    with pytest.raises(agent.ToolError, match="invalid timeout"):
+        registry.register(agent.Tool("note", "Note.", {"type": "object"}, lambda: "ok", timeout=bad))
+    assert "note" not in registry
+
+
+@pytest.mark.parametrize("bad", NOT_SECONDS)
+def test_a_registry_default_timeout_out_of_range_is_a_value_error(bad):
+    with pytest.raises(ValueError, match="invalid default_timeout"):
+        ToolRegistry(default_timeout=bad)
+
+
+@pytest.mark.parametrize("bad", NOT_SECONDS)
+def test_max_seconds_must_be_a_finite_positive_number(bad):
+    with pytest.raises(ValueError, match="invalid max_seconds"):
+        Agent(MockLLM([]), max_seconds=bad)
+
+
+def test_a_huge_finite_limit_is_no_limit_in_practice():
+    registry = ToolRegistry(default_timeout=1e300)
+    registry.register(lambda: "ok", name="note")
+    registry.register(lambda: "ok", name="own", timeout=1e300)
+    assert registry.call("note", {}) == "ok" and registry.call("own", {}) == "ok"
+    assert registry.call("note", {}, timeout=float("inf")) == "ok"
+    reply = '{"type": "tool_call", "thought": "", "name": "note", "arguments": {}}'
+    result = Agent(MockLLM([reply, FINAL]), ToolRegistry(default_timeout=None), max_seconds=1e300).run("go")
+    assert result.stop_reason == "final"
+
+
+def test_a_tools_own_keyboard_interrupt_on_a_worker_is_an_observation():
+    registry = ToolRegistry()
+
+    @registry.register
+    def quit_now() -> str:
+        """Raise KeyboardInterrupt, as a tool that re-raises a caught one might."""
+        raise KeyboardInterrupt("from the tool")
+
+    assert registry.call("quit_now", {}).startswith("ERROR: 'quit_now' raised KeyboardInterrupt: from the tool")
+    result = Agent(MockLLM(['{"type": "tool_call", "thought": "", "name": "quit_now", "arguments": {}}', FINAL]),
+                   registry).run("go")
+    assert result.stop_reason == "final" and "KeyboardInterrupt" in result.steps[0].error
+
+
+def test_an_inline_keyboard_interrupt_is_taken_for_ctrl_c():
+    registry = ToolRegistry(default_timeout=None)  # inline: the calling thread cannot tell it from Ctrl-C
+    registry.register(lambda: (_ for _ in ()).throw(KeyboardInterrupt), name="quit_now")
+    with pytest.raises(KeyboardInterrupt):
+        registry.call("quit_now", {})
+
+
+class Unshowable(Exception):
+    """An exception, or a value, that cannot be turned into text."""
+
+    def __str__(self):
+        raise Unshowable()
+
+    __repr__ = __str__
+
+
+def raise_unshowable():
+    raise Unshowable()
+
+
+@pytest.mark.parametrize("default_timeout", [30.0, None])
+@pytest.mark.parametrize("tool, words", [
+    (raise_unshowable, "ERROR: 'tool' raised Unshowable: <"),
+    (lambda: Unshowable(), "ERROR: 'tool' returned a value that cannot be shown"),
+    (lambda: [1, Unshowable()], "ERROR: 'tool' returned a value that cannot be shown"),
+])
+def test_text_that_cannot_be_shown_becomes_an_observation(default_timeout, tool, words):
+    registry = ToolRegistry(default_timeout=default_timeout)
+    registry.register(tool, name="tool")
+    assert registry.call("tool", {}).startswith(words)
+
+
+def test_a_name_that_cannot_be_shown_is_an_unknown_tool():
+    registry = ToolRegistry()
+    assert registry.call(Unshowable(), {}).startswith("ERROR: unknown tool <")
+
+
+def test_the_last_resort_survives_an_exception_that_cannot_be_shown(monkeypatch):
+    registry = ToolRegistry()
+    registry.register(lambda: "ok", name="tool")
+    monkeypatch.setattr(agent, "_truncate", lambda text, max_chars: raise_unshowable())
+    assert registry.call("tool", {}).startswith("ERROR: calling 'tool' failed inside the agent: Unshowable")
+
+
+def test_a_str_subclass_result_comes_back_as_plain_text():
+    class Loud(str):
+        def __str__(self):
+            raise Unshowable()
+
+    registry = ToolRegistry()
+    registry.register(lambda: Loud("quiet"), name="tool")
+    observation = registry.call("tool", {})
+    assert observation == "quiet" and type(observation) is str
