@@ -2742,21 +2742,26 @@ class AgentResult:
     def save(self, path: Any) -> None:
         """Write the result as JSON, atomically; ``MockLLM.from_trace(path)`` replays it.
 
-        The text goes to a temporary file beside ``path`` that then replaces it, so
-        the old file survives any failure. A lone surrogate (a model's ``"\\ud83d"``,
-        an undecodable file name) is written as its JSON escape and reads back
-        unchanged. Raises OSError when the file cannot be written.
+        ``path`` is anything ``open()`` takes: text, bytes or a path object. The text
+        goes to a temporary file beside the target that then replaces it, so the old
+        file survives any failure; the new file keeps the old one's permission bits,
+        and a symlink is written through to the file it points to. A lone surrogate
+        (a model's ``"\\ud83d"``, an undecodable file name) is written as its JSON
+        escape and reads back unchanged. Raises OSError when the file cannot be written.
         """
-        path = os.fspath(path)
         text = json.dumps(self.to_dict(), ensure_ascii=False, indent=1, allow_nan=False)
-        temp = f"{path}.{os.getpid()}-{os.urandom(4).hex()}.tmp"
+        target = os.path.realpath(os.fspath(path))  # replace the file a symlink points to, not the link
+        name = f".{os.urandom(6).hex()}.tmp"  # short: a target name at the system's length limit still fits
+        temp = os.path.join(os.path.dirname(target), os.fsencode(name) if isinstance(target, bytes) else name)
         try:
             # Only strings can hold surrogates, and backslashreplace writes one as its JSON escape (\ud83d).
             with open(temp, "x", encoding="utf-8", errors="backslashreplace") as handle:
                 handle.write(text)
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.replace(temp, path)
+            if os.path.exists(target):
+                os.chmod(temp, os.stat(target).st_mode & 0o7777)  # the permission bits, as stat.S_IMODE
+            os.replace(temp, target)
         except BaseException:
             try:
                 os.remove(temp)

@@ -6,7 +6,9 @@ slow confirm that spends the budget, out-of-range timeouts, call() raising, save
 huge integers in to_dict(), and safe_eval's warnings.
 """
 import json
+import os
 import signal
+import stat
 import threading
 import time
 
@@ -463,3 +465,49 @@ def test_a_str_subclass_result_comes_back_as_plain_text():
     registry.register(lambda: Loud("quiet"), name="tool")
     observation = registry.call("tool", {})
     assert observation == "quiet" and type(observation) is str
+
+
+def test_save_to_a_name_as_long_as_the_system_allows(tmp_path):
+    path = tmp_path / ("n" * 250)
+    result_with("x").save(path)
+    assert json.loads(path.read_text(encoding="utf-8"))["answer"] == "x"
+
+
+def test_save_to_a_bytes_path_and_a_bare_name(tmp_path, monkeypatch):
+    path = tmp_path / "out.json"
+    result_with("bytes").save(bytes(path))
+    assert json.loads(path.read_text(encoding="utf-8"))["answer"] == "bytes"
+    monkeypatch.chdir(tmp_path)
+    result_with("bare").save("bare.json")
+    assert json.loads((tmp_path / "bare.json").read_text(encoding="utf-8"))["answer"] == "bare"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bare.json", "out.json"]
+
+
+needs_posix = pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits and symlinks")
+
+
+@needs_posix
+def test_save_keeps_the_permission_bits_of_the_file_it_replaces(tmp_path):
+    path = tmp_path / "secret.json"
+    path.write_text("old", encoding="utf-8")
+    path.chmod(0o600)
+    result_with("x").save(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    fresh, plain = tmp_path / "fresh.json", tmp_path / "plain.json"
+    result_with("x").save(fresh)
+    plain.write_text("x", encoding="utf-8")  # a new file gets what open() would give it
+    assert stat.S_IMODE(fresh.stat().st_mode) == stat.S_IMODE(plain.stat().st_mode)
+
+
+@needs_posix
+def test_save_writes_through_a_symlink_to_its_target(tmp_path):
+    target, link = tmp_path / "data" / "run.json", tmp_path / "link.json"
+    target.parent.mkdir()
+    target.write_text("old", encoding="utf-8")
+    link.symlink_to(target)
+    result_with("x").save(link)
+    assert link.is_symlink() and json.loads(target.read_text(encoding="utf-8"))["answer"] == "x"
+    dangling = tmp_path / "dangling.json"
+    dangling.symlink_to(tmp_path / "data" / "new.json")
+    result_with("y").save(dangling)
+    assert dangling.is_symlink() and json.loads(dangling.read_text(encoding="utf-8"))["answer"] == "y"
