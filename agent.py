@@ -2730,14 +2730,21 @@ class AgentResult:
     @staticmethod
     def _plain(value: Any) -> Any:
         # Tool arguments may hold anything a custom client or tool put there: text keys,
-        # lists for tuples, and text for non-finite floats and other objects.
+        # lists for tuples, and text for non-finite floats, huge ints and other objects.
         if isinstance(value, dict):
-            return {key if isinstance(key, str) else str(key): AgentResult._plain(item) for key, item in value.items()}
+            plain = AgentResult._plain
+            return {key if isinstance(key, str) else _text(key): plain(item) for key, item in value.items()}
         if isinstance(value, (list, tuple)):
             return [AgentResult._plain(item) for item in value]
-        if value is None or isinstance(value, (str, bool, int)) or (type(value) is float and math.isfinite(value)):
+        if isinstance(value, int) and not isinstance(value, bool):
+            try:
+                int.__repr__(value)  # as json writes it: Python 3.11+ refuses ints over 4,300 digits
+            except ValueError:
+                return _text(value, hex)  # exact, and hexadecimal has no such limit
             return value
-        return str(value)
+        if value is None or isinstance(value, (str, bool)) or (type(value) is float and math.isfinite(value)):
+            return value
+        return _text(value)
 
     def save(self, path: Any) -> None:
         """Write the result as JSON, atomically; ``MockLLM.from_trace(path)`` replays it.

@@ -264,22 +264,16 @@ def test_save_replaces_the_old_file_only_when_the_new_one_is_complete(tmp_path, 
     path = tmp_path / "run.json"
     path.write_text("old", encoding="utf-8")
 
-    class Unprintable:
-        def __str__(self):
-            raise RuntimeError("cannot show this")
-
-    with pytest.raises(RuntimeError):
-        result_with("x", arguments={"thing": Unprintable()}).save(path)
-
-    def broken_replace(source, target):
+    def disk_full(*args):
         raise OSError("disk full")
 
-    monkeypatch.setattr(agent.os, "replace", broken_replace)
-    with pytest.raises(OSError, match="disk full"):
-        result_with("new").save(path)
-    assert path.read_text(encoding="utf-8") == "old"
+    for step in ("fsync", "replace"):  # a failure while the new text is written, or as it takes the old's place
+        monkeypatch.setattr(agent.os, step, disk_full)
+        with pytest.raises(OSError, match="disk full"):
+            result_with("new").save(path)
+        monkeypatch.undo()
+        assert path.read_text(encoding="utf-8") == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]  # no temporary file left behind
-    monkeypatch.undo()
     result_with("new").save(str(path))
     assert json.loads(path.read_text(encoding="utf-8"))["answer"] == "new"
 
@@ -511,3 +505,22 @@ def test_save_writes_through_a_symlink_to_its_target(tmp_path):
     dangling.symlink_to(tmp_path / "data" / "new.json")
     result_with("y").save(dangling)
     assert dangling.is_symlink() and json.loads(dangling.read_text(encoding="utf-8"))["answer"] == "y"
+
+
+def test_to_dict_turns_an_integer_json_cannot_write_into_text():
+    result = result_with("x", arguments={"n": 10 ** 5000, "m": -(10 ** 5000), "small": 12})
+    result.usage["prompt_tokens"] = 7 ** 9000
+    data = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    arguments = data["steps"][0]["action"]["arguments"]
+    assert int(arguments["n"], 16) == 10 ** 5000 and int(arguments["m"], 16) == -(10 ** 5000)
+    assert arguments["small"] == 12 and int(data["usage"]["prompt_tokens"], 16) == 7 ** 9000
+
+
+def test_to_dict_shows_an_object_that_cannot_be_shown_as_a_placeholder():
+    class Unprintable:
+        def __str__(self):
+            raise RuntimeError("cannot show this")
+
+    result = result_with("x", arguments={"thing": Unprintable(), Unprintable(): 1})
+    arguments = json.loads(json.dumps(result.to_dict(), allow_nan=False))["steps"][0]["action"]["arguments"]
+    assert arguments == {"thing": "<Unprintable that cannot be shown>", "<Unprintable that cannot be shown>": 1}
