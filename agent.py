@@ -39,6 +39,7 @@ import threading
 import time
 import types
 import typing
+import warnings
 from dataclasses import asdict, dataclass, field
 from collections.abc import Iterable
 from typing import Any, Callable, Optional, Protocol
@@ -193,6 +194,17 @@ def _literal(value):
     raise UnsafeExpression(f"{kind} not allowed in a calculation")
 
 
+def _quietly(func: Callable, *args: Any) -> Any:
+    """``func(*args)`` with warnings silenced: the library never prints, and ``ast`` warns on stderr.
+
+    ``"1if 1 else 2"`` gives a SyntaxWarning, ``'\\777'`` an invalid-octal one. The
+    warning filters are process-wide, so another thread's warning during the call is lost too.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return func(*args)
+
+
 class _TokenError(Exception):
     """tokenize could not read the text (internal; tokenize's own error class is imported lazily)."""
 
@@ -278,7 +290,7 @@ def safe_eval(expr: str) -> int | float:
         raise UnsafeExpression(f"expected the expression as text, got {type(expr).__name__}")
     _check_size(expr)
     try:
-        return _check_number(_eval_node(_parse(expr.strip()), 0), expr)
+        return _check_number(_eval_node(_quietly(_parse, expr.strip()), 0), expr)
     except UnsafeExpression as exc:
         exc.expression = expr
         raise

@@ -11,6 +11,7 @@ import signal
 import stat
 import threading
 import time
+import warnings
 
 import pytest
 from hypothesis import given, settings
@@ -524,3 +525,19 @@ def test_to_dict_shows_an_object_that_cannot_be_shown_as_a_placeholder():
     result = result_with("x", arguments={"thing": Unprintable(), Unprintable(): 1})
     arguments = json.loads(json.dumps(result.to_dict(), allow_nan=False))["steps"][0]["action"]["arguments"]
     assert arguments == {"thing": "<Unprintable that cannot be shown>", "<Unprintable that cannot be shown>": 1}
+
+
+WARNING_PRONE = st.text(st.sampled_from("019xobeflrinsu '\"\\(+"), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.sampled_from(["1if 1 else 2", "'\\777'", "1is 1", "0x1for x in y", "1_000or 2"]),
+                 WARNING_PRONE))
+def test_safe_eval_never_emits_a_warning(expr):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            agent.safe_eval(expr)
+        except agent.UnsafeExpression:
+            pass
+    assert [str(w.message) for w in caught] == []
