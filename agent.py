@@ -39,6 +39,7 @@ import threading
 import time
 import types
 import typing
+import warnings
 from dataclasses import asdict, dataclass, field
 from collections.abc import Iterable
 from typing import Any, Callable, Optional, Protocol
@@ -193,6 +194,17 @@ def _literal(value):
     raise UnsafeExpression(f"{kind} not allowed in a calculation")
 
 
+def _quietly(func: Callable, *args: Any) -> Any:
+    """``func(*args)`` with warnings silenced: the library never prints, and ``ast`` warns on stderr.
+
+    ``"1if 1 else 2"`` gives a SyntaxWarning, ``'\\777'`` an invalid-octal one. The
+    warning filters are process-wide, so another thread's warning during the call is lost too.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return func(*args)
+
+
 class _TokenError(Exception):
     """tokenize could not read the text (internal; tokenize's own error class is imported lazily)."""
 
@@ -278,7 +290,7 @@ def safe_eval(expr: str) -> int | float:
         raise UnsafeExpression(f"expected the expression as text, got {type(expr).__name__}")
     _check_size(expr)
     try:
-        return _check_number(_eval_node(_parse(expr.strip()), 0), expr)
+        return _check_number(_eval_node(_quietly(_parse, expr.strip()), 0), expr)
     except UnsafeExpression as exc:
         exc.expression = expr
         raise
@@ -358,6 +370,24 @@ def _check_tool_name(name: Any) -> str:
     if not isinstance(name, str) or not _TOOL_NAME.match(name):
         raise ToolError(f"invalid tool name {name!r} (use 1-64 letters, digits, '_' or '-')")
     return name
+
+
+def _text(value: Any, show: Callable[[Any], str] = str) -> str:
+    """``str(value)`` (or ``show(value)``); a placeholder when that raises, so no report of a failure can fail."""
+    try:
+        return show(value)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # a __str__ or __repr__ written by whoever made the value
+        return f"<{type(value).__name__} that cannot be shown>"
+
+
+def _check_seconds(name: str, value: Any, error: type = ValueError, where: str = "") -> None:
+    """Raise ``error`` naming the option unless value is None or a finite number of seconds > 0."""
+    # Comparisons, not math.isfinite: nan fails them, and so does an int too large for a float.
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                              or not 0 < value <= sys.float_info.max):
+        raise error(f"invalid {name} {_text(value, repr)}{where} (must be a finite number of seconds > 0, or None)")
 
 
 def _hint_schema(hint: Any, where: str) -> dict:
@@ -464,6 +494,9 @@ class Tool:
     timeout: Optional[float] = None   # seconds; None: the registry's default
     confirm: bool = False             # ask confirm(name, arguments) before every run
 
+    def __post_init__(self) -> None:
+        _check_seconds("timeout", self.timeout, ToolError, f" for tool {_text(self.name, repr)}")
+
     @classmethod
     def from_function(cls, func: Callable, *, name: Optional[str] = None, description: Optional[str] = None,
                       parameters: Optional[dict] = None, timeout: Optional[float] = None,
@@ -480,8 +513,6 @@ class Tool:
             parameters = _infer_parameters(func, name, arg_docs)
         elif not isinstance(parameters, dict) or parameters.get("type") != "object":
             raise ToolError(f"parameters of tool {name!r} must be a JSON Schema with \"type\": \"object\"")
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
-            raise ToolError(f"invalid timeout {timeout!r} for tool {name!r} (must be > 0 seconds or None)")
         return cls(name, description or summary or name, parameters, func, timeout, bool(confirm))
 
 
@@ -531,6 +562,23 @@ class _Timeout(Exception):
 
 class _NotStarted(Exception):
     """A tool call was refused before the tool ran (internal); the message says why."""
+
+
+class _Raised(Exception):
+    """A tool raised ``args[0]`` on a worker thread (internal): never a Ctrl-C of the caller's."""
+
+
+def _raised(name: str, exc: BaseException) -> str:
+    return f"ERROR: {name!r} raised {type(exc).__name__}: {_text(exc)}. Check the arguments or try another approach."
+
+
+def _too_late(name: str, deadline: Optional[float]) -> Optional[str]:
+    """The refusal when less than the floor is left before ``deadline``: the tool could only be abandoned."""
+    left = None if deadline is None else deadline - time.monotonic()
+    if left is None or left >= _MIN_START_SECONDS:  # nan fails this too, and is refused
+        return None
+    return (f"ERROR: {name!r} was not started: only {max(left, 0.0):.2f} s of the time budget was left. "
+            "Give the final answer with what you have.")
 
 
 async def _awaited(awaitable: Any) -> Any:
@@ -595,14 +643,16 @@ class _Pool:
             raise
         if ok:
             return value
-        raise value
+        raise _Raised(value)  # a real Ctrl-C arrives in the caller's thread, never on a worker
 
     def _wait(self, job: _Job, limit: Optional[float]) -> tuple:
         # A signal can end SimpleQueue.get early with Empty: only the clock says the limit passed.
+        # Waits longer than TIMEOUT_MAX (a huge finite limit) overflow, so such a wait is taken in parts.
         deadline = None if limit is None else time.monotonic() + limit
         while True:
+            wait = None if deadline is None else min(max(0.0, deadline - time.monotonic()), threading.TIMEOUT_MAX)
             try:
-                return job.outcome.get(timeout=None if deadline is None else max(0.0, deadline - time.monotonic()))
+                return job.outcome.get(timeout=wait)
             except queue.Empty:
                 if time.monotonic() < deadline:
                     continue
@@ -750,6 +800,7 @@ class ToolRegistry:
     """
 
     def __init__(self, default_timeout: Optional[float] = 30.0) -> None:
+        _check_seconds("default_timeout", default_timeout)
         self.default_timeout = default_timeout  # seconds per call; a tool's own timeout wins
         self._tools: dict = {}
 
@@ -824,19 +875,24 @@ class ToolRegistry:
         """Validate and run one tool call; return its output as text. Never raises.
 
         Every failure -- unknown tool, invalid arguments, a declined confirmation,
-        an exception, a timeout -- comes back as text starting with ``ERROR:`` that
-        says what to do next. ``timeout`` caps the tool's own limit (the agent's
-        remaining time) and, under 50 ms, means the tool is not started at all;
-        output over ``max_chars`` keeps its head and tail.
+        an exception (a tool's own KeyboardInterrupt on a worker thread included), a
+        timeout -- comes back as text starting with ``ERROR:`` that says what to do
+        next. ``timeout`` is what is left of the caller's time budget: it caps the
+        tool's own limit and sets a deadline that a slow ``confirm`` does not move;
+        with under 50 ms left, before or after ``confirm``, the tool is not started at
+        all. Output over ``max_chars`` keeps its head and tail. Ctrl-C propagates
+        (and so does a KeyboardInterrupt from a tool run inline, which looks the same).
         """
         try:
             return _truncate(self._call(name, arguments, confirm, timeout), max_chars)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # a last resort: call() must never raise
-            return f"ERROR: calling {name!r} failed inside the agent: {type(exc).__name__}: {exc}"
+            return (f"ERROR: calling {_text(name, repr)} failed inside the agent: "
+                    f"{type(exc).__name__}: {_text(exc)}")
 
     def _call(self, name: Any, arguments: Any, confirm: Optional[Callable], timeout: Optional[float]) -> str:
+        deadline = None if timeout is None else time.monotonic() + timeout  # fixed now: confirm may be slow
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
             return self._unknown_tool(name)
@@ -847,39 +903,49 @@ class ToolRegistry:
         except _ArgumentError as exc:
             expected = json.dumps(tool.parameters.get("properties", {}), ensure_ascii=False)
             return f"ERROR: invalid arguments for {name!r}: {exc}. Expected arguments: {expected}. Fix and call again."
-        if timeout is not None and timeout < _MIN_START_SECONDS:  # it could only be abandoned, side effects and all
-            return (f"ERROR: {name!r} was not started: only {max(timeout, 0.0):.2f} s of the time budget was left. "
-                    "Give the final answer with what you have.")
-        if tool.confirm and not _confirmed(confirm, name, kwargs):
-            return f"ERROR: the user declined to run {name!r} with these arguments. Do not retry it; go on without it."
+        refusal = _too_late(name, deadline)
+        if refusal is None and tool.confirm:
+            if not _confirmed(confirm, name, kwargs):
+                return (f"ERROR: the user declined to run {name!r} with these arguments. "
+                        "Do not retry it; go on without it.")
+            refusal = _too_late(name, deadline)  # the answer may have taken the rest of the budget
+        return refusal or self._execute(tool, kwargs, deadline)
+
+    def _execute(self, tool: Tool, kwargs: dict, deadline: Optional[float]) -> str:
+        """Run a validated call within its limit (capped by the deadline); failures become ERROR text."""
+        name = tool.name
         limit = tool.timeout if tool.timeout is not None else self.default_timeout
-        if timeout is not None:
-            limit = timeout if limit is None else min(limit, timeout)
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            limit = left if limit is None else min(limit, left)
         try:
             result = self._run(tool.func, kwargs, limit)
         except _Timeout:
-            return (f"ERROR: {name!r} did not finish within {limit:g} s and was abandoned. "
+            return (f"ERROR: {name!r} did not finish within {round(limit, 2):g} s and was abandoned. "
                     "Try smaller input or another approach.")
         except _NotStarted as exc:
             return f"ERROR: {name!r} was not started: {exc}."
+        except _Raised as exc:  # from a worker thread: the tool's own, even a KeyboardInterrupt
+            return _raised(name, exc.args[0])
         except KeyboardInterrupt:
             raise
         except BaseException as exc:
-            return f"ERROR: {name!r} raised {type(exc).__name__}: {exc}. Check the arguments or try another approach."
+            return _raised(name, exc)
         if isinstance(result, str):
-            return result
+            return str.__str__(result)  # plain text, even from a str subclass with its own __str__
         try:
             return json.dumps(result, ensure_ascii=False, default=str)
-        except (ValueError, TypeError, RecursionError) as exc:
-            return f"ERROR: {name!r} returned a value that cannot be shown as JSON ({exc})."
+        except Exception as exc:  # a cycle, too deep, or a __str__ that raises
+            return (f"ERROR: {name!r} returned a value that cannot be shown as JSON "
+                    f"({type(exc).__name__}: {_text(exc)}).")
 
     def _unknown_tool(self, name: Any) -> str:
         import difflib
 
         available = ", ".join(self._tools) or "none"
-        close = difflib.get_close_matches(str(name), list(self._tools), n=1, cutoff=0.5)
+        close = difflib.get_close_matches(_text(name), list(self._tools), n=1, cutoff=0.5)
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        return f"ERROR: unknown tool {name!r}.{hint} Available tools: {available}."
+        return f"ERROR: unknown tool {_text(name, repr)}.{hint} Available tools: {available}."
 
     def _run(self, func: Callable, kwargs: dict, limit: Optional[float]) -> Any:
         if limit is not None:
@@ -2683,33 +2749,45 @@ class AgentResult:
     @staticmethod
     def _plain(value: Any) -> Any:
         # Tool arguments may hold anything a custom client or tool put there: text keys,
-        # lists for tuples, and text for non-finite floats and other objects.
+        # lists for tuples, and text for non-finite floats, huge ints and other objects.
         if isinstance(value, dict):
-            return {key if isinstance(key, str) else str(key): AgentResult._plain(item) for key, item in value.items()}
+            plain = AgentResult._plain
+            return {key if isinstance(key, str) else _text(key): plain(item) for key, item in value.items()}
         if isinstance(value, (list, tuple)):
             return [AgentResult._plain(item) for item in value]
-        if value is None or isinstance(value, (str, bool, int)) or (type(value) is float and math.isfinite(value)):
+        if isinstance(value, int) and not isinstance(value, bool):
+            try:
+                int.__repr__(value)  # as json writes it: Python 3.11+ refuses ints over 4,300 digits
+            except ValueError:
+                return _text(value, hex)  # exact, and hexadecimal has no such limit
             return value
-        return str(value)
+        if value is None or isinstance(value, (str, bool)) or (type(value) is float and math.isfinite(value)):
+            return value
+        return _text(value)
 
     def save(self, path: Any) -> None:
         """Write the result as JSON, atomically; ``MockLLM.from_trace(path)`` replays it.
 
-        The text goes to a temporary file beside ``path`` that then replaces it, so
-        the old file survives any failure. A lone surrogate (a model's ``"\\ud83d"``,
-        an undecodable file name) is written as its JSON escape and reads back
-        unchanged. Raises OSError when the file cannot be written.
+        ``path`` is anything ``open()`` takes: text, bytes or a path object. The text
+        goes to a temporary file beside the target that then replaces it, so the old
+        file survives any failure; the new file keeps the old one's permission bits,
+        and a symlink is written through to the file it points to. A lone surrogate
+        (a model's ``"\\ud83d"``, an undecodable file name) is written as its JSON
+        escape and reads back unchanged. Raises OSError when the file cannot be written.
         """
-        path = os.fspath(path)
         text = json.dumps(self.to_dict(), ensure_ascii=False, indent=1, allow_nan=False)
-        temp = f"{path}.{os.getpid()}-{os.urandom(4).hex()}.tmp"
+        target = os.path.realpath(os.fspath(path))  # replace the file a symlink points to, not the link
+        name = f".{os.urandom(6).hex()}.tmp"  # short: a target name at the system's length limit still fits
+        temp = os.path.join(os.path.dirname(target), os.fsencode(name) if isinstance(target, bytes) else name)
         try:
             # Only strings can hold surrogates, and backslashreplace writes one as its JSON escape (\ud83d).
             with open(temp, "x", encoding="utf-8", errors="backslashreplace") as handle:
                 handle.write(text)
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.replace(temp, path)
+            if os.path.exists(target):
+                os.chmod(temp, os.stat(target).st_mode & 0o7777)  # the permission bits, as stat.S_IMODE
+            os.replace(temp, target)
         except BaseException:
             try:
                 os.remove(temp)
@@ -2740,12 +2818,11 @@ class _RunState:
     failed: set = field(default_factory=set)    # raw replies that could not be parsed
 
 
-def _check_option(name: str, value: Any, minimum: float, optional: bool = False, integer: bool = True) -> None:
+def _check_option(name: str, value: Any, minimum: int, optional: bool = False) -> None:
     if optional and value is None:
         return
-    kinds = (int,) if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kinds) or value < minimum:
-        raise ValueError(f"invalid {name} {value!r} (must be {'an integer ' if integer else 'a number '}>= {minimum})")
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"invalid {name} {value!r} (must be an integer >= {minimum})")
 
 
 def _as_registry(tools: Any) -> ToolRegistry:
@@ -2798,7 +2875,7 @@ class Agent:
         _check_option("max_format_errors", max_format_errors, 0)
         _check_option("max_observation_chars", max_observation_chars, 200)
         _check_option("max_context_chars", max_context_chars, 1000, optional=True)
-        _check_option("max_seconds", max_seconds, 0.001, optional=True, integer=False)
+        _check_seconds("max_seconds", max_seconds)
         _check_option("max_total_tokens", max_total_tokens, 1, optional=True)
         if constrain not in _CONSTRAIN_MODES:
             raise ValueError(f"invalid constrain {constrain!r} (must be one of {', '.join(_CONSTRAIN_MODES)})")

@@ -1,12 +1,17 @@
 """Hostile tools and careless callers: threads stay bounded, budgets are honoured, every writer survives.
 
 Issue #11 items 3, 4 and 5: worker threads that never exit, a tool started after the
-time budget is spent, and a lone surrogate that breaks save().
+time budget is spent, and a lone surrogate that breaks save(). Review 1 items 7-12: a
+slow confirm that spends the budget, out-of-range timeouts, call() raising, save() paths,
+huge integers in to_dict(), and safe_eval's warnings.
 """
 import json
+import os
 import signal
+import stat
 import threading
 import time
+import warnings
 
 import pytest
 from hypothesis import given, settings
@@ -180,7 +185,7 @@ def test_a_tool_is_not_started_with_less_than_the_floor_left():
         observation = registry.call("act", {}, timeout=left)
         assert observation.startswith(f"ERROR: 'act' was not started: only {max(left, 0):.2f} s of the time budget")
     assert ran == []
-    assert registry.call("act", {}, timeout=0.05) == "ran"
+    assert registry.call("act", {}, timeout=0.06) == "ran"  # the deadline is fixed on entry: a little over 50 ms
 
 
 def test_not_started_is_told_apart_from_abandoned():
@@ -260,22 +265,16 @@ def test_save_replaces_the_old_file_only_when_the_new_one_is_complete(tmp_path, 
     path = tmp_path / "run.json"
     path.write_text("old", encoding="utf-8")
 
-    class Unprintable:
-        def __str__(self):
-            raise RuntimeError("cannot show this")
-
-    with pytest.raises(RuntimeError):
-        result_with("x", arguments={"thing": Unprintable()}).save(path)
-
-    def broken_replace(source, target):
+    def disk_full(*args):
         raise OSError("disk full")
 
-    monkeypatch.setattr(agent.os, "replace", broken_replace)
-    with pytest.raises(OSError, match="disk full"):
-        result_with("new").save(path)
-    assert path.read_text(encoding="utf-8") == "old"
+    for step in ("fsync", "replace"):  # a failure while the new text is written, or as it takes the old's place
+        monkeypatch.setattr(agent.os, step, disk_full)
+        with pytest.raises(OSError, match="disk full"):
+            result_with("new").save(path)
+        monkeypatch.undo()
+        assert path.read_text(encoding="utf-8") == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]  # no temporary file left behind
-    monkeypatch.undo()
     result_with("new").save(str(path))
     assert json.loads(path.read_text(encoding="utf-8"))["answer"] == "new"
 
@@ -305,3 +304,240 @@ def test_a_run_whose_model_and_tool_write_lone_surrogates_saves(tmp_path):
     result.save(tmp_path / "run.json")
     saved = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
     assert saved["answer"] == "found \ud83d" and "report-\udcff.txt" in saved["steps"][0]["observation"]
+
+
+# -- review 1: a slow confirm, out-of-range timeouts, call() raising, save() paths, huge ints --
+
+CALL = '{"type": "tool_call", "thought": "", "name": "delete_file", "arguments": {"path": "/x"}}'
+FINAL = '{"type": "final", "thought": "", "answer": "done"}'
+
+
+def deleting_registry(ran, **options):
+    registry = ToolRegistry(**options)
+
+    @registry.register(confirm=True)
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        ran.append(path)
+        return "deleted"
+
+    return registry
+
+
+def slow_yes(seconds):
+    def confirm(name, arguments):
+        time.sleep(seconds)  # the user takes a while to answer
+        return True
+    return confirm
+
+
+def test_a_tool_is_not_started_when_confirm_spent_the_budget():
+    ran = []
+    result = Agent(MockLLM([CALL, FINAL]), deleting_registry(ran), max_seconds=0.1,
+                   confirm=slow_yes(0.1)).run("go")
+    assert ran == []
+    assert result.stop_reason == "time_limit" and len(result.steps) == 1
+    assert result.steps[0].error.startswith("ERROR: 'delete_file' was not started: only 0.00 s of the time budget")
+
+
+def test_the_budget_is_a_deadline_that_confirm_does_not_move():
+    ran = []
+    registry = deleting_registry(ran)
+    assert "was not started" in registry.call("delete_file", {"path": "/x"}, confirm=slow_yes(0.1), timeout=0.1)
+    assert ran == []
+    release = threading.Event()
+    registry.register(lambda: release.wait(5) and "late", name="slow", confirm=True)
+    try:
+        observation = registry.call("slow", {}, confirm=slow_yes(0.05), timeout=0.2)
+    finally:
+        release.set()
+    limit = float(observation.split("within ")[1].split(" s")[0])
+    assert limit <= 0.15  # what was left after the answer, not the 0.2 s given before it
+
+
+NOT_SECONDS = [pytest.param(value, id=name) for name, value in [
+    ("0", 0), ("-1", -1), ("-0.5", -0.5), ("nan", float("nan")), ("inf", float("inf")), ("-inf", float("-inf")),
+    ("10**400", 10 ** 400), ("True", True), ("text", "5")]]
+
+
+@pytest.mark.parametrize("bad", NOT_SECONDS)
+def test_a_tool_timeout_that_is_not_a_finite_positive_number_is_refused(bad):
+    registry = ToolRegistry()
+    with pytest.raises(agent.ToolError, match="invalid timeout"):
+        registry.register(lambda: "ok", name="note", timeout=bad)
+    with pytest.raises(agent.ToolError, match="invalid timeout"):
+        registry.register(agent.Tool("note", "Note.", {"type": "object"}, lambda: "ok", timeout=bad))
+    assert "note" not in registry
+
+
+@pytest.mark.parametrize("bad", NOT_SECONDS)
+def test_a_registry_default_timeout_out_of_range_is_a_value_error(bad):
+    with pytest.raises(ValueError, match="invalid default_timeout"):
+        ToolRegistry(default_timeout=bad)
+
+
+@pytest.mark.parametrize("bad", NOT_SECONDS)
+def test_max_seconds_must_be_a_finite_positive_number(bad):
+    with pytest.raises(ValueError, match="invalid max_seconds"):
+        Agent(MockLLM([]), max_seconds=bad)
+
+
+def test_a_huge_finite_limit_is_no_limit_in_practice():
+    registry = ToolRegistry(default_timeout=1e300)
+    registry.register(lambda: "ok", name="note")
+    registry.register(lambda: "ok", name="own", timeout=1e300)
+    assert registry.call("note", {}) == "ok" and registry.call("own", {}) == "ok"
+    assert registry.call("note", {}, timeout=float("inf")) == "ok"
+    reply = '{"type": "tool_call", "thought": "", "name": "note", "arguments": {}}'
+    result = Agent(MockLLM([reply, FINAL]), ToolRegistry(default_timeout=None), max_seconds=1e300).run("go")
+    assert result.stop_reason == "final"
+
+
+def test_a_tools_own_keyboard_interrupt_on_a_worker_is_an_observation():
+    registry = ToolRegistry()
+
+    @registry.register
+    def quit_now() -> str:
+        """Raise KeyboardInterrupt, as a tool that re-raises a caught one might."""
+        raise KeyboardInterrupt("from the tool")
+
+    assert registry.call("quit_now", {}).startswith("ERROR: 'quit_now' raised KeyboardInterrupt: from the tool")
+    result = Agent(MockLLM(['{"type": "tool_call", "thought": "", "name": "quit_now", "arguments": {}}', FINAL]),
+                   registry).run("go")
+    assert result.stop_reason == "final" and "KeyboardInterrupt" in result.steps[0].error
+
+
+def test_an_inline_keyboard_interrupt_is_taken_for_ctrl_c():
+    registry = ToolRegistry(default_timeout=None)  # inline: the calling thread cannot tell it from Ctrl-C
+    registry.register(lambda: (_ for _ in ()).throw(KeyboardInterrupt), name="quit_now")
+    with pytest.raises(KeyboardInterrupt):
+        registry.call("quit_now", {})
+
+
+class Unshowable(Exception):
+    """An exception, or a value, that cannot be turned into text."""
+
+    def __str__(self):
+        raise Unshowable()
+
+    __repr__ = __str__
+
+
+def raise_unshowable():
+    raise Unshowable()
+
+
+@pytest.mark.parametrize("default_timeout", [30.0, None])
+@pytest.mark.parametrize("tool, words", [
+    (raise_unshowable, "ERROR: 'tool' raised Unshowable: <"),
+    (lambda: Unshowable(), "ERROR: 'tool' returned a value that cannot be shown"),
+    (lambda: [1, Unshowable()], "ERROR: 'tool' returned a value that cannot be shown"),
+])
+def test_text_that_cannot_be_shown_becomes_an_observation(default_timeout, tool, words):
+    registry = ToolRegistry(default_timeout=default_timeout)
+    registry.register(tool, name="tool")
+    assert registry.call("tool", {}).startswith(words)
+
+
+def test_a_name_that_cannot_be_shown_is_an_unknown_tool():
+    registry = ToolRegistry()
+    assert registry.call(Unshowable(), {}).startswith("ERROR: unknown tool <")
+
+
+def test_the_last_resort_survives_an_exception_that_cannot_be_shown(monkeypatch):
+    registry = ToolRegistry()
+    registry.register(lambda: "ok", name="tool")
+    monkeypatch.setattr(agent, "_truncate", lambda text, max_chars: raise_unshowable())
+    assert registry.call("tool", {}).startswith("ERROR: calling 'tool' failed inside the agent: Unshowable")
+
+
+def test_a_str_subclass_result_comes_back_as_plain_text():
+    class Loud(str):
+        def __str__(self):
+            raise Unshowable()
+
+    registry = ToolRegistry()
+    registry.register(lambda: Loud("quiet"), name="tool")
+    observation = registry.call("tool", {})
+    assert observation == "quiet" and type(observation) is str
+
+
+def test_save_to_a_name_as_long_as_the_system_allows(tmp_path):
+    path = tmp_path / ("n" * 250)
+    result_with("x").save(path)
+    assert json.loads(path.read_text(encoding="utf-8"))["answer"] == "x"
+
+
+def test_save_to_a_bytes_path_and_a_bare_name(tmp_path, monkeypatch):
+    path = tmp_path / "out.json"
+    result_with("bytes").save(bytes(path))
+    assert json.loads(path.read_text(encoding="utf-8"))["answer"] == "bytes"
+    monkeypatch.chdir(tmp_path)
+    result_with("bare").save("bare.json")
+    assert json.loads((tmp_path / "bare.json").read_text(encoding="utf-8"))["answer"] == "bare"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bare.json", "out.json"]
+
+
+needs_posix = pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits and symlinks")
+
+
+@needs_posix
+def test_save_keeps_the_permission_bits_of_the_file_it_replaces(tmp_path):
+    path = tmp_path / "secret.json"
+    path.write_text("old", encoding="utf-8")
+    path.chmod(0o600)
+    result_with("x").save(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    fresh, plain = tmp_path / "fresh.json", tmp_path / "plain.json"
+    result_with("x").save(fresh)
+    plain.write_text("x", encoding="utf-8")  # a new file gets what open() would give it
+    assert stat.S_IMODE(fresh.stat().st_mode) == stat.S_IMODE(plain.stat().st_mode)
+
+
+@needs_posix
+def test_save_writes_through_a_symlink_to_its_target(tmp_path):
+    target, link = tmp_path / "data" / "run.json", tmp_path / "link.json"
+    target.parent.mkdir()
+    target.write_text("old", encoding="utf-8")
+    link.symlink_to(target)
+    result_with("x").save(link)
+    assert link.is_symlink() and json.loads(target.read_text(encoding="utf-8"))["answer"] == "x"
+    dangling = tmp_path / "dangling.json"
+    dangling.symlink_to(tmp_path / "data" / "new.json")
+    result_with("y").save(dangling)
+    assert dangling.is_symlink() and json.loads(dangling.read_text(encoding="utf-8"))["answer"] == "y"
+
+
+def test_to_dict_turns_an_integer_json_cannot_write_into_text():
+    result = result_with("x", arguments={"n": 10 ** 5000, "m": -(10 ** 5000), "small": 12})
+    result.usage["prompt_tokens"] = 7 ** 9000
+    data = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    arguments = data["steps"][0]["action"]["arguments"]
+    assert int(arguments["n"], 16) == 10 ** 5000 and int(arguments["m"], 16) == -(10 ** 5000)
+    assert arguments["small"] == 12 and int(data["usage"]["prompt_tokens"], 16) == 7 ** 9000
+
+
+def test_to_dict_shows_an_object_that_cannot_be_shown_as_a_placeholder():
+    class Unprintable:
+        def __str__(self):
+            raise RuntimeError("cannot show this")
+
+    result = result_with("x", arguments={"thing": Unprintable(), Unprintable(): 1})
+    arguments = json.loads(json.dumps(result.to_dict(), allow_nan=False))["steps"][0]["action"]["arguments"]
+    assert arguments == {"thing": "<Unprintable that cannot be shown>", "<Unprintable that cannot be shown>": 1}
+
+
+WARNING_PRONE = st.text(st.sampled_from("019xobeflrinsu '\"\\(+"), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.sampled_from(["1if 1 else 2", "'\\777'", "1is 1", "0x1for x in y", "1_000or 2"]),
+                 WARNING_PRONE))
+def test_safe_eval_never_emits_a_warning(expr):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            agent.safe_eval(expr)
+        except agent.UnsafeExpression:
+            pass
+    assert [str(w.message) for w in caught] == []
