@@ -2455,6 +2455,10 @@ class OpenAICompatLLM:
         schema = self.response_schema if self.response_schema is not None else response_schema
         if schema is not None:
             body["response_format"] = {"type": "json_schema", "json_schema": {"name": "action", "schema": schema}}
+            if "no_format" not in self._adapted and "stop" not in self.extra_body:
+                # The grammar already ends the reply after the object; a stop sequence could only cut a
+                # string that quotes it (a small model copies "[OBSERVATION]" into its thought).
+                body.pop("stop", None)
         return self._adapted_body(body)
 
     def _adapted_body(self, body: dict) -> dict:
