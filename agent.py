@@ -22,6 +22,19 @@ Quick start::
 
 Protocol: the model sends ``{"type": "tool_call", "thought": ..., "name": ..., "arguments": {...}}``
 or ``{"type": "final", "thought": ..., "answer": ...}``; results come back as ``[OBSERVATION] ...``.
+
+Map of this file, in the order the data flows (each section refers only upward):
+
+- Errors: ``AgentError`` and its four children.
+- Calculator: ``safe_eval``, an ``ast`` whitelist (the demo's calculator tool).
+- Tools: ``Tool``, ``ToolRegistry`` (``register``, ``call``, ``action_schema``); schema
+  inference and argument validation; the shared worker pool that enforces time limits.
+- Protocol: ``parse_action`` reads one reply; ``_ActionScanner`` finds where its action
+  ends (the streaming client uses it too); ``SYSTEM_PROMPT``.
+- Models: the ``LLM`` protocol, ``MockLLM``, and ``OpenAICompatLLM``, which talks HTTP
+  (its plumbing -- deadlines, server-sent events -- sits under its own ruler).
+- Loop: ``Agent.run`` is the loop; ``Step`` and ``AgentResult`` are the trace.
+- Demo tools and the CLI: ``run`` (one call), ``main`` (``python agent.py``).
 """
 
 from __future__ import annotations
