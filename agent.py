@@ -985,9 +985,12 @@ def _note(repairs: list, tag: str) -> None:
         repairs.append(tag)
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Whether two JSON values are the same (1, 1.0 and true are three different values)."""
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+def _canonical(value: Any) -> str:
+    """A JSON value as text that is equal for equal values (1, 1.0 and true are three different values).
+
+    Compare a value against many others through this, computed once: serialising it
+    again per comparison makes the work grow with the square of the reply."""
+    return json.dumps(value, sort_keys=True)
 
 
 def _may_be_packaging(rest: str) -> bool:
@@ -1231,7 +1234,7 @@ def _unique_keys(pairs: list, repairs: list) -> dict:
     obj: dict = {}
     for key, value in pairs:
         if key in obj:
-            if not _same(obj[key], value):
+            if _canonical(obj[key]) != _canonical(value):
                 raise _refuse(f"the key {json.dumps(key, ensure_ascii=False)[:60]} appears twice with different "
                               "values; write each key once")
             _note(repairs, "duplicate_key")
@@ -1404,10 +1407,12 @@ def _check_rest(rest: str, action: Any, opened: bool, repairs: list) -> None:
     if tail:
         rest = rest[:tail.start()]
         _note(repairs, "observation_tail")
+    first = None
     for chunk, value in _objects(rest):
         if not _is_action(chunk, value):
             continue  # braces in prose, not an action
-        if value is not None and _same(value, action):
+        first = first or _canonical(action)
+        if value is not None and _canonical(value) == first:
             _note(repairs, "duplicate_action")
         elif opened:
             _note(repairs, "extra_actions")
@@ -1428,7 +1433,8 @@ def _one_object(value: Any, opened: bool, repairs: list) -> dict:
     if not value or not isinstance(value[0], dict):
         raise _refuse("expected one JSON object, found an array")
     _note(repairs, "array")
-    if not all(_same(item, value[0]) for item in value[1:]):
+    first = _canonical(value[0])
+    if not all(_canonical(item) == first for item in value[1:]):
         if not opened:
             raise _refuse(f"expected one JSON object, found an array of {len(value)}; send one action per reply")
         _note(repairs, "extra_actions")

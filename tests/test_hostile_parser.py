@@ -357,3 +357,30 @@ def test_a_refused_reply_stays_refused_when_split_by_the_scanner():
 ])
 def test_a_number_that_is_not_finite_is_refused_anywhere(number, template):
     refused(template % number, "finite")
+
+
+# -- review 1.6: the work after the action grows with the reply, not with its square ----------
+
+def serialised_while_parsing(reply, monkeypatch):
+    """How many characters parse_action serialises (json.dumps) while reading reply."""
+    import agent
+    total, dumps = [0], agent.json.dumps
+
+    def counting(*args, **kwargs):
+        text = dumps(*args, **kwargs)
+        total[0] += len(text)
+        return text
+    monkeypatch.setattr(agent.json, "dumps", counting)
+    try:
+        parse_action(reply)
+    except ActionFormatError:
+        pass
+    return total[0]
+
+
+@pytest.mark.parametrize("follow", ['{"name": "a"}', '{"type": "final", "answer": "x"}'])
+@pytest.mark.parametrize("array", [False, True])
+def test_a_big_action_is_compared_once_however_many_objects_follow(follow, array, monkeypatch):
+    big = '{"type": "final", "answer": "x", "k": [' + ",".join(["0"] * 5000) + "]}"
+    reply = f"[{big}, {', '.join([follow] * 500)}]" if array else big + follow * 500
+    assert serialised_while_parsing(reply, monkeypatch) < 4 * len(reply)
