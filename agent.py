@@ -937,7 +937,12 @@ _CALL_IN_NAME = re.compile(r"[()\[\]{}\"'=\n\r]")
 
 _THINK_OPEN = re.compile(r"<(think|thinking|reasoning)>", re.I)
 _THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)>", re.I)
+_THINK_TAG = re.compile(r"<(/?)(?:think|thinking|reasoning)>", re.I)
 _THINK_TAIL = len("</reasoning>") - 1  # what an open think block keeps between pieces
+# The only tags that are packaging: tokens of chat templates and tool-call wrappers. Any other
+# tag (<draft>, <example>, <reflection>) is prose, so a reply that opens with it is read whole.
+_SPECIAL_TOKEN = r"""<\|/?[\w.-]{1,40}\|> | <｜[^｜<>]{0,40}｜> | \[/?(?:TOOL_CALLS|INST)\]
+                   | </?(?:s|tool_calls?|function_?calls?)> | (?i:</(?:think|thinking|reasoning)>)"""
 _FENCE_OPEN = re.compile(r"```[\w+.-]*[ \t]*\n?")
 _ACTION_OPENER = r"\{|\[\s{0,64}\{"   # an object, or an array whose first element is one
 _ACTION_START = re.compile(_ACTION_OPENER)
@@ -950,7 +955,7 @@ _LEAD_TOKEN = re.compile(rf"""
   | (?P<quote>"(?={_ACTION_OPENER}))                   # a stray quote right before the action
   | (?P<think>(?i:<(?:think|thinking|reasoning)>))
   | (?P<fence>```[\w+.-]{{0,20}})
-  | (?P<token><\|?/?[\w.-]{{1,40}}\|?>|<｜[^｜<>]{{0,40}}｜>|\[/?[A-Z_]{{1,20}}\])
+  | (?P<token>{_SPECIAL_TOKEN})
   | (?P<label>(?:{"|".join(_LABELS)})\b)
 """, re.X)
 _LEAD_PARTIAL = re.compile(r"""<\|?/?[\w.-]{0,40}\|? | <｜[^｜<>]{0,40}｜? | \[\s{0,64} | \[/?[A-Z_]{0,20}
@@ -1018,7 +1023,7 @@ class _ActionScanner:
         self.packaging: list = []              # repair tags of the packaging skipped before the action
         self._fed = 0                          # characters fed so far
         self._pending = ""                     # fed text not decided yet: a partial token, an open think block's tail
-        self._in_think = False
+        self._think_depth = 0                  # think blocks open around the current position
         self._closers: list = []               # the closing brackets the action still needs, innermost last
         self._quote = ""                       # the quote of the string the action is inside, or ""
         self._escaped = False                  # the last piece ended on a backslash inside a string
@@ -1053,12 +1058,11 @@ class _ActionScanner:
         """Skip packaging; return where the inside of the action begins, or None while undecided or after prose."""
         pos = 0
         while pos < len(text):
-            if self._in_think:
-                close = _THINK_CLOSE.search(text, pos)
-                if close is None:  # keep only what may be the start of the closing tag
+            if self._think_depth:
+                pos, self._think_depth = _think_end(text, pos, self._think_depth)
+                if self._think_depth:  # keep only what may be the start of the next tag
                     self._pending = text[max(pos, len(text) - _THINK_TAIL):]
                     return None
-                self._in_think, pos = False, close.end()
                 continue
             token = _LEAD_TOKEN.match(text, pos)
             if token is None or (token.end() == len(text) and token.lastgroup in ("fence", "label")):
@@ -1071,7 +1075,7 @@ class _ActionScanner:
             if kind == "action":
                 self._open(token.group(), base + token.start())
                 return pos
-            self._in_think = kind == "think"
+            self._think_depth = int(kind == "think")
             tag = "think" if kind == "think" or _THINK_CLOSE.fullmatch(token.group()) else _PACKAGING_TAGS.get(kind)
             if tag:
                 _note(self.packaging, tag)
@@ -1115,6 +1119,18 @@ class _ActionScanner:
         return None
 
 
+def _think_end(text: str, pos: int, depth: int) -> tuple[int, int]:
+    """Read reasoning from text[pos], inside depth open think blocks; blocks nest, so a closing tag
+    ends only its own block. Returns (just past the tag that closes the outermost block, 0), or,
+    when text ends first, (just past the last tag read, the depth still open)."""
+    for tag in _THINK_TAG.finditer(text, pos):
+        depth += -1 if tag.group(1) else 1
+        pos = tag.end()
+        if not depth:
+            break
+    return pos, depth
+
+
 def _inside_first_object(text: str, pos: int) -> bool:
     first = _ACTION_START.search(text)
     if first is None or first.start() > pos:
@@ -1145,11 +1161,10 @@ def _drop_think(text: str, repairs: list) -> str:
         if opening is None or (brace != -1 and brace < opening.start()):
             break
         kept.append(text[pos:opening.start()])
-        closing = _THINK_CLOSE.search(text, opening.end())
-        if closing is None:
+        pos, depth = _think_end(text, opening.end(), 1)
+        if depth:
             raise _refuse(f"your reply opens a {opening.group()} block that never closes, so it holds no action; "
                           f"close it with </{opening.group(1)}> and put the action after it")
-        pos = closing.end()
         _note(repairs, "think")
     text = ("".join(kept) + text[pos:]).strip()
     closing = _THINK_CLOSE.search(text)

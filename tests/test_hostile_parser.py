@@ -384,3 +384,63 @@ def test_a_big_action_is_compared_once_however_many_objects_follow(follow, array
     big = '{"type": "final", "answer": "x", "k": [' + ",".join(["0"] * 5000) + "]}"
     reply = f"[{big}, {', '.join([follow] * 500)}]" if array else big + follow * 500
     assert serialised_while_parsing(reply, monkeypatch) < 4 * len(reply)
+
+
+# -- review 1.1: only known tokens are packaging; think blocks nest ---------------------------
+
+DELETE = '{"type": "tool_call", "name": "delete_file", "arguments": {"path": "/"}}'
+
+
+@pytest.mark.parametrize("reply", [
+    "<draft>" + DELETE + "</draft>" + CALL,
+    "<thinking>ok</thinking><reflection>" + DELETE + " wrong</reflection><output>" + CALL + "</output>",
+    "<example>" + DELETE + "</example>\nSo: " + CALL,
+    "<scratchpad>\n" + DELETE + "\n</scratchpad>\n" + CALL,
+    "<|im_start|>assistant\n<draft>" + DELETE + "</draft>" + CALL,
+    "[EXAMPLE] " + DELETE + " [/EXAMPLE] " + CALL,
+])
+def test_a_draft_in_an_unknown_tag_is_prose_so_two_actions_are_refused(reply):
+    refused(reply, "two different actions")
+    assert _ActionScanner().feed(reply) is None
+
+
+def test_think_blocks_nest_so_a_draft_inside_is_never_run():
+    reply = "<think>Format: <think>...</think> " + DELETE + " -- no.</think>" + CALL
+    assert meaning(parse_action(reply)) == meaning(parse_action(CALL))
+    scanner = _ActionScanner()
+    assert scanner.feed(reply) == len(reply)
+    refused("<think>a <think>b</think> " + DELETE, "never closes")
+    refused("Plan. <think>a <think>b</think> " + DELETE + " more", "never closes")
+
+
+@pytest.mark.parametrize("token", ["<tool_call>", "</s>", "<s>", "[TOOL_CALLS]", "<|python_tag|>", "<|eot_id|>",
+                                   "<|im_start|>assistant\n", "<｜Assistant｜>", "json\n", "<function_call>"])
+def test_known_tokens_stay_packaging(token):
+    reply = token + CALL + "\n" + DELETE
+    action = parse_action(reply)
+    assert action.name == "read_file" and "extra_actions" in action.repairs
+    assert _ActionScanner().feed(reply) == len(token) + len(CALL)
+
+
+tag_names = st.from_regex(r"[A-Za-z][\w-]{0,11}", fullmatch=True).filter(
+    lambda t: t.lower() not in ("s", "think", "thinking", "reasoning", "tool_call", "tool_calls", "function_call",
+                                "functioncall"))
+
+
+@DEEP
+@given(st.lists(st.one_of(tag_names.map(lambda t: f"<{t}>"), tag_names.map(lambda t: f"</{t}>"),
+                          st.sampled_from(["<think>x</think>", "<|eot_id|>", " ", "\n", "<tool_call>"])),
+                max_size=3),
+       tag_names, st.sampled_from(["", "\n", " -- no. "]), st.booleans())
+def test_a_draft_inside_any_unknown_tag_is_never_run(lead, tag, gap, nested_think):
+    draft = f"<{tag}>" + DELETE + gap + f"</{tag}>"
+    if nested_think:
+        draft = "<think>x <think>y</think> " + DELETE + gap + "</think>"
+    reply = "".join(lead) + draft + "\n" + CALL
+    try:
+        action = parse_action(reply)
+    except ActionFormatError:
+        return
+    assert action.name == "read_file"
+    cut = _ActionScanner().feed(reply)
+    assert cut is None or meaning(parse_action(reply[:cut])) == meaning(action)
