@@ -1380,9 +1380,15 @@ def _read_value(text: str, start: int, repairs: list) -> tuple[Any, int]:
     return _decode(text[start:scanner.end], repairs), scanner.end
 
 
+def _spelling(key: Any) -> Optional[str]:
+    """A key as the parser compares it: lower-cased, without spaces around (``"Name "`` is ``name``)."""
+    return key.strip().lower() if isinstance(key, str) else None
+
+
 def _meant_key(key: Any) -> Optional[str]:
-    """The action key that key stands for: the key itself, a misspelling of it (case, spaces), or a look-alike's."""
-    normal = key.strip().lower() if isinstance(key, str) else None
+    """The action key that key stands for: the key itself, another spelling of it (case, spaces), or a
+    look-alike's."""
+    normal = _spelling(key)
     return normal if normal in _OWN_KEYS else _LOOKALIKES.get(normal)
 
 
@@ -1488,6 +1494,24 @@ def _lookalike(obj: dict, key: str) -> Optional[str]:
     return next((other for other in obj if other != key and _meant_key(other) == key and _present(obj, other)), None)
 
 
+def _check_spellings(obj: dict, repairs: list) -> None:
+    """An action key written under two spellings (``name`` and ``Name``), both holding a value, must hold
+    the same value: one of them would silently win. Refused, naming the key."""
+    seen: dict = {}
+    for key, value in obj.items():
+        meant = _spelling(key)
+        if meant not in _OWN_KEYS or meant == "thought" or not _present(obj, key):
+            continue
+        if meant not in seen:
+            seen[meant] = (key, _canonical(value))
+        elif seen[meant][1] != _canonical(value):
+            shown = f"{json.dumps(seen[meant][0], ensure_ascii=False)} and {json.dumps(key, ensure_ascii=False)}"
+            raise _refuse(f'the key "{meant}" appears twice with different values (as {shown[:80]}); '
+                          "write each key once")
+        else:
+            _note(repairs, "duplicate_key")
+
+
 def _action_kind(obj: dict, repairs: list) -> str:
     if "type" in obj:
         kind = obj["type"]
@@ -1572,6 +1596,7 @@ def _answer(obj: dict, repairs: list) -> str:
 
 def _interpret(obj: dict, repairs: list) -> Action:
     """Turn the action object into an Action, refusing anything whose meaning is not certain."""
+    _check_spellings(obj, repairs)
     kind = _action_kind(obj, repairs)
     thought = obj.get("thought")
     if thought is not None and not isinstance(thought, str):

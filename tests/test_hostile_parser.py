@@ -444,3 +444,41 @@ def test_a_draft_inside_any_unknown_tag_is_never_run(lead, tag, gap, nested_thin
     assert action.name == "read_file"
     cut = _ActionScanner().feed(reply)
     assert cut is None or meaning(parse_action(reply[:cut])) == meaning(action)
+
+
+# -- review 1.2: one key under two spellings the parser reads as one ---------------------------
+
+@pytest.mark.parametrize("reply, key", [
+    ('{"type": "tool_call", "name": "read_file", "Name": "delete_file", "arguments": {}}', "name"),
+    ('{"type": "tool_call", "name": "rm", "arguments": {"path": "/tmp/x"}, "arguments ": {"path": "/"}}', "arguments"),
+    ('{"type": "final", "answer": "yes", "ANSWER": "no"}', "answer"),
+    ('{"type": "final", "Type": "tool_call", "name": "f", "answer": "x"}', "type"),
+    ("{'name': 'read_file', ' name ': 'delete_file', 'arguments': {}}", "name"),
+])
+def test_one_key_under_two_spellings_with_different_values_is_refused(reply, key):
+    refused(reply, f'"{key}"', "twice")
+
+
+def test_one_key_under_two_spellings_with_the_same_value_is_read_once():
+    action = parse_action('{"type": "tool_call", "name": "f", "Name": "f", "arguments": {"a": 1}, "Arguments": {"a": 1}}')
+    assert (action.name, action.arguments) == ("f", {"a": 1}) and "duplicate_key" in action.repairs
+
+
+def spellings(key):
+    return st.tuples(st.sampled_from(["", " ", "\t"]), st.lists(st.booleans(), min_size=len(key), max_size=len(key)),
+                     st.sampled_from(["", " ", "  "])).map(
+        lambda t: t[0] + "".join(c.upper() if up else c for c, up in zip(key, t[1])) + t[2])
+
+
+@DEEP
+@given(st.sampled_from(["type", "name", "arguments", "answer"]), st.data(), st.booleans())
+def test_any_spelling_of_an_action_key_conflicts_with_the_key(key, data, same):
+    action = {"type": "tool_call", "name": "read_file", "arguments": {"path": "/x"}} if key != "answer" \
+        else {"type": "final", "answer": "yes"}
+    other = data.draw(spellings(key).filter(lambda k: k != key))
+    values = {"type": "final", "name": "delete_file", "arguments": {"path": "/"}, "answer": "no"}
+    text = json.dumps(action)[:-1] + f", {json.dumps(other)}: {json.dumps(action[key] if same else values[key])}}}"
+    if same:
+        assert meaning(parse_action(text)) == meaning(parse_action(json.dumps(action)))
+    else:
+        refused(text, f'"{key}"', "twice")
