@@ -460,7 +460,8 @@ def test_one_key_under_two_spellings_with_different_values_is_refused(reply, key
 
 
 def test_one_key_under_two_spellings_with_the_same_value_is_read_once():
-    action = parse_action('{"type": "tool_call", "name": "f", "Name": "f", "arguments": {"a": 1}, "Arguments": {"a": 1}}')
+    reply = '{"type": "tool_call", "name": "f", "Name": "f", "arguments": {"a": 1}, "Arguments": {"a": 1}}'
+    action = parse_action(reply)
     assert (action.name, action.arguments) == ("f", {"a": 1}) and "duplicate_key" in action.repairs
 
 
