@@ -1563,17 +1563,28 @@ def _arguments_from_string(text: str, repairs: list) -> Any:
     return value
 
 
+def _check_stray_arguments(obj: dict) -> None:
+    """In a call whose arguments are missing or empty, a look-alike of "arguments", or any key other than
+    the action's own holding a value, is an argument in the wrong place: dropping it would run the tool
+    on its defaults. Refused, naming "arguments"."""
+    stray = _lookalike(obj, "arguments") or next(
+        (key for key in obj if _spelling(key) not in _OWN_KEYS and _present(obj, key)), None)
+    if stray is None:
+        return
+    shown = json.dumps(stray, ensure_ascii=False)[:60]
+    if _meant_key(stray) == "arguments" or isinstance(obj[stray], dict):
+        raise _refuse(f'use "arguments" instead of {shown}', _CALL_SHAPE)
+    raise _refuse(f'the tool call has no "arguments" but has {shown} beside them; put the tool\'s arguments '
+                  f'inside "arguments", as in "arguments": {{{shown}: ...}}', _CALL_SHAPE)
+
+
 def _arguments(obj: dict, repairs: list) -> dict:
-    """The call's arguments; when they are missing or empty, a look-alike key or any other key holding an
-    object must not be silently dropped: refused, naming "arguments"."""
+    """The call's arguments; when they are missing or empty, no other key may hold any."""
     arguments = obj.get("arguments")
     if isinstance(arguments, str):
         arguments = _arguments_from_string(arguments, repairs)
     if arguments is None or arguments == {}:
-        stray = _lookalike(obj, "arguments") or next(
-            (key for key, value in obj.items() if key not in _OWN_KEYS and isinstance(value, dict) and value), None)
-        if stray is not None:
-            raise _refuse(f'use "arguments" instead of {json.dumps(stray, ensure_ascii=False)[:60]}', _CALL_SHAPE)
+        _check_stray_arguments(obj)
         if arguments is None:
             _note(repairs, "missing_arguments")
         return {}

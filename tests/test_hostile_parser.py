@@ -300,7 +300,7 @@ def test_extra_keys_beside_real_arguments_or_a_final_answer_stay_ignored():
     action = parse_action('{"type": "tool_call", "name": "f", "arguments": {"a": 1}, "meta": {"b": 2}}')
     assert action.arguments == {"a": 1}
     assert parse_action('{"type": "final", "answer": "x", "Arguments": {"a": 1}, "meta": {}}').answer == "x"
-    assert parse_action('{"type": "tool_call", "name": "f", "meta": {}, "step": 2}').arguments == {}
+    assert parse_action('{"type": "tool_call", "name": "f", "meta": {}, "note": null, "answer": ""}').arguments == {}
 
 
 @pytest.mark.parametrize("reply, words", [
@@ -483,3 +483,42 @@ def test_any_spelling_of_an_action_key_conflicts_with_the_key(key, data, same):
         assert meaning(parse_action(text)) == meaning(parse_action(json.dumps(action)))
     else:
         refused(text, f'"{key}"', "twice")
+
+
+# -- review 1.3: arguments written beside the action's keys ------------------------------------
+
+@pytest.mark.parametrize("reply, key", [
+    ('{"type": "tool_call", "name": "list_files", "path": "/secret"}', "path"),
+    ('{"type": "tool_call", "name": "list_files", "arguments": {}, "recursive": true}', "recursive"),
+    ('{"type": "tool_call", "name": "f", "arguments": null, "limit": 0}', "limit"),
+    ('{"type": "tool_call", "name": "f", "arguments": "", "ids": [1, 2]}', "ids"),
+    ('{"name": "f", "step": 2}', "step"),
+    ("{'type': 'tool_call', 'name': 'f', 'flag': False}", "flag"),
+])
+def test_flattened_arguments_are_refused_naming_arguments(reply, key):
+    message = refused(reply, '"arguments"', f'"{key}"')
+    assert "instead of" not in message  # the key is an argument, not a misspelling of "arguments"
+
+
+non_empty = json_values.filter(lambda v: v not in (None, "", {}, []))
+
+
+@DEEP
+@given(st.text(min_size=1, max_size=12), non_empty, st.sampled_from([None, {}, "", "missing"]))
+def test_any_other_key_holding_a_value_beside_missing_arguments_is_refused(key, value, arguments):
+    assume(key.strip().lower() not in ("type", "thought", "name", "arguments", "answer"))
+    obj = {"type": "tool_call", "name": "f"}
+    if arguments != "missing":
+        obj["arguments"] = arguments
+    obj[key] = value
+    refused(json.dumps(obj), '"arguments"', json.dumps(key, ensure_ascii=False)[:20])
+
+
+@DEEP
+@given(st.dictionaries(st.text(max_size=8), st.sampled_from([None, "", {}, []]), max_size=3),
+       st.sampled_from([None, {}, "", "missing"]))
+def test_empty_extra_keys_beside_missing_arguments_are_ignored(extra, arguments):
+    obj = {**extra, "type": "tool_call", "name": "f"}
+    if arguments != "missing":
+        obj["arguments"] = arguments
+    assert parse_action(json.dumps(obj)).arguments == {}

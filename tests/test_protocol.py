@@ -243,8 +243,8 @@ def packaged(draw):
         del obj["thought"]
     if obj["type"] == "tool_call" and draw(st.booleans()):
         obj["arguments"] = json.dumps(obj["arguments"])          # arguments as a JSON string
-    if draw(st.booleans()):
-        obj["confidence"] = 0.5                                  # an extra key
+    if draw(st.booleans()) and (obj["type"] == "final" or action["arguments"]):
+        obj["confidence"] = 0.5                                  # an extra key (beside empty arguments: refused)
     if draw(st.booleans()):
         del obj["type"]                                          # kind certain from the keys
     quotes = draw(st.sampled_from(['"', "'"]))
