@@ -963,7 +963,10 @@ _LEAD_PARTIAL = re.compile(r"""<\|?/?[\w.-]{0,40}\|? | <｜[^｜<>]{0,40}｜? | 
 _PACKAGING_TAGS = {"fence": "code_fence", "token": "special_tokens", "label": "special_tokens", "quote": "stray_quote"}
 _OBSERVATION_TAIL = re.compile(r"\[OBSERVATION\]|\bObservation\s*:|^[ \t>*#]*(?i:observation)\s*:", re.M)
 _KEY_WORDS = "|".join(sorted({"type", "name", "arguments", "answer", *_LOOKALIKES}, key=len, reverse=True))
-_ACTION_KEY_TEXT = re.compile(rf"""(?<![\w-])["']?\s*(?:{_KEY_WORDS})\s*["']?\s*:""", re.I)  # in a broken object
+# An action's key written in an object that cannot be read, also quoted as \" or \\\" (an action written
+# as a JSON string, or escaped once too often) or after a literal \n. The key is found first and its
+# quoting checked after it (bounded), so the search stays linear on long runs of quotes.
+_ACTION_KEY_TEXT = re.compile(rf"""(?:(?<![\w-])|(?<=\\[nrt]))(?:{_KEY_WORDS})(?:[\\"']|\s){{0,64}}:""", re.I)
 _JSON_TOKEN = re.compile(r"""
     (?P<space>\s+)
   | (?P<escaped>(?:\\[nrt])+)                         # a literal \\n between tokens: escaped twice
@@ -1438,7 +1441,7 @@ def _check_rest(rest: str, action: Any, opened: bool, repairs: list) -> None:
         elif opened:
             _note(repairs, "extra_actions")
         elif value is None:
-            raise _refuse("your reply holds more than one action (the second one is incomplete or broken); "
+            raise _refuse("your reply holds more than one action (the second one is incomplete, broken or escaped); "
                           "send one action per reply")
         else:
             raise _refuse("your reply holds two different actions; send one action per reply and "

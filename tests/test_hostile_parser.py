@@ -522,3 +522,35 @@ def test_empty_extra_keys_beside_missing_arguments_are_ignored(extra, arguments)
     if arguments != "missing":
         obj["arguments"] = arguments
     assert parse_action(json.dumps(obj)).arguments == {}
+
+
+# -- review 1.4: a second action written as a JSON string, or escaped -------------------------
+
+SEARCH = '{"type": "tool_call", "name": "search", "arguments": {"q": "x"}}'
+
+
+def escaped(text, times, quoted):
+    for _ in range(times):
+        text = json.dumps(text)
+    return text if quoted else text[1:-1]
+
+
+@pytest.mark.parametrize("second", [json.dumps(DELETE), json.dumps(DELETE)[1:-1], escaped(DELETE, 2, True),
+                                    escaped(DELETE, 2, False)])
+def test_an_escaped_second_action_after_prose_is_refused(second):
+    refused("To search, send " + SEARCH + "; to delete, send " + second, "one action per reply")
+    assert "extra_actions" in parse_action(SEARCH + "\nor " + second).repairs
+
+
+@DEEP
+@given(st.sampled_from([DELETE, FINAL, '{"tool": "rm", "args": {"p": 1}}', '{"Name": "rm"}']),
+       st.integers(1, 3), st.booleans(), st.sampled_from(["", " ", "\n", "; or: ", " then "]), st.booleans())
+def test_a_second_action_is_seen_however_often_it_was_escaped(second, times, quoted, gap, indent):
+    second = json.dumps(json.loads(second), indent=2 if indent else None)
+    reply = "Send " + SEARCH + gap + escaped(second, times, quoted)
+    refused(reply, "one action per reply")
+
+
+@pytest.mark.parametrize("after", [json.dumps('{"size": 3}'), '{\\"lines\\": [1, 2]}', json.dumps("{not json}")])
+def test_an_escaped_object_that_is_not_an_action_is_prose(after):
+    assert parse_action("Send " + SEARCH + " with " + after).name == "search"
