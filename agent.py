@@ -1029,6 +1029,7 @@ class _ActionScanner:
         self._think_depth = 0                  # think blocks open around the current position
         self._closers: list = []               # the closing brackets the action still needs, innermost last
         self._quote = ""                       # the quote of the string the action is inside, or ""
+        self.quote_at: Optional[int] = None    # where that string opened (None outside strings)
         self._escaped = False                  # the last piece ended on a backslash inside a string
 
     def feed(self, piece: str) -> Optional[int]:
@@ -1099,14 +1100,14 @@ class _ActionScanner:
                 if text[pos] == "\\":  # a lone backslash ends the piece: it escapes the next one's first character
                     self._escaped = True
                     return None
-                self._quote, pos = "", pos + 1
+                self._quote, self.quote_at, pos = "", None, pos + 1
                 continue
             match = _STRUCTURE.search(text, pos)
             if match is None:
                 return None
             char, pos = match.group(), match.end()
             if char in "\"'":
-                self._quote = char
+                self._quote, self.quote_at = char, base + pos - 1
             elif char in "{[":
                 closers.append("}" if char == "{" else "]")
                 if len(closers) > _MAX_JSON_DEPTH:
@@ -1260,7 +1261,7 @@ def _unique_keys(pairs: list, repairs: list) -> dict:
     return obj
 
 
-def _fix_word(word: str, repairs: list) -> str:
+def _fix_word(word: str, after_string: bool, repairs: list) -> str:
     if word in ("true", "false", "null"):
         return word
     if word in ("NaN", "Infinity", "-Infinity"):
@@ -1268,6 +1269,8 @@ def _fix_word(word: str, repairs: list) -> str:
     if word in _PYTHON_WORDS:
         _note(repairs, "python_literal")
         return _PYTHON_WORDS[word]
+    if after_string:  # as in "echo "hi"": the string ended early
+        raise _refuse(f'the text {word[:40]!r} follows a string: a quote inside a string must be escaped as \\"')
     raise _refuse(f"the value {word[:40]!r} is not quoted: put text values in double quotes")
 
 
@@ -1292,6 +1295,8 @@ def _fix_piece(piece: str, single: bool, repairs: list) -> str:
     if code == "_" or (code == "'" and not single):
         _note(repairs, "invalid_escape")
         return code
+    if single and code[0] in "01234567":  # past 0o377 Python warns; the same character without a warning
+        return f"\\U{int(code, 8):08x}"
     if single:
         allowed = code[0] in _PYTHON_ESCAPES
     else:
@@ -1338,7 +1343,7 @@ def _normalize_json(chunk: str, repairs: list) -> str:
         elif kind == "string":
             value = _fix_string(value, repairs)
         elif kind == "word":
-            value = _fix_word(value, repairs)
+            value = _fix_word(value, last[1] >= 0 and out[last[1]][:1] == '"', repairs)
         elif value in "]}" and min(last) >= 0 and out[last[1]] == "," and out[last[0]] not in ("[", "{", ",", ":"):
             out[last[1]] = ""  # whatever whitespace, line breaks or indentation follow the comma
             _note(repairs, "trailing_comma")
@@ -1367,7 +1372,9 @@ def _decode(chunk: str, repairs: list) -> Any:
     except ActionFormatError:
         raise
     except json.JSONDecodeError as exc:
-        raise _refuse(f"the JSON is invalid: {exc.msg} at character {exc.pos}") from None
+        after_string = exc.msg.endswith("delimiter") and exc.doc[:exc.pos].rstrip().endswith('"')
+        hint = '; a quote inside a string must be escaped as \\"' if after_string else ""
+        raise _refuse(f"the JSON is invalid: {exc.msg} at character {exc.pos}{hint}") from None
     except ValueError as exc:
         raise _refuse(f"the JSON is invalid: {exc}") from None
 
@@ -1377,6 +1384,12 @@ def _read_value(text: str, start: int, repairs: list) -> tuple[Any, int]:
     scanner = _ActionScanner._at(text, start)
     if scanner.problem:
         raise _refuse(scanner.problem)
+    at = scanner.quote_at
+    if scanner.end is None and at is not None and _ActionScanner._at(text[:at] + text[at + 1:], start).end:
+        # the text ends inside a string, but read as a character its opening quote closes the action
+        escaped = '\\"' if text[at] == '"' else "\\' (or put the text in double quotes)"
+        raise _refuse(f"a quote inside a string is not escaped, so the object never closes; write a quote "
+                      f"inside a string as {escaped}")
     if scanner.end is None:
         raise _refuse("the JSON object is not complete: it was cut off or a closing bracket or quote is missing; "
                       "send a shorter, complete object")

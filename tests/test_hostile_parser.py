@@ -554,3 +554,71 @@ def test_a_second_action_is_seen_however_often_it_was_escaped(second, times, quo
 @pytest.mark.parametrize("after", [json.dumps('{"size": 3}'), '{\\"lines\\": [1, 2]}', json.dumps("{not json}")])
 def test_an_escaped_object_that_is_not_an_action_is_prose(after):
     assert parse_action("Send " + SEARCH + " with " + after).name == "search"
+
+
+# -- review 1.5: an unescaped quote is named, not called a cut-off -----------------------------
+
+@pytest.mark.parametrize("reply, quote", [
+    ('{"type": "final", "answer": "The board is 5" wide"}', '\\"'),
+    ("{'answer': 'it's done'}", "\\'"),
+    ('Here: {"type": "tool_call", "name": "sh", "arguments": {"cmd": "echo "hi""}} ok', '\\"'),
+    ('```json\n{"type": "final", "answer": "a "quoted" word and a stray " }\n```', '\\"'),
+])
+def test_an_unescaped_quote_is_named_not_called_a_cut_off(reply, quote):
+    message = refused(reply, "escape", quote)
+    assert "cut off" not in message and "not complete" not in message
+
+
+@pytest.mark.parametrize("reply", ['{"type": "final", "answer": "The board is 5', '{"answer": "a" wide',
+                                   "{'answer': 'it's", '{"type": "tool_call", "arguments": {"code": "d = {}'])
+def test_a_reply_that_ends_inside_the_object_is_still_called_cut_off(reply):
+    refused(reply, "not complete")
+
+
+words = st.text(alphabet=st.characters(blacklist_characters="\"'\\{}[]", blacklist_categories=("Cs", "Cc")),
+                max_size=12)
+
+
+@DEEP
+@given(words, words, st.sampled_from(['"', "'"]), st.sampled_from(["", " ", "\n```", " Done."]),
+       st.sampled_from(["", "Here: ", "```json\n"]))
+def test_a_complete_reply_with_a_stray_quote_is_never_called_cut_off(before, after, quote, tail, lead):
+    text = before + quote + after
+    reply = lead + (f"{{'type': 'final', 'answer': '{text}'}}" if quote == "'" else
+                    '{"type": "final", "answer": "' + text + '"}') + tail
+    try:
+        parse_action(reply)
+    except ActionFormatError as exc:
+        assert "cut off" not in str(exc) and "not complete" not in str(exc), str(exc)
+
+
+# -- review 1.11: the library never prints a warning ------------------------------------------
+
+@pytest.mark.parametrize("reply", ["{'type':'final','answer':'\\777'}", "{'type':'final','answer':'\\400 \\1234'}",
+                                   "{'type': 'final', 'answer': '\\d'}"])
+def test_reading_a_reply_emits_no_warning(reply):
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            parse_action(reply)
+        except ActionFormatError:
+            pass
+    assert [str(w.message) for w in caught] == []
+
+
+def test_an_octal_escape_past_0o377_reads_as_python_reads_it():
+    assert parse_action("{'type':'final','answer':'\\777\\400'}").answer == "\u01ff\u0100"
+
+
+@DEEP
+@given(st.text(alphabet="\\01234567xuUN{}abfnrtv'\"89 ", max_size=12))
+def test_no_escape_in_a_single_quoted_string_emits_a_warning(body):
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            parse_action("{'type': 'final', 'answer': '" + body + "'}")
+        except ActionFormatError:
+            pass
+    assert [str(w.message) for w in caught] == []
