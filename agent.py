@@ -1029,7 +1029,6 @@ class _ActionScanner:
         self._think_depth = 0                  # think blocks open around the current position
         self._closers: list = []               # the closing brackets the action still needs, innermost last
         self._quote = ""                       # the quote of the string the action is inside, or ""
-        self.quote_at: Optional[int] = None    # where that string opened (None outside strings)
         self._escaped = False                  # the last piece ended on a backslash inside a string
 
     def feed(self, piece: str) -> Optional[int]:
@@ -1100,14 +1099,14 @@ class _ActionScanner:
                 if text[pos] == "\\":  # a lone backslash ends the piece: it escapes the next one's first character
                     self._escaped = True
                     return None
-                self._quote, self.quote_at, pos = "", None, pos + 1
+                self._quote, pos = "", pos + 1
                 continue
             match = _STRUCTURE.search(text, pos)
             if match is None:
                 return None
             char, pos = match.group(), match.end()
             if char in "\"'":
-                self._quote, self.quote_at = char, base + pos - 1
+                self._quote = char
             elif char in "{[":
                 closers.append("}" if char == "{" else "]")
                 if len(closers) > _MAX_JSON_DEPTH:
@@ -1117,6 +1116,21 @@ class _ActionScanner:
             elif not closers:
                 self.end = base + pos
                 return self.end
+
+    def open_string(self, text: str) -> Optional[int]:
+        """Where in text, all of it fed, the string that text ends inside opened: the last quote of its
+        kind not escaped by a backslash. None when text does not end inside a string."""
+        at = len(text)
+        while self._quote:
+            at = text.rfind(self._quote, 0, at)
+            if at < 0:
+                return None
+            before = at
+            while before > 0 and text[before - 1] == "\\":
+                before -= 1
+            if (at - before) % 2 == 0:
+                return at
+        return None
 
     def _broken(self, problem: str, at: int) -> None:
         self.problem, self.broken_at = problem, at
@@ -1384,7 +1398,7 @@ def _read_value(text: str, start: int, repairs: list) -> tuple[Any, int]:
     scanner = _ActionScanner._at(text, start)
     if scanner.problem:
         raise _refuse(scanner.problem)
-    at = scanner.quote_at
+    at = scanner.open_string(text)
     if scanner.end is None and at is not None and _ActionScanner._at(text[:at] + text[at + 1:], start).end:
         # the text ends inside a string, but read as a character its opening quote closes the action
         escaped = '\\"' if text[at] == '"' else "\\' (or put the text in double quotes)"
@@ -1513,18 +1527,20 @@ def _lookalike(obj: dict, key: str) -> Optional[str]:
 def _check_spellings(obj: dict, repairs: list) -> None:
     """An action key written under two spellings (``name`` and ``Name``), both holding a value, must hold
     the same value: one of them would silently win. Refused, naming the key."""
-    seen: dict = {}
-    for key, value in obj.items():
+    if all(key in _OWN_KEYS for key in obj):
+        return  # the common case: each key once, spelled as the action's own
+    spelled: dict = {}
+    for key in obj:
         meant = _spelling(key)
-        if meant not in _OWN_KEYS or meant == "thought" or not _present(obj, key):
-            continue
-        if meant not in seen:
-            seen[meant] = (key, _canonical(value))
-        elif seen[meant][1] != _canonical(value):
-            shown = f"{json.dumps(seen[meant][0], ensure_ascii=False)} and {json.dumps(key, ensure_ascii=False)}"
+        if meant in _OWN_KEYS and meant != "thought" and _present(obj, key):
+            spelled.setdefault(meant, []).append(key)
+    for meant, keys in spelled.items():
+        values = {_canonical(obj[key]) for key in keys} if len(keys) > 1 else ()
+        if len(values) > 1:
+            shown = " and ".join(json.dumps(key, ensure_ascii=False) for key in keys)
             raise _refuse(f'the key "{meant}" appears twice with different values (as {shown[:80]}); '
                           "write each key once")
-        else:
+        if values:
             _note(repairs, "duplicate_key")
 
 
