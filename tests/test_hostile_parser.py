@@ -414,7 +414,8 @@ def test_think_blocks_nest_so_a_draft_inside_is_never_run():
 
 
 @pytest.mark.parametrize("token", ["<tool_call>", "</s>", "<s>", "[TOOL_CALLS]", "<|python_tag|>", "<|eot_id|>",
-                                   "<|im_start|>assistant\n", "<｜Assistant｜>", "json\n", "<function_call>"])
+                                   "<|im_start|>assistant\n", "<｜Assistant｜>", "json\n", "<function_call>",
+                                   "<tool_calls>", "<functioncall>", "[INST]", "</think>"])
 def test_known_tokens_stay_packaging(token):
     reply = token + CALL + "\n" + DELETE
     action = parse_action(reply)
