@@ -1016,7 +1016,12 @@ _CALL_IN_NAME = re.compile(r"[()\[\]{}\"'=\n\r]")
 
 _THINK_OPEN = re.compile(r"<(think|thinking|reasoning)>", re.I)
 _THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)>", re.I)
+_THINK_TAG = re.compile(r"<(/?)(?:think|thinking|reasoning)>", re.I)
 _THINK_TAIL = len("</reasoning>") - 1  # what an open think block keeps between pieces
+# The only tags that are packaging: tokens of chat templates and tool-call wrappers. Any other
+# tag (<draft>, <example>, <reflection>) is prose, so a reply that opens with it is read whole.
+_SPECIAL_TOKEN = r"""<\|/?[\w.-]{1,40}\|> | <｜[^｜<>]{0,40}｜> | \[/?(?:TOOL_CALLS|INST)\]
+                   | </?(?:s|tool_calls?|function_?calls?)> | (?i:</(?:think|thinking|reasoning)>)"""
 _FENCE_OPEN = re.compile(r"```[\w+.-]*[ \t]*\n?")
 _ACTION_OPENER = r"\{|\[\s{0,64}\{"   # an object, or an array whose first element is one
 _ACTION_START = re.compile(_ACTION_OPENER)
@@ -1029,7 +1034,7 @@ _LEAD_TOKEN = re.compile(rf"""
   | (?P<quote>"(?={_ACTION_OPENER}))                   # a stray quote right before the action
   | (?P<think>(?i:<(?:think|thinking|reasoning)>))
   | (?P<fence>```[\w+.-]{{0,20}})
-  | (?P<token><\|?/?[\w.-]{{1,40}}\|?>|<｜[^｜<>]{{0,40}}｜>|\[/?[A-Z_]{{1,20}}\])
+  | (?P<token>{_SPECIAL_TOKEN})
   | (?P<label>(?:{"|".join(_LABELS)})\b)
 """, re.X)
 _LEAD_PARTIAL = re.compile(r"""<\|?/?[\w.-]{0,40}\|? | <｜[^｜<>]{0,40}｜? | \[\s{0,64} | \[/?[A-Z_]{0,20}
@@ -1037,7 +1042,10 @@ _LEAD_PARTIAL = re.compile(r"""<\|?/?[\w.-]{0,40}\|? | <｜[^｜<>]{0,40}｜? | 
 _PACKAGING_TAGS = {"fence": "code_fence", "token": "special_tokens", "label": "special_tokens", "quote": "stray_quote"}
 _OBSERVATION_TAIL = re.compile(r"\[OBSERVATION\]|\bObservation\s*:|^[ \t>*#]*(?i:observation)\s*:", re.M)
 _KEY_WORDS = "|".join(sorted({"type", "name", "arguments", "answer", *_LOOKALIKES}, key=len, reverse=True))
-_ACTION_KEY_TEXT = re.compile(rf"""(?<![\w-])["']?\s*(?:{_KEY_WORDS})\s*["']?\s*:""", re.I)  # in a broken object
+# An action's key written in an object that cannot be read, also quoted as \" or \\\" (an action written
+# as a JSON string, or escaped once too often) or after a literal \n. The key is found first and its
+# quoting checked after it (bounded), so the search stays linear on long runs of quotes.
+_ACTION_KEY_TEXT = re.compile(rf"""(?:(?<![\w-])|(?<=\\[nrt]))(?:{_KEY_WORDS})(?:[\\"']|\s){{0,64}}:""", re.I)
 _JSON_TOKEN = re.compile(r"""
     (?P<space>\s+)
   | (?P<escaped>(?:\\[nrt])+)                         # a literal \\n between tokens: escaped twice
@@ -1064,9 +1072,12 @@ def _note(repairs: list, tag: str) -> None:
         repairs.append(tag)
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Whether two JSON values are the same (1, 1.0 and true are three different values)."""
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+def _canonical(value: Any) -> str:
+    """A JSON value as text that is equal for equal values (1, 1.0 and true are three different values).
+
+    Compare a value against many others through this, computed once: serialising it
+    again per comparison makes the work grow with the square of the reply."""
+    return json.dumps(value, sort_keys=True)
 
 
 def _may_be_packaging(rest: str) -> bool:
@@ -1094,7 +1105,7 @@ class _ActionScanner:
         self.packaging: list = []              # repair tags of the packaging skipped before the action
         self._fed = 0                          # characters fed so far
         self._pending = ""                     # fed text not decided yet: a partial token, an open think block's tail
-        self._in_think = False
+        self._think_depth = 0                  # think blocks open around the current position
         self._closers: list = []               # the closing brackets the action still needs, innermost last
         self._quote = ""                       # the quote of the string the action is inside, or ""
         self._escaped = False                  # the last piece ended on a backslash inside a string
@@ -1129,12 +1140,11 @@ class _ActionScanner:
         """Skip packaging; return where the inside of the action begins, or None while undecided or after prose."""
         pos = 0
         while pos < len(text):
-            if self._in_think:
-                close = _THINK_CLOSE.search(text, pos)
-                if close is None:  # keep only what may be the start of the closing tag
+            if self._think_depth:
+                pos, self._think_depth = _think_end(text, pos, self._think_depth)
+                if self._think_depth:  # keep only what may be the start of the next tag
                     self._pending = text[max(pos, len(text) - _THINK_TAIL):]
                     return None
-                self._in_think, pos = False, close.end()
                 continue
             token = _LEAD_TOKEN.match(text, pos)
             if token is None or (token.end() == len(text) and token.lastgroup in ("fence", "label")):
@@ -1147,7 +1157,7 @@ class _ActionScanner:
             if kind == "action":
                 self._open(token.group(), base + token.start())
                 return pos
-            self._in_think = kind == "think"
+            self._think_depth = int(kind == "think")
             tag = "think" if kind == "think" or _THINK_CLOSE.fullmatch(token.group()) else _PACKAGING_TAGS.get(kind)
             if tag:
                 _note(self.packaging, tag)
@@ -1186,9 +1196,36 @@ class _ActionScanner:
                 self.end = base + pos
                 return self.end
 
+    def open_string(self, text: str) -> Optional[int]:
+        """Where in text, all of it fed, the string that text ends inside opened: the last quote of its
+        kind not escaped by a backslash. None when text does not end inside a string."""
+        at = len(text)
+        while self._quote:
+            at = text.rfind(self._quote, 0, at)
+            if at < 0:
+                return None
+            before = at
+            while before > 0 and text[before - 1] == "\\":
+                before -= 1
+            if (at - before) % 2 == 0:
+                return at
+        return None
+
     def _broken(self, problem: str, at: int) -> None:
         self.problem, self.broken_at = problem, at
         return None
+
+
+def _think_end(text: str, pos: int, depth: int) -> tuple[int, int]:
+    """Read reasoning from text[pos], inside depth open think blocks; blocks nest, so a closing tag
+    ends only its own block. Returns (just past the tag that closes the outermost block, 0), or,
+    when text ends first, (just past the last tag read, the depth still open)."""
+    for tag in _THINK_TAG.finditer(text, pos):
+        depth += -1 if tag.group(1) else 1
+        pos = tag.end()
+        if not depth:
+            break
+    return pos, depth
 
 
 def _inside_first_object(text: str, pos: int) -> bool:
@@ -1221,11 +1258,10 @@ def _drop_think(text: str, repairs: list) -> str:
         if opening is None or (brace != -1 and brace < opening.start()):
             break
         kept.append(text[pos:opening.start()])
-        closing = _THINK_CLOSE.search(text, opening.end())
-        if closing is None:
+        pos, depth = _think_end(text, opening.end(), 1)
+        if depth:
             raise _refuse(f"your reply opens a {opening.group()} block that never closes, so it holds no action; "
                           f"close it with </{opening.group(1)}> and put the action after it")
-        pos = closing.end()
         _note(repairs, "think")
     text = ("".join(kept) + text[pos:]).strip()
     closing = _THINK_CLOSE.search(text)
@@ -1310,7 +1346,7 @@ def _unique_keys(pairs: list, repairs: list) -> dict:
     obj: dict = {}
     for key, value in pairs:
         if key in obj:
-            if not _same(obj[key], value):
+            if _canonical(obj[key]) != _canonical(value):
                 raise _refuse(f"the key {json.dumps(key, ensure_ascii=False)[:60]} appears twice with different "
                               "values; write each key once")
             _note(repairs, "duplicate_key")
@@ -1318,7 +1354,7 @@ def _unique_keys(pairs: list, repairs: list) -> dict:
     return obj
 
 
-def _fix_word(word: str, repairs: list) -> str:
+def _fix_word(word: str, after_string: bool, repairs: list) -> str:
     if word in ("true", "false", "null"):
         return word
     if word in ("NaN", "Infinity", "-Infinity"):
@@ -1326,6 +1362,8 @@ def _fix_word(word: str, repairs: list) -> str:
     if word in _PYTHON_WORDS:
         _note(repairs, "python_literal")
         return _PYTHON_WORDS[word]
+    if after_string:  # as in "echo "hi"": the string ended early
+        raise _refuse(f'the text {word[:40]!r} follows a string: a quote inside a string must be escaped as \\"')
     raise _refuse(f"the value {word[:40]!r} is not quoted: put text values in double quotes")
 
 
@@ -1350,6 +1388,8 @@ def _fix_piece(piece: str, single: bool, repairs: list) -> str:
     if code == "_" or (code == "'" and not single):
         _note(repairs, "invalid_escape")
         return code
+    if single and code[0] in "01234567":  # past 0o377 Python warns; the same character without a warning
+        return f"\\U{int(code, 8):08x}"
     if single:
         allowed = code[0] in _PYTHON_ESCAPES
     else:
@@ -1396,7 +1436,7 @@ def _normalize_json(chunk: str, repairs: list) -> str:
         elif kind == "string":
             value = _fix_string(value, repairs)
         elif kind == "word":
-            value = _fix_word(value, repairs)
+            value = _fix_word(value, last[1] >= 0 and out[last[1]][:1] == '"', repairs)
         elif value in "]}" and min(last) >= 0 and out[last[1]] == "," and out[last[0]] not in ("[", "{", ",", ":"):
             out[last[1]] = ""  # whatever whitespace, line breaks or indentation follow the comma
             _note(repairs, "trailing_comma")
@@ -1425,7 +1465,9 @@ def _decode(chunk: str, repairs: list) -> Any:
     except ActionFormatError:
         raise
     except json.JSONDecodeError as exc:
-        raise _refuse(f"the JSON is invalid: {exc.msg} at character {exc.pos}") from None
+        after_string = exc.msg.endswith("delimiter") and exc.doc[:exc.pos].rstrip().endswith('"')
+        hint = '; a quote inside a string must be escaped as \\"' if after_string else ""
+        raise _refuse(f"the JSON is invalid: {exc.msg} at character {exc.pos}{hint}") from None
     except ValueError as exc:
         raise _refuse(f"the JSON is invalid: {exc}") from None
 
@@ -1435,15 +1477,27 @@ def _read_value(text: str, start: int, repairs: list) -> tuple[Any, int]:
     scanner = _ActionScanner._at(text, start)
     if scanner.problem:
         raise _refuse(scanner.problem)
+    at = scanner.open_string(text)
+    if scanner.end is None and at is not None and _ActionScanner._at(text[:at] + text[at + 1:], start).end:
+        # the text ends inside a string, but read as a character its opening quote closes the action
+        escaped = '\\"' if text[at] == '"' else "\\' (or put the text in double quotes)"
+        raise _refuse(f"a quote inside a string is not escaped, so the object never closes; write a quote "
+                      f"inside a string as {escaped}")
     if scanner.end is None:
         raise _refuse("the JSON object is not complete: it was cut off or a closing bracket or quote is missing; "
                       "send a shorter, complete object")
     return _decode(text[start:scanner.end], repairs), scanner.end
 
 
+def _spelling(key: Any) -> Optional[str]:
+    """A key as the parser compares it: lower-cased, without spaces around (``"Name "`` is ``name``)."""
+    return key.strip().lower() if isinstance(key, str) else None
+
+
 def _meant_key(key: Any) -> Optional[str]:
-    """The action key that key stands for: the key itself, a misspelling of it (case, spaces), or a look-alike's."""
-    normal = key.strip().lower() if isinstance(key, str) else None
+    """The action key that key stands for: the key itself, another spelling of it (case, spaces), or a
+    look-alike's."""
+    normal = _spelling(key)
     return normal if normal in _OWN_KEYS else _LOOKALIKES.get(normal)
 
 
@@ -1483,15 +1537,17 @@ def _check_rest(rest: str, action: Any, opened: bool, repairs: list) -> None:
     if tail:
         rest = rest[:tail.start()]
         _note(repairs, "observation_tail")
+    first = None
     for chunk, value in _objects(rest):
         if not _is_action(chunk, value):
             continue  # braces in prose, not an action
-        if value is not None and _same(value, action):
+        first = first or _canonical(action)
+        if value is not None and _canonical(value) == first:
             _note(repairs, "duplicate_action")
         elif opened:
             _note(repairs, "extra_actions")
         elif value is None:
-            raise _refuse("your reply holds more than one action (the second one is incomplete or broken); "
+            raise _refuse("your reply holds more than one action (the second one is incomplete, broken or escaped); "
                           "send one action per reply")
         else:
             raise _refuse("your reply holds two different actions; send one action per reply and "
@@ -1507,7 +1563,8 @@ def _one_object(value: Any, opened: bool, repairs: list) -> dict:
     if not value or not isinstance(value[0], dict):
         raise _refuse("expected one JSON object, found an array")
     _note(repairs, "array")
-    if not all(_same(item, value[0]) for item in value[1:]):
+    first = _canonical(value[0])
+    if not all(_canonical(item) == first for item in value[1:]):
         if not opened:
             raise _refuse(f"expected one JSON object, found an array of {len(value)}; send one action per reply")
         _note(repairs, "extra_actions")
@@ -1544,6 +1601,26 @@ def _present(obj: dict, key: str) -> bool:
 def _lookalike(obj: dict, key: str) -> Optional[str]:
     """A key of obj, other than key itself, that stands for key and holds a value."""
     return next((other for other in obj if other != key and _meant_key(other) == key and _present(obj, other)), None)
+
+
+def _check_spellings(obj: dict, repairs: list) -> None:
+    """An action key written under two spellings (``name`` and ``Name``), both holding a value, must hold
+    the same value: one of them would silently win. Refused, naming the key."""
+    if all(key in _OWN_KEYS for key in obj):
+        return  # the common case: each key once, spelled as the action's own
+    spelled: dict = {}
+    for key in obj:
+        meant = _spelling(key)
+        if meant in _OWN_KEYS and meant != "thought" and _present(obj, key):
+            spelled.setdefault(meant, []).append(key)
+    for meant, keys in spelled.items():
+        values = {_canonical(obj[key]) for key in keys} if len(keys) > 1 else ()
+        if len(values) > 1:
+            shown = " and ".join(json.dumps(key, ensure_ascii=False) for key in keys)
+            raise _refuse(f'the key "{meant}" appears twice with different values (as {shown[:80]}); '
+                          "write each key once")
+        if values:
+            _note(repairs, "duplicate_key")
 
 
 def _action_kind(obj: dict, repairs: list) -> str:
@@ -1597,17 +1674,28 @@ def _arguments_from_string(text: str, repairs: list) -> Any:
     return value
 
 
+def _check_stray_arguments(obj: dict) -> None:
+    """In a call whose arguments are missing or empty, a look-alike of "arguments", or any key other than
+    the action's own holding a value, is an argument in the wrong place: dropping it would run the tool
+    on its defaults. Refused, naming "arguments"."""
+    stray = _lookalike(obj, "arguments") or next(
+        (key for key in obj if _spelling(key) not in _OWN_KEYS and _present(obj, key)), None)
+    if stray is None:
+        return
+    shown = json.dumps(stray, ensure_ascii=False)[:60]
+    if _meant_key(stray) == "arguments" or isinstance(obj[stray], dict):
+        raise _refuse(f'use "arguments" instead of {shown}', _CALL_SHAPE)
+    raise _refuse(f'the tool call has no "arguments" but has {shown} beside them; put the tool\'s arguments '
+                  f'inside "arguments", as in "arguments": {{{shown}: ...}}', _CALL_SHAPE)
+
+
 def _arguments(obj: dict, repairs: list) -> dict:
-    """The call's arguments; when they are missing or empty, a look-alike key or any other key holding an
-    object must not be silently dropped: refused, naming "arguments"."""
+    """The call's arguments; when they are missing or empty, no other key may hold any."""
     arguments = obj.get("arguments")
     if isinstance(arguments, str):
         arguments = _arguments_from_string(arguments, repairs)
     if arguments is None or arguments == {}:
-        stray = _lookalike(obj, "arguments") or next(
-            (key for key, value in obj.items() if key not in _OWN_KEYS and isinstance(value, dict) and value), None)
-        if stray is not None:
-            raise _refuse(f'use "arguments" instead of {json.dumps(stray, ensure_ascii=False)[:60]}', _CALL_SHAPE)
+        _check_stray_arguments(obj)
         if arguments is None:
             _note(repairs, "missing_arguments")
         return {}
@@ -1630,6 +1718,7 @@ def _answer(obj: dict, repairs: list) -> str:
 
 def _interpret(obj: dict, repairs: list) -> Action:
     """Turn the action object into an Action, refusing anything whose meaning is not certain."""
+    _check_spellings(obj, repairs)
     kind = _action_kind(obj, repairs)
     thought = obj.get("thought")
     if thought is not None and not isinstance(thought, str):

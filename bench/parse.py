@@ -133,9 +133,15 @@ def score(parser, errors, cases, refusals):
 
 
 def pathological():
+    final = '{"type": "final", "answer": "x"}'
+    big = '{"type": "final", "answer": "x", "k": [' + ",".join(["0"] * 50_000) + "]}"
     return [" " * 5000 + "x {}", "\n \t" * 30_000 + "Here: {}", "x" * 200_000, "{" * 10_000,
             '{"a": "' + "\\" * 150_000, "<think>" * 20_000, "```" * 50_000, "'" * 150_000,
-            '{"type": "final", "answer": "x"}' + " {" * 80_000, "\\n" * 90_000, '"' * 150_000]
+            final + " {" * 80_000, "\\n" * 90_000, '"' * 150_000,
+            big + '{"name": "a"}' * ((199_990 - len(big)) // 13),                 # review 1.6: was 18 s
+            "{'type': 'final', 'answer': 'x', 'k': [" + ", ".join(["'a'"] * 24_000) + "]}",
+            final + "[{}]" * 49_000, "Here: " + final + " {" + '\\"' * 90_000,
+            "Here: " + final + " {" + "'" * 190_000, "<think>" * 10_000 + "</think>" * 10_000 + final]
 
 
 def worst_time(parser, errors, inputs):

@@ -300,7 +300,7 @@ def test_extra_keys_beside_real_arguments_or_a_final_answer_stay_ignored():
     action = parse_action('{"type": "tool_call", "name": "f", "arguments": {"a": 1}, "meta": {"b": 2}}')
     assert action.arguments == {"a": 1}
     assert parse_action('{"type": "final", "answer": "x", "Arguments": {"a": 1}, "meta": {}}').answer == "x"
-    assert parse_action('{"type": "tool_call", "name": "f", "meta": {}, "step": 2}').arguments == {}
+    assert parse_action('{"type": "tool_call", "name": "f", "meta": {}, "note": null, "answer": ""}').arguments == {}
 
 
 @pytest.mark.parametrize("reply, words", [
@@ -357,3 +357,269 @@ def test_a_refused_reply_stays_refused_when_split_by_the_scanner():
 ])
 def test_a_number_that_is_not_finite_is_refused_anywhere(number, template):
     refused(template % number, "finite")
+
+
+# -- review 1.6: the work after the action grows with the reply, not with its square ----------
+
+def serialised_while_parsing(reply, monkeypatch):
+    """How many characters parse_action serialises (json.dumps) while reading reply."""
+    import agent
+    total, dumps = [0], agent.json.dumps
+
+    def counting(*args, **kwargs):
+        text = dumps(*args, **kwargs)
+        total[0] += len(text)
+        return text
+    monkeypatch.setattr(agent.json, "dumps", counting)
+    try:
+        parse_action(reply)
+    except ActionFormatError:
+        pass
+    return total[0]
+
+
+@pytest.mark.parametrize("follow", ['{"name": "a"}', '{"type": "final", "answer": "x"}'])
+@pytest.mark.parametrize("array", [False, True])
+def test_a_big_action_is_compared_once_however_many_objects_follow(follow, array, monkeypatch):
+    big = '{"type": "final", "answer": "x", "k": [' + ",".join(["0"] * 5000) + "]}"
+    reply = f"[{big}, {', '.join([follow] * 500)}]" if array else big + follow * 500
+    assert serialised_while_parsing(reply, monkeypatch) < 4 * len(reply)
+
+
+# -- review 1.1: only known tokens are packaging; think blocks nest ---------------------------
+
+DELETE = '{"type": "tool_call", "name": "delete_file", "arguments": {"path": "/"}}'
+
+
+@pytest.mark.parametrize("reply", [
+    "<draft>" + DELETE + "</draft>" + CALL,
+    "<thinking>ok</thinking><reflection>" + DELETE + " wrong</reflection><output>" + CALL + "</output>",
+    "<example>" + DELETE + "</example>\nSo: " + CALL,
+    "<scratchpad>\n" + DELETE + "\n</scratchpad>\n" + CALL,
+    "<|im_start|>assistant\n<draft>" + DELETE + "</draft>" + CALL,
+    "[EXAMPLE] " + DELETE + " [/EXAMPLE] " + CALL,
+])
+def test_a_draft_in_an_unknown_tag_is_prose_so_two_actions_are_refused(reply):
+    refused(reply, "two different actions")
+    assert _ActionScanner().feed(reply) is None
+
+
+def test_think_blocks_nest_so_a_draft_inside_is_never_run():
+    reply = "<think>Format: <think>...</think> " + DELETE + " -- no.</think>" + CALL
+    assert meaning(parse_action(reply)) == meaning(parse_action(CALL))
+    scanner = _ActionScanner()
+    assert scanner.feed(reply) == len(reply)
+    refused("<think>a <think>b</think> " + DELETE, "never closes")
+    refused("Plan. <think>a <think>b</think> " + DELETE + " more", "never closes")
+
+
+@pytest.mark.parametrize("token", ["<tool_call>", "</s>", "<s>", "[TOOL_CALLS]", "<|python_tag|>", "<|eot_id|>",
+                                   "<|im_start|>assistant\n", "<｜Assistant｜>", "json\n", "<function_call>",
+                                   "<tool_calls>", "<functioncall>", "[INST]", "</think>"])
+def test_known_tokens_stay_packaging(token):
+    reply = token + CALL + "\n" + DELETE
+    action = parse_action(reply)
+    assert action.name == "read_file" and "extra_actions" in action.repairs
+    assert _ActionScanner().feed(reply) == len(token) + len(CALL)
+
+
+tag_names = st.from_regex(r"[A-Za-z][\w-]{0,11}", fullmatch=True).filter(
+    lambda t: t.lower() not in ("s", "think", "thinking", "reasoning", "tool_call", "tool_calls", "function_call",
+                                "functioncall"))
+
+
+@DEEP
+@given(st.lists(st.one_of(tag_names.map(lambda t: f"<{t}>"), tag_names.map(lambda t: f"</{t}>"),
+                          st.sampled_from(["<think>x</think>", "<|eot_id|>", " ", "\n", "<tool_call>"])),
+                max_size=3),
+       tag_names, st.sampled_from(["", "\n", " -- no. "]), st.booleans())
+def test_a_draft_inside_any_unknown_tag_is_never_run(lead, tag, gap, nested_think):
+    draft = f"<{tag}>" + DELETE + gap + f"</{tag}>"
+    if nested_think:
+        draft = "<think>x <think>y</think> " + DELETE + gap + "</think>"
+    reply = "".join(lead) + draft + "\n" + CALL
+    try:
+        action = parse_action(reply)
+    except ActionFormatError:
+        return
+    assert action.name == "read_file"
+    cut = _ActionScanner().feed(reply)
+    assert cut is None or meaning(parse_action(reply[:cut])) == meaning(action)
+
+
+# -- review 1.2: one key under two spellings the parser reads as one ---------------------------
+
+@pytest.mark.parametrize("reply, key", [
+    ('{"type": "tool_call", "name": "read_file", "Name": "delete_file", "arguments": {}}', "name"),
+    ('{"type": "tool_call", "name": "rm", "arguments": {"path": "/tmp/x"}, "arguments ": {"path": "/"}}', "arguments"),
+    ('{"type": "final", "answer": "yes", "ANSWER": "no"}', "answer"),
+    ('{"type": "final", "Type": "tool_call", "name": "f", "answer": "x"}', "type"),
+    ("{'name': 'read_file', ' name ': 'delete_file', 'arguments': {}}", "name"),
+])
+def test_one_key_under_two_spellings_with_different_values_is_refused(reply, key):
+    refused(reply, f'"{key}"', "twice")
+
+
+def test_one_key_under_two_spellings_with_the_same_value_is_read_once():
+    reply = '{"type": "tool_call", "name": "f", "Name": "f", "arguments": {"a": 1}, "Arguments": {"a": 1}}'
+    action = parse_action(reply)
+    assert (action.name, action.arguments) == ("f", {"a": 1}) and "duplicate_key" in action.repairs
+
+
+def spellings(key):
+    return st.tuples(st.sampled_from(["", " ", "\t"]), st.lists(st.booleans(), min_size=len(key), max_size=len(key)),
+                     st.sampled_from(["", " ", "  "])).map(
+        lambda t: t[0] + "".join(c.upper() if up else c for c, up in zip(key, t[1])) + t[2])
+
+
+@DEEP
+@given(st.sampled_from(["type", "name", "arguments", "answer"]), st.data(), st.booleans())
+def test_any_spelling_of_an_action_key_conflicts_with_the_key(key, data, same):
+    action = {"type": "tool_call", "name": "read_file", "arguments": {"path": "/x"}} if key != "answer" \
+        else {"type": "final", "answer": "yes"}
+    other = data.draw(spellings(key).filter(lambda k: k != key))
+    values = {"type": "final", "name": "delete_file", "arguments": {"path": "/"}, "answer": "no"}
+    text = json.dumps(action)[:-1] + f", {json.dumps(other)}: {json.dumps(action[key] if same else values[key])}}}"
+    if same:
+        assert meaning(parse_action(text)) == meaning(parse_action(json.dumps(action)))
+    else:
+        refused(text, f'"{key}"', "twice")
+
+
+# -- review 1.3: arguments written beside the action's keys ------------------------------------
+
+@pytest.mark.parametrize("reply, key", [
+    ('{"type": "tool_call", "name": "list_files", "path": "/secret"}', "path"),
+    ('{"type": "tool_call", "name": "list_files", "arguments": {}, "recursive": true}', "recursive"),
+    ('{"type": "tool_call", "name": "f", "arguments": null, "limit": 0}', "limit"),
+    ('{"type": "tool_call", "name": "f", "arguments": "", "ids": [1, 2]}', "ids"),
+    ('{"name": "f", "step": 2}', "step"),
+    ("{'type': 'tool_call', 'name': 'f', 'flag': False}", "flag"),
+])
+def test_flattened_arguments_are_refused_naming_arguments(reply, key):
+    message = refused(reply, '"arguments"', f'"{key}"')
+    assert "instead of" not in message  # the key is an argument, not a misspelling of "arguments"
+
+
+non_empty = json_values.filter(lambda v: v not in (None, "", {}, []))
+
+
+@DEEP
+@given(st.text(min_size=1, max_size=12), non_empty, st.sampled_from([None, {}, "", "missing"]))
+def test_any_other_key_holding_a_value_beside_missing_arguments_is_refused(key, value, arguments):
+    assume(key.strip().lower() not in ("type", "thought", "name", "arguments", "answer"))
+    obj = {"type": "tool_call", "name": "f"}
+    if arguments != "missing":
+        obj["arguments"] = arguments
+    obj[key] = value
+    refused(json.dumps(obj), '"arguments"', json.dumps(key, ensure_ascii=False)[:20])
+
+
+@DEEP
+@given(st.dictionaries(st.text(max_size=8), st.sampled_from([None, "", {}, []]), max_size=3),
+       st.sampled_from([None, {}, "", "missing"]))
+def test_empty_extra_keys_beside_missing_arguments_are_ignored(extra, arguments):
+    obj = {**extra, "type": "tool_call", "name": "f"}
+    if arguments != "missing":
+        obj["arguments"] = arguments
+    assert parse_action(json.dumps(obj)).arguments == {}
+
+
+# -- review 1.4: a second action written as a JSON string, or escaped -------------------------
+
+SEARCH = '{"type": "tool_call", "name": "search", "arguments": {"q": "x"}}'
+
+
+def escaped(text, times, quoted):
+    for _ in range(times):
+        text = json.dumps(text)
+    return text if quoted else text[1:-1]
+
+
+@pytest.mark.parametrize("second", [json.dumps(DELETE), json.dumps(DELETE)[1:-1], escaped(DELETE, 2, True),
+                                    escaped(DELETE, 2, False)])
+def test_an_escaped_second_action_after_prose_is_refused(second):
+    refused("To search, send " + SEARCH + "; to delete, send " + second, "one action per reply")
+    assert "extra_actions" in parse_action(SEARCH + "\nor " + second).repairs
+
+
+@DEEP
+@given(st.sampled_from([DELETE, FINAL, '{"tool": "rm", "args": {"p": 1}}', '{"Name": "rm"}']),
+       st.integers(1, 3), st.booleans(), st.sampled_from(["", " ", "\n", "; or: ", " then "]), st.booleans())
+def test_a_second_action_is_seen_however_often_it_was_escaped(second, times, quoted, gap, indent):
+    second = json.dumps(json.loads(second), indent=2 if indent else None)
+    reply = "Send " + SEARCH + gap + escaped(second, times, quoted)
+    refused(reply, "one action per reply")
+
+
+@pytest.mark.parametrize("after", [json.dumps('{"size": 3}'), '{\\"lines\\": [1, 2]}', json.dumps("{not json}")])
+def test_an_escaped_object_that_is_not_an_action_is_prose(after):
+    assert parse_action("Send " + SEARCH + " with " + after).name == "search"
+
+
+# -- review 1.5: an unescaped quote is named, not called a cut-off -----------------------------
+
+@pytest.mark.parametrize("reply, quote", [
+    ('{"type": "final", "answer": "The board is 5" wide"}', '\\"'),
+    ("{'answer': 'it's done'}", "\\'"),
+    ('Here: {"type": "tool_call", "name": "sh", "arguments": {"cmd": "echo "hi""}} ok', '\\"'),
+    ('```json\n{"type": "final", "answer": "a "quoted" word and a stray " }\n```', '\\"'),
+])
+def test_an_unescaped_quote_is_named_not_called_a_cut_off(reply, quote):
+    message = refused(reply, "escape", quote)
+    assert "cut off" not in message and "not complete" not in message
+
+
+@pytest.mark.parametrize("reply", ['{"type": "final", "answer": "The board is 5', '{"answer": "a" wide',
+                                   "{'answer': 'it's", '{"type": "tool_call", "arguments": {"code": "d = {}'])
+def test_a_reply_that_ends_inside_the_object_is_still_called_cut_off(reply):
+    refused(reply, "not complete")
+
+
+words = st.text(alphabet=st.characters(blacklist_characters="\"'\\{}[]", blacklist_categories=("Cs", "Cc")),
+                max_size=12)
+
+
+@DEEP
+@given(words, words, st.sampled_from(['"', "'"]), st.sampled_from(["", " ", "\n```", " Done."]),
+       st.sampled_from(["", "Here: ", "```json\n"]))
+def test_a_complete_reply_with_a_stray_quote_is_never_called_cut_off(before, after, quote, tail, lead):
+    text = before + quote + after
+    reply = lead + (f"{{'type': 'final', 'answer': '{text}'}}" if quote == "'" else
+                    '{"type": "final", "answer": "' + text + '"}') + tail
+    try:
+        parse_action(reply)
+    except ActionFormatError as exc:
+        assert "cut off" not in str(exc) and "not complete" not in str(exc), str(exc)
+
+
+# -- review 1.11: the library never prints a warning ------------------------------------------
+
+@pytest.mark.parametrize("reply", ["{'type':'final','answer':'\\777'}", "{'type':'final','answer':'\\400 \\1234'}",
+                                   "{'type': 'final', 'answer': '\\d'}"])
+def test_reading_a_reply_emits_no_warning(reply):
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            parse_action(reply)
+        except ActionFormatError:
+            pass
+    assert [str(w.message) for w in caught] == []
+
+
+def test_an_octal_escape_past_0o377_reads_as_python_reads_it():
+    assert parse_action("{'type':'final','answer':'\\777\\400'}").answer == "\u01ff\u0100"
+
+
+@DEEP
+@given(st.text(alphabet="\\01234567xuUN{}abfnrtv'\"89 ", max_size=12))
+def test_no_escape_in_a_single_quoted_string_emits_a_warning(body):
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            parse_action("{'type': 'final', 'answer': '" + body + "'}")
+        except ActionFormatError:
+            pass
+    assert [str(w.message) for w in caught] == []

@@ -243,8 +243,8 @@ def packaged(draw):
         del obj["thought"]
     if obj["type"] == "tool_call" and draw(st.booleans()):
         obj["arguments"] = json.dumps(obj["arguments"])          # arguments as a JSON string
-    if draw(st.booleans()):
-        obj["confidence"] = 0.5                                  # an extra key
+    if draw(st.booleans()) and (obj["type"] == "final" or action["arguments"]):
+        obj["confidence"] = 0.5                                  # an extra key (beside empty arguments: refused)
     if draw(st.booleans()):
         del obj["type"]                                          # kind certain from the keys
     quotes = draw(st.sampled_from(['"', "'"]))
@@ -264,7 +264,7 @@ def packaged(draw):
     if draw(st.booleans()):
         text = f"{text}\n[OBSERVATION] {draw(st.text(max_size=20))}"
     if draw(st.booleans()):
-        text = f"<think>{draw(st.text(max_size=40)).replace('</', '')}</think>\n{text}"
+        text = f"<think>{draw(st.text(max_size=40)).replace('<', '')}</think>\n{text}"
     if draw(st.booleans()):
         text = draw(st.sampled_from(["<tool_call>", "[TOOL_CALLS] ", "<|python_tag|>", "json\n"])) + text
     if draw(st.booleans()):
@@ -452,7 +452,7 @@ lead_tokens = st.sampled_from(["\n", "  ", "\t", "\ufeff", "```", "```json\n", "
                                "<｜Assistant｜>", "</think>"])
 think_blocks = st.builds(lambda tag, text: f"<{tag}>{text}</{tag}>",
                          st.sampled_from(["think", "thinking", "reasoning"]),
-                         st.text(max_size=40).map(lambda s: s.replace("</", "")))
+                         st.text(max_size=40).map(lambda s: s.replace("<", "")))
 tails = st.sampled_from(["", "\n```", " Done.", '"', "\nObservation: 4", "<|eot_id|>", ' {"type": "final", '])
 
 
