@@ -1974,17 +1974,28 @@ def _read_error_body(exc: Any) -> bytes:
         exc.close()
 
 
-def _server_error(text: str) -> tuple:
-    """The server's own message and its error object (``{}`` if none) from an OpenAI, vLLM or llama.cpp body."""
+def _server_error(text: str, scrub: Callable[[str], str]) -> tuple:
+    """The server's own message, scrubbed, and its error object (``{}`` if none) from an OpenAI, vLLM or llama.cpp body.
+
+    The message is scrubbed after decoding (an escaped key decodes to the plain key) and before it is cut.
+    """
     text = text.strip()
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
-        return text[:200] or "(empty body)", {}
+        return scrub(text)[:200] or "(empty body)", {}
     error = data.get("error", data) if isinstance(data, dict) else data
     details = error if isinstance(error, dict) else {}
     message = (details.get("message") or details.get("detail") or error) if details else error
-    return (message if isinstance(message, str) else json.dumps(message))[:300], details
+    return scrub(message if isinstance(message, str) else json.dumps(message))[:300], details
+
+
+_ESCAPED = re.compile(r"\\u([0-9a-fA-F]{4})|\\(/)|%([0-9a-fA-F]{2})")   # JSON's \uXXXX and \/, URLs' %XX
+
+
+def _unescaped(text: str) -> str:
+    """text with JSON's \\uXXXX and \\/ escapes and URL percent-escapes decoded, so an escaped secret shows."""
+    return _ESCAPED.sub(lambda m: m.group(2) or chr(int(m.group(1) or m.group(3), 16)), text)
 
 
 def _error_status(details: dict) -> Optional[int]:
@@ -2635,7 +2646,7 @@ class OpenAICompatLLM:
 
     def _fail(self, status: Optional[int], text: str, headers: Any = None) -> None:
         """Raise what a server's error means: _Retryable when another attempt may help, else LLMError."""
-        message, details = _server_error(self._scrub(text))
+        message, details = _server_error(text, self._scrub)
         status = status or _error_status(details)
         where = f"HTTP {status} from {self.url}" if status else f"{self.url} returned an error"
         overflow = _overflow(message, details)
@@ -2676,12 +2687,21 @@ class OpenAICompatLLM:
         return text
 
     def _scrub(self, text: str) -> str:
-        """text without the API key, nor any custom header value that may be a key (Azure's api-key header)."""
+        """text without the API key, nor any custom header value that may be a key (Azure's api-key header).
+
+        Every path that quotes server text goes through here. A server may echo a key
+        escaped (``\\u0073k-...``, PHP's ``\\/``, ``%2F`` in a Location, escaped twice):
+        when an unescaped reading of the text holds a secret, that reading is shown, scrubbed.
+        """
         secrets = [self._api_key] + [str(value).strip() for value in self.headers.values()]
+        secrets = [secret for secret in secrets if secret and len(secret) >= _MIN_SECRET_CHARS]
+        readings = [text]
+        for _ in range(3):                      # an escape escaped again (\\u005cu0073, %252F) takes another pass
+            readings.append(_unescaped(readings[-1]))
+        shown = next((r for r in reversed(readings) if any(secret in r for secret in secrets)), text)
         for secret in secrets:
-            if secret and len(secret) >= _MIN_SECRET_CHARS:
-                text = text.replace(secret, "***")
-        return text
+            shown = shown.replace(secret, "***")
+        return shown
 
 
 # -- Loop ------------------------------------------------------------------------------

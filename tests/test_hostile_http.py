@@ -113,6 +113,60 @@ def test_a_custom_header_value_is_scrubbed_like_the_key(serve):
     assert secret not in str(info.value) and "Access denied" in str(info.value)
 
 
+# The review's finding 1: a server that echoes the key escaped (JSON's \uXXXX, PHP's \/, a percent-encoded Location)
+SLASHED_KEY = "sk-test/ABCDEFGHIJ+xyz"
+
+
+def u_escaped(text):
+    return "".join(f"\\u{ord(char):04x}" for char in text)
+
+
+def raw_answer(status, body, headers=(), content_type="application/json"):
+    def script(ex):
+        ex.handler.send_response(status)
+        ex.handler.send_header("Content-Type", content_type)
+        ex.handler.send_header("Content-Length", str(len(body)))
+        for name, value in headers:
+            ex.handler.send_header(name, value)
+        ex.handler.end_headers()
+        ex.handler.wfile.write(body)
+    return script
+
+
+def sse_error(message):
+    def script(ex):
+        ex.head(200)
+        ex.write(('data: {"error": {"message": "' + message + '", "code": 400}}\n\n').encode())
+        ex.end()
+    return script
+
+
+ECHOES = {
+    "json_u_escape_401": raw_answer(401, ('{"error": {"message": "bad key ' + u_escaped(SLASHED_KEY) + '"}}').encode()),
+    "php_slash_escape_401": raw_answer(401, ('{"error": {"message": "bad key ' + SLASHED_KEY.replace("/", "\\/")
+                                             + '"}}').encode()),
+    "json_u_escape_500": raw_answer(500, ('{"error": {"message": "bad key ' + u_escaped(SLASHED_KEY) + '"}}').encode()),
+    "escaped_twice": raw_answer(400, ('{"error": {"message": "bad key ' + u_escaped(SLASHED_KEY).replace("\\", "\\\\")
+                                      + '"}}').encode()),
+    "sse_error_u_escape": sse_error("bad key " + u_escaped(SLASHED_KEY)),
+    "percent_encoded_location": raw_answer(302, b"", [("Location", "http://127.0.0.1:1/x?k=" + SLASHED_KEY.replace(
+        "/", "%2F").replace("+", "%2B"))]),
+    "not_json_at_all": raw_answer(200, ('{"choices": "' + u_escaped(SLASHED_KEY) + '"').encode()),
+}
+
+
+@pytest.mark.parametrize("name", ECHOES)
+def test_a_key_the_server_echoes_escaped_is_scrubbed_after_decoding(serve, name, caplog):
+    server = serve(ECHOES[name])
+    caplog.set_level(logging.DEBUG, logger="agent")
+    with pytest.raises(LLMError) as info:
+        client(server, api_key=SLASHED_KEY, max_retries=1).chat(MESSAGES)
+    shown = str(info.value) + caplog.text
+    assert "***" in str(info.value)
+    for form in (SLASHED_KEY, "ABCDEFGHIJ", "ABCDEFGHIJ".lower()):
+        assert form not in shown
+
+
 # -- 2. No redirect is followed --------------------------------------------------------
 
 @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
