@@ -27,6 +27,7 @@ or ``{"type": "final", "thought": ..., "answer": ...}``; results come back as ``
 from __future__ import annotations
 
 import ast
+import io
 import json
 import logging
 import math
@@ -1965,13 +1966,23 @@ def _clean_key(api_key: Any) -> Optional[str]:
     return api_key.strip() or None
 
 
-def _read_error_body(exc: Any) -> bytes:
+def _read_error_body(exc: Any, deadline: Any, timeout: float) -> bytes:
+    """Up to _MAX_ERROR_BYTES of an error answer's body, read under the deadlines: a drip cannot hold the call."""
+    body, pieces, size = _Body(exc, deadline, math.inf, timeout), [], 0
     try:
-        return exc.read(_MAX_ERROR_BYTES) or b""
+        while size < _MAX_ERROR_BYTES:
+            piece = body.read()
+            if not piece:
+                break
+            pieces.append(piece)
+            size += len(piece)
+    except LLMError:
+        raise                                   # the request's deadline passed
     except Exception:
-        return b""
+        pass                                    # a stall or a break: quote what came
     finally:
         exc.close()
+    return b"".join(pieces)[:_MAX_ERROR_BYTES]
 
 
 def _server_error(text: str, scrub: Callable[[str], str]) -> tuple:
@@ -2132,16 +2143,17 @@ class _Deadline:
 
 
 class _Body:
-    """Reads a response in pieces as they arrive, under the deadlines and the size cap (internal).
+    """Reads a response in pieces as they arrive, under the size cap (internal).
 
-    Until the first byte only the request's deadline bounds the wait: the server may
-    be processing a long prompt. After it, each next piece must come within ``timeout``.
+    The waits themselves are bounded by the connection's _TimedReader; this marks
+    the body's first byte, which may wait for prompt processing, and says what a
+    timeout means.
     """
 
-    def __init__(self, response: Any, timeout: float, deadline: _Deadline, max_bytes: int) -> None:
+    def __init__(self, response: Any, deadline: _Deadline, max_bytes: float, timeout: float) -> None:
         self._read = getattr(response, "read1", None) or response.read
-        self._socket = getattr(response, "agent_socket", None)   # set by _TimedConnection; absent from a fake
-        self._timeout, self._deadline, self._max_bytes = timeout, deadline, max_bytes
+        self._reader = getattr(response, "agent_reader", None)   # set by _TimedConnection; absent from a fake
+        self._deadline, self._max_bytes, self._timeout = deadline, max_bytes, timeout
         self.size = 0
 
     def read(self) -> bytes:
@@ -2149,12 +2161,9 @@ class _Body:
         import http.client
         import socket
 
-        left = self._deadline.left()
-        try:
-            if self._socket is not None:
-                self._socket.settimeout(left if self.size == 0 else min(self._timeout, left))
-        except OSError:
-            pass                       # the response closed its socket after the last byte (Python 3.13)
+        self._deadline.left()
+        if self._reader is not None:
+            self._reader.first_byte = self.size == 0
         try:
             piece = self._read(_READ_CHUNK)
         except socket.timeout:
@@ -2239,26 +2248,70 @@ class _StreamState:
         return _Reply("".join(self.pieces), "".join(self.reasoning), self.finish_reason, usage, self.stopped_early)
 
 
-class _TimedConnection:
-    """Mixed into http.client's connections: the wait for the first byte gets its own timeout (internal)."""
+class _TimedReader(io.RawIOBase):
+    """What http.client reads a response from: each receive waits at most what is allowed (internal).
 
-    def __init__(self, *args: Any, first_byte_timeout: Optional[float] = None, **kwargs: Any) -> None:
+    The status line, and the body's first byte (``first_byte``, set by _Body), wait
+    for prompt processing: only the request's deadline bounds them. Every other
+    receive, headers and chunk-size lines included, must come within ``timeout``
+    and the deadline. It holds the socket itself: http.client lets go of it when
+    the answer will close, and a timeout set on the connection would then be lost.
+    """
+
+    def __init__(self, sock: Any, timeout: float, deadline: _Deadline) -> None:
+        super().__init__()
+        self._raw = sock.makefile("rb", buffering=0)   # keeps the socket open until the response closes
+        self._sock, self._timeout, self._deadline = sock, timeout, deadline
+        self.first_byte = True
+
+    def makefile(self, mode: str = "rb") -> Any:   # http.client's response asks its "socket" for this
+        return io.BufferedReader(self)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        import socket
+
+        left = self._deadline.end - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("the request's deadline has passed")
+        self._sock.settimeout(left if self.first_byte else min(self._timeout, left))
+        count = self._raw.readinto(buffer)
+        self.first_byte = self.first_byte and not count
+        return count
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+class _TimedConnection:
+    """Mixed into http.client's connections: the response is read through a _TimedReader (internal)."""
+
+    def __init__(self, *args: Any, timing: Optional[tuple] = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.first_byte_timeout = first_byte_timeout
+        self.timing = timing                                # (timeout, deadline) of the request
 
     def getresponse(self) -> Any:
-        if self.sock is not None and self.first_byte_timeout is not None:
-            self.sock.settimeout(self.first_byte_timeout)   # prompt processing: only the request deadline bounds it
-        response = super().getresponse()
-        response.agent_socket = self.sock                   # _Body times each later read
-        return response
+        if self.sock is not None and self.timing is not None:
+            reader = _TimedReader(self.sock, *self.timing)
+            base = type(self).response_class
+
+            def response_class(sock: Any, *args: Any, **kwargs: Any) -> Any:
+                response = base(reader, *args, **kwargs)
+                response.agent_reader = reader              # _Body marks the body's first byte
+                return response
+
+            self.response_class = response_class
+        return super().getresponse()
 
 
 _HANDLERS: list = []   # urllib handler classes, made on first use: importing urllib costs more than agent.py
 
 
 def _handler_classes() -> list:
-    """urllib handlers that time the first byte apart and follow no redirect."""
+    """urllib handlers that bound every read (_TimedReader) and follow no redirect."""
     if _HANDLERS:
         return _HANDLERS
     import functools
@@ -2273,13 +2326,11 @@ def _handler_classes() -> list:
 
     class HTTPHandler(urllib.request.HTTPHandler):
         def http_open(self, req: Any) -> Any:
-            timeout = getattr(req, "first_byte_timeout", None)
-            return self.do_open(functools.partial(HTTPConnection, first_byte_timeout=timeout), req)
+            return self.do_open(functools.partial(HTTPConnection, timing=getattr(req, "timing", None)), req)
 
     class HTTPSHandler(urllib.request.HTTPSHandler):
         def https_open(self, req: Any) -> Any:
-            timeout = getattr(req, "first_byte_timeout", None)
-            return self.do_open(functools.partial(HTTPSConnection, first_byte_timeout=timeout), req,
+            return self.do_open(functools.partial(HTTPSConnection, timing=getattr(req, "timing", None)), req,
                                 context=self._context)
 
     class NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -2527,23 +2578,33 @@ class OpenAICompatLLM:
         return headers
 
     def _attempt(self, data: bytes, stream: bool, deadline: _Deadline) -> _Reply:
-        import http.client
-        import urllib.error
-        import urllib.request
-
-        request = urllib.request.Request(self.url, data=data, headers=self._request_headers(stream), method="POST")
-        request.first_byte_timeout = deadline.left()    # a fresh Request per attempt: urllib's proxy code edits it
-        opener = self._opener or _build_opener(self.url)
-        try:
-            response = opener.open(request, timeout=min(self.timeout, deadline.left()))
-        except urllib.error.HTTPError as exc:
-            self._fail(exc.code, _read_error_body(exc).decode("utf-8", errors="replace"), exc.headers)
-        except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out, cut short
-            raise self._unreachable(exc, deadline) from None
+        response = self._open(data, stream, deadline)
         try:
             return self._read_response(response, deadline)
         finally:
             response.close()                    # always: after an early stop, a stall, an error or Ctrl-C
+
+    def _open(self, data: Optional[bytes], stream: bool, deadline: _Deadline) -> Any:
+        """Send one request (a POST of data, or a GET when None) to deadline.url; the response, whose status is 2xx.
+
+        Raises _Retryable or LLMError for what a failure means. Every read is bounded
+        by ``timeout`` and the deadline, and no redirect is followed.
+        """
+        import http.client
+        import urllib.error
+        import urllib.request
+
+        request = urllib.request.Request(deadline.url, data=data, headers=self._request_headers(stream),
+                                         method="GET" if data is None else "POST")
+        request.timing = (self.timeout, deadline)   # a fresh Request per attempt: urllib's proxy code edits it
+        opener = self._opener or _build_opener(deadline.url)
+        try:
+            return opener.open(request, timeout=min(self.timeout, deadline.left()))
+        except urllib.error.HTTPError as exc:
+            text = _read_error_body(exc, deadline, self.timeout).decode("utf-8", errors="replace")
+            self._fail(exc.code, text, exc.headers, deadline.url)
+        except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out, cut short
+            raise self._unreachable(exc, deadline) from None
 
     def _unreachable(self, exc: Exception, deadline: _Deadline) -> Exception:
         import socket
@@ -2551,10 +2612,10 @@ class OpenAICompatLLM:
 
         reason = getattr(exc, "reason", None) or exc
         if isinstance(reason, ssl.SSLCertVerificationError):  # retrying will not help
-            return LLMError(f"the TLS certificate of {self.url} could not be verified: {reason}")
+            return LLMError(f"the TLS certificate of {deadline.url} could not be verified: {reason}")
         if isinstance(reason, socket.timeout) and deadline.passed():
             return deadline.expired()
-        return _Retryable(f"could not reach {self.url}: {self._scrub(str(reason)) or type(exc).__name__}")
+        return _Retryable(f"could not reach {deadline.url}: {self._scrub(str(reason)) or type(exc).__name__}")
 
     def _read_response(self, response: Any, deadline: _Deadline) -> _Reply:
         status = getattr(response, "status", None)
@@ -2565,7 +2626,7 @@ class OpenAICompatLLM:
         if length and length.strip().isdigit() and int(length) > self.max_response_bytes:
             raise LLMError(f"the answer from {self.url} is over max_response_bytes={self.max_response_bytes} "
                            f"({int(length)} bytes); refused")
-        body = _Body(response, self.timeout, deadline, self.max_response_bytes)
+        body = _Body(response, deadline, self.max_response_bytes, self.timeout)
         first = body.read()
         while first and len(first.lstrip()) < 6:     # enough to tell events from JSON, even a byte at a time
             more = body.read()
@@ -2644,11 +2705,11 @@ class OpenAICompatLLM:
         return _Reply(_text_of(message.get("content")), _reasoning_of(message),
                       finish if isinstance(finish, str) else None, _reported_usage(data.get("usage")))
 
-    def _fail(self, status: Optional[int], text: str, headers: Any = None) -> None:
+    def _fail(self, status: Optional[int], text: str, headers: Any = None, url: Optional[str] = None) -> None:
         """Raise what a server's error means: _Retryable when another attempt may help, else LLMError."""
         message, details = _server_error(text, self._scrub)
-        status = status or _error_status(details)
-        where = f"HTTP {status} from {self.url}" if status else f"{self.url} returned an error"
+        status, url = status or _error_status(details), url or self.url
+        where = f"HTTP {status} from {url}" if status else f"{url} returned an error"
         overflow = _overflow(message, details)
         if overflow is not None:
             error = LLMError(f"{where}: {message} (the conversation does not fit the model's context window)",
@@ -2657,7 +2718,7 @@ class OpenAICompatLLM:
             raise error
         if status is not None and 300 <= status < 400:
             location = self._scrub(str(headers.get("Location") if headers else None))
-            raise LLMError(f"HTTP {status} from {self.url}: redirected to {location} (agent.py follows no redirect, "
+            raise LLMError(f"HTTP {status} from {url}: redirected to {location} (agent.py follows no redirect, "
                            "which would carry the API key elsewhere; fix the base URL)", status)
         if status in _RETRY_STATUSES and not _SYSTEM_REJECTED.search(message):
             retry_after = _retry_after(headers.get("Retry-After") if headers else None)
