@@ -1944,12 +1944,24 @@ def _chat_url(base_url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
+def _models_url(chat_url: str) -> str:
+    """The GET /models URL beside a chat-completions URL, any query kept."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(chat_url)
+    return urlunsplit(parts._replace(path=parts.path[:-len("/chat/completions")] + "/models"))
+
+
 def _is_loopback(url: str) -> bool:
+    """True when url names a loopback host: a literal loopback IP (127.0.0.0/8, ::1) or exactly ``localhost``.
+
+    Nothing is resolved, and no other name counts (``*.localhost`` may resolve anywhere).
+    """
     import ipaddress
     from urllib.parse import urlsplit
 
     host = urlsplit(url).hostname or ""
-    if host == "localhost" or host.endswith(".localhost"):
+    if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host.split("%")[0]).is_loopback
@@ -2122,8 +2134,8 @@ class _PerThread:
 class _Deadline:
     """When one request must be over: max_request_seconds after it starts, or the call's own end (internal)."""
 
-    def __init__(self, request_seconds: float, call_end: float, url: str) -> None:
-        self.request_seconds, self.call_end, self.url = request_seconds, call_end, url
+    def __init__(self, request_seconds: float, call_end: float, url: str, name: str = "max_request_seconds") -> None:
+        self.request_seconds, self.call_end, self.url, self.name = request_seconds, call_end, url, name
         self.end = min(time.monotonic() + request_seconds, call_end)
 
     def left(self) -> float:
@@ -2139,7 +2151,7 @@ class _Deadline:
     def expired(self) -> LLMError:
         if self.end >= self.call_end:
             return LLMError(f"no complete reply from {self.url} within the call's max_seconds")
-        return LLMError(f"no complete reply from {self.url} within max_request_seconds={self.request_seconds:g}")
+        return LLMError(f"no complete reply from {self.url} within {self.name}={self.request_seconds:g}")
 
 
 class _Body:
@@ -2466,6 +2478,37 @@ class OpenAICompatLLM:
             except Exception as exc:   # anything unforeseen may carry the key: scrub it and say what it was
                 raise LLMError(f"unexpected {type(exc).__name__} while calling {self.url}: "
                                f"{self._scrub(str(exc))[:300]}") from None
+
+    def _served_models(self, max_seconds: Optional[float] = None) -> list:
+        """The model ids the server lists at GET /models; LLMError when it does not answer with them.
+
+        One attempt, with the key handling, proxy rule, no-redirect opener and
+        deadlines of a chat request; the whole answer must come within ``timeout``
+        (and ``max_seconds``), since a listing needs no prompt processing.
+        """
+        url = _models_url(self.url)
+        call_end = time.monotonic() + max_seconds if max_seconds is not None else math.inf
+        deadline = _Deadline(self.timeout, call_end, url, "timeout")
+        try:
+            response = self._open(None, False, deadline)
+            try:
+                body = _Body(response, deadline, self.max_response_bytes, self.timeout)
+                data = json.loads(b"".join(iter(body.read, b"")).decode("utf-8", errors="replace"))
+            finally:
+                response.close()
+        except _Retryable as exc:
+            raise LLMError(str(exc), exc.status) from None
+        except (ValueError, RecursionError):
+            raise LLMError(f"{url} did not answer with JSON (is the base URL right?)") from None
+        except LLMError:
+            raise
+        except Exception as exc:   # anything unforeseen may carry the key: scrub it and say what it was
+            raise LLMError(f"unexpected {type(exc).__name__} while asking {url}: "
+                           f"{self._scrub(str(exc))[:300]}") from None
+        listed = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(listed, list):
+            raise LLMError(f"{url} did not answer with a list of models")
+        return [entry["id"] for entry in listed if isinstance(entry, dict) and isinstance(entry.get("id"), str)]
 
     def _adapt(self, exc: LLMError, body: dict) -> bool:
         """Change what is sent after the server rejected part of it by name; True to try again.
@@ -3296,7 +3339,6 @@ def run(task: str, llm: Optional[LLM] = None, tools: Any = None, **options: Any)
 _DEMO_TASK = "What time is it now, and what is (128*3+40)/4?"
 _EXIT_CODES = {"final": 0, "llm_error": 3}  # any other stop reason: 1
 _BROKEN_PIPE = 141                          # 128 + SIGPIPE, as the shell reports a closed pipe
-_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
 def _short(text: Any, limit: int = 70) -> str:
@@ -3386,46 +3428,14 @@ def _cli_tools(paths: Optional[list]) -> ToolRegistry:
     return registry
 
 
-def _cli_check_url(url: str) -> None:
-    """Refuse at once a base URL with a bad port or a broken host (no request, no retry); ValueError."""
-    from urllib.parse import urlsplit
-
+def _cli_served_model(llm: OpenAICompatLLM, args: Any) -> str:
+    """The one model the client's server serves (GET /models); ValueError naming what it serves otherwise."""
+    url = _models_url(llm.url)
     try:
-        parts = urlsplit(url.strip())
-        parts.port  # noqa: B018 -- raises ValueError for a port that is not a number in 0-65535
-    except ValueError as exc:
-        raise ValueError(f"invalid base URL {url!r}: {exc}") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"invalid base URL {url!r} (must start with http:// or https:// and name a host)")
-
-
-def _cli_served_model(base_url: str, args: Any) -> str:
-    """The one model the server at ``base_url`` serves (GET /models); ValueError naming what it serves otherwise."""
-    import urllib.request
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(base_url.strip())
-    url = urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/models"))
-    key = (os.environ.get("OPENAI_API_KEY") or "").strip()
-    if parts.scheme == "http" and parts.hostname not in _LOOPBACK_HOSTS and not args.allow_http_key:
-        key = ""  # an environment key is not sent in the clear to a host that may not be trusted
-    headers = {"Accept": "application/json", "User-Agent": f"agent.py/{__version__}"}
-    if key:
-        headers["Authorization"] = f"Bearer {key}"
-
-    class NoRedirect(urllib.request.HTTPRedirectHandler):  # a redirect would carry the key to another host
-        def redirect_request(self, *ignored: Any) -> None:
-            return None
-
-    handlers = [NoRedirect()] + ([urllib.request.ProxyHandler({})] if parts.hostname in _LOOPBACK_HOSTS else [])
-    try:
-        with urllib.request.build_opener(*handlers).open(urllib.request.Request(url, headers=headers),
-                                                         timeout=args.timeout or 10) as response:
-            data = json.loads(response.read(1 << 20).decode("utf-8", "replace"))
-        names = [m["id"] for m in data["data"] if isinstance(m, dict) and isinstance(m.get("id"), str)]
-    except Exception as exc:  # unreachable, an HTTP error, a redirect, not the OpenAI shape
-        problem = f"asking {url} failed ({type(exc).__name__}: {str(exc).replace(key, '***') if key else exc})"
-        raise ValueError(f"no model named, and {problem}: pass --model NAME or set OPENAI_MODEL") from None
+        names = llm._served_models(args.max_seconds)   # the client's own key rule, proxy rule, opener, deadlines
+    except LLMError as exc:
+        raise ValueError(f"no model named, and asking {url} failed ({exc}): pass --model NAME or set OPENAI_MODEL"
+                         ) from None
     if len(names) == 1:
         return names[0]
     served = f"it serves {', '.join(names[:20])}" if names else "it lists none"
@@ -3441,15 +3451,13 @@ def _cli_model(args: Any) -> tuple:
     base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
     if args.offline or not (model or base_url):
         return MockLLM(), "offline demo model (set OPENAI_MODEL or pass --model to use a real one)"
-    if base_url:
-        _cli_check_url(base_url)
-    if not model and base_url:
-        model = _cli_served_model(base_url, args)
-    options = {"model": model, "base_url": args.base_url, "max_tokens": args.max_tokens,
+    options = {"model": model or "(asking the server)", "base_url": args.base_url, "max_tokens": args.max_tokens,
                "temperature": args.temperature, "timeout": args.timeout}
     if args.allow_http_key:
         options["allow_http_key"] = True
-    llm = OpenAICompatLLM.from_env(**options)
+    llm = OpenAICompatLLM.from_env(**options)   # checks the base URL before any request
+    if not model:
+        llm.model = _cli_served_model(llm, args)
     return llm, f"model {llm.model} at {llm.url}"
 
 
