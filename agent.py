@@ -1912,15 +1912,21 @@ def _backoff(attempt: int) -> float:
     return base / 2 + random.uniform(0, base / 2)
 
 
-def _check_client_numbers(**values: Any) -> None:
-    """ValueError naming the first option out of range: max_retries an integer >= 0, the others finite and > 0."""
-    for name, value in values.items():
-        integer = name in ("max_retries", "max_response_bytes")
-        number = not isinstance(value, bool) and isinstance(value, int if integer else (int, float))
-        if number and (value >= 0 if name == "max_retries" else math.isfinite(value) and value > 0):
-            continue
-        low = ">= 0" if name == "max_retries" else "> 0"
-        raise ValueError(f"invalid {name} {value!r} (must be {'an integer' if integer else 'a finite number'} {low})")
+_SETTING_RULES = {   # name: (an integer?, the lowest value, allowed itself?); one table for the client and the CLI
+    "max_retries": (True, 0, True), "max_response_bytes": (True, 1, True), "max_tokens": (True, 1, True),
+    "max_steps": (True, 1, True), "max_context_chars": (True, 1, True), "temperature": (False, 0, True),
+    "timeout": (False, 0, False), "max_request_seconds": (False, 0, False), "max_seconds": (False, 0, False),
+}
+
+
+def _check_setting(name: str, value: Any) -> None:
+    """ValueError naming the option and its rule unless value is a finite number in range (no bool, no text)."""
+    integer, low, inclusive = _SETTING_RULES[name]
+    number = not isinstance(value, bool) and isinstance(value, int if integer else (int, float))
+    if number and math.isfinite(value) and (value >= low if inclusive else value > low):
+        return
+    kind = "an integer" if integer else "a finite number"
+    raise ValueError(f"invalid {name} {value!r} (must be {kind} {'>=' if inclusive else '>'} {low})")
 
 
 def _chat_url(base_url: str) -> str:
@@ -2394,8 +2400,11 @@ class OpenAICompatLLM:
                  project: Optional[str] = None) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError("no model named: pass model=... or set OPENAI_MODEL")
-        _check_client_numbers(max_retries=max_retries, timeout=timeout, max_request_seconds=max_request_seconds,
-                              max_response_bytes=max_response_bytes)
+        numbers = {"max_retries": max_retries, "timeout": timeout, "max_request_seconds": max_request_seconds,
+                   "max_response_bytes": max_response_bytes, "temperature": temperature, "max_tokens": max_tokens}
+        for name, value in numbers.items():
+            if value is not None or name not in ("temperature", "max_tokens"):   # None: leave it to the server
+                _check_setting(name, value)
         self.model = model.strip()
         self.base_url = base_url
         self.url = _chat_url(base_url)
@@ -3354,6 +3363,23 @@ def _cli_say(text: str, stream: Any = None) -> None:
     stream.flush()
 
 
+def _cli_number(name: str) -> Callable[[str], Any]:
+    """An argparse type for the option name: a finite number in the range _SETTING_RULES gives, else exit 2."""
+    import argparse
+
+    def parse(text: str) -> Any:
+        try:
+            value = int(text) if _SETTING_RULES[name][0] else float(text)
+        except ValueError:
+            value = text
+        try:
+            _check_setting(name, value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return value
+    return parse
+
+
 def _cli_parser() -> Any:
     import argparse
 
@@ -3367,12 +3393,14 @@ def _cli_parser() -> Any:
     add("task", nargs="?", help=f"the task (default: {_DEMO_TASK!r})")
     add("--model", help="model name (default: $OPENAI_MODEL; with only a base URL, the one model the server serves)")
     add("--base-url", help="OpenAI-compatible base URL ending in /v1 (default: $OPENAI_BASE_URL)")
-    add("--temperature", type=float, help="sampling temperature (default 0)")
-    add("--max-tokens", type=int, help="token limit per reply")
-    add("--timeout", type=float, metavar="SECONDS", help="connection and per-byte timeout of a request (default 60)")
-    add("--max-steps", type=int, default=10, help="model calls per task (default 10)")
-    add("--max-seconds", type=float, help="time budget of a task, model calls included")
-    add("--max-context-chars", type=int, help="characters of conversation sent per call (default: all)")
+    add("--temperature", type=_cli_number("temperature"), help="sampling temperature (default 0)")
+    add("--max-tokens", type=_cli_number("max_tokens"), help="token limit per reply")
+    add("--timeout", type=_cli_number("timeout"), metavar="SECONDS",
+        help="connection and per-byte timeout of a request (default 60)")
+    add("--max-steps", type=_cli_number("max_steps"), default=10, help="model calls per task (default 10)")
+    add("--max-seconds", type=_cli_number("max_seconds"), help="time budget of a task, model calls included")
+    add("--max-context-chars", type=_cli_number("max_context_chars"),
+        help="characters of conversation sent per call (default: all)")
     add("--constrain", choices=_CONSTRAIN_MODES, default="auto",
         help="constrained decoding with the action schema: after a format error (auto, the default), always, never")
     add("--json-schema", action="store_true", help="the same as --constrain always")

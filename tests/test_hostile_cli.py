@@ -55,12 +55,32 @@ def test_a_blank_task_is_an_error_not_the_demo(capsys, task):
     ["--model", "m", "--base-url", "http://localhost:99999/v1"],
     ["--replay", "/no/such/trace.jsonl"],
     [" "],
+    ["--model", "m", "--max-seconds", "nan"],      # the review's finding 6: every number finite and in range
+    ["--model", "m", "--max-seconds", "0"],
+    ["--model", "m", "--temperature", "nan"],
+    ["--model", "m", "--temperature", "inf"],
+    ["--model", "m", "--temperature", "-1"],
+    ["--model", "m", "--max-tokens", "-5"],
+    ["--model", "m", "--max-tokens", "0"],
+    ["--model", "m", "--timeout", "nan"],
+    ["--model", "m", "--timeout", "0"],
+    ["--max-steps", "-1"],
+    ["--max-context-chars", "-inf"],
 ])
 def test_an_invalid_option_never_empties_an_existing_trace(tmp_path, capsys, bad):
     trace = tmp_path / "trace.jsonl"
     trace.write_text('{"event": "step", "index": 1, "raw": "precious"}\n')
     assert main(["--trace", str(trace), *bad]) == 2
     assert trace.read_text() == '{"event": "step", "index": 1, "raw": "precious"}\n'
+
+
+@pytest.mark.parametrize("flag, value, rule", [("--temperature", "nan", "a finite number >= 0"),
+                                               ("--max-tokens", "-5", "an integer >= 1")])
+def test_a_number_out_of_range_names_the_rule_before_anything_is_sent(monkeypatch, capsys, flag, value, rule):
+    monkeypatch.setattr("urllib.request.OpenerDirector.open", lambda *a, **k: pytest.fail("a request was sent"))
+    assert main(["--model", "m", "--base-url", "http://127.0.0.1:9/v1", flag, value, "2+2"]) == 2
+    err = capsys.readouterr().err
+    assert f"invalid {flag[2:].replace('-', '_')} {value} " in err and rule in err
 
 
 @pytest.mark.parametrize("content", [
