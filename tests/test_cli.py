@@ -73,7 +73,6 @@ def test_stopped_without_answer_exits_1(capsys):
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["--max-steps", "0"], "invalid max_steps 0"),
     (["--replay", "/no/such/file.jsonl"], "No such file"),
     (["--base-url", "http://localhost:1/v1"], "no model named"),
     (["--model", "m", "--base-url", "localhost:1"], "must start with http"),
@@ -83,6 +82,12 @@ def test_bad_configuration_exits_2_with_one_line(capsys, argv, words):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert words in err and err.startswith("agent.py: ")
+
+
+def test_a_number_out_of_range_is_bad_usage_naming_the_rule(capsys):
+    assert main(["--max-steps", "0"]) == 2
+    assert "agent.py: error: argument --max-steps: invalid max_steps 0 (must be an integer >= 1)" in \
+        capsys.readouterr().err
 
 
 def test_bad_usage_exits_2_and_there_is_no_key_flag(capsys):
