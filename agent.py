@@ -3546,11 +3546,33 @@ class _LiveLine:
         self.text, self.tokens, self.step = "", 0, self.step + 1
 
 
-def _cli_on_step(args: Any, trace: Any, live: Optional[_LiveLine]) -> Callable[[Step], None]:
+class _Trace:
+    """The --trace file: one JSON line per record, flushed; a write error is kept for the end, never raised."""
+
+    def __init__(self, path: str) -> None:
+        self.path, self.error = path, None
+        self._handle = open(path, "w", encoding="utf-8", errors="backslashreplace")
+
+    def write(self, record: dict) -> None:
+        if self.error is not None:
+            return                              # a full disk stays full: the run goes on, the end says so
+        try:
+            self._handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+            self._handle.flush()
+        except OSError as exc:
+            self.error = exc
+
+    def close(self) -> None:
+        try:
+            self._handle.close()
+        except OSError as exc:
+            self.error = self.error or exc
+
+
+def _cli_on_step(args: Any, trace: Optional[_Trace], live: Optional[_LiveLine]) -> Callable[[Step], None]:
     def on_step(step: Step) -> None:
         if trace is not None:  # one whole line per step, flushed, so an interrupted run keeps its steps
-            trace.write(json.dumps({"event": "step", **step.to_dict()}, ensure_ascii=False, default=str) + "\n")
-            trace.flush()
+            trace.write({"event": "step", **step.to_dict()})
         if live is not None:
             live.clear()
         if not args.quiet:
@@ -3583,8 +3605,7 @@ def _cli_once(agent: Agent, task: str, args: Any, trace: Any, history: Optional[
     result = agent.run(task, history)
     if trace is not None:
         record = {key: value for key, value in result.to_dict().items() if key != "steps"}
-        trace.write(json.dumps({"event": "result", **record}, ensure_ascii=False, default=str) + "\n")
-        trace.flush()
+        trace.write({"event": "result", **record})
     if args.json:
         _cli_say(json.dumps(result.to_dict(), ensure_ascii=False, default=str), sys.stdout)
     elif result.answer is not None:
@@ -3614,7 +3635,7 @@ def _cli_run(args: Any) -> int:
     """Build, open the trace, run and print; the exit code."""
     try:
         agent, label = _cli_agent(args)  # every option is checked before the trace file is opened
-        trace = open(args.trace, "w", encoding="utf-8", errors="backslashreplace") if args.trace else None
+        trace = _Trace(args.trace) if args.trace else None
     except (ValueError, OSError, AgentError) as exc:
         _cli_say(f"agent.py: {exc}")
         return 2
@@ -3626,14 +3647,19 @@ def _cli_run(args: Any) -> int:
         _cli_say(f"agent.py: {label}")
     try:
         if args.interactive:
-            return _cli_interactive(agent, args, trace)
-        return _cli_once(agent, args.task or _DEMO_TASK, args, trace)[0]
+            code = _cli_interactive(agent, args, trace)
+        else:
+            code = _cli_once(agent, args.task or _DEMO_TASK, args, trace)[0]
     except KeyboardInterrupt:
         _cli_say("agent.py: interrupted; the steps so far are kept in the trace")
-        return 130
+        code = 130
     finally:
         if trace is not None:
             trace.close()
+    if trace is not None and trace.error is not None:
+        _cli_say(f"agent.py: could not write the trace {trace.path}: {trace.error.strerror or trace.error}")
+        return code or 2
+    return code
 
 
 def _cli_silence() -> None:

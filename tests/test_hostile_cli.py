@@ -205,3 +205,14 @@ def test_the_trace_stays_valid_up_to_the_last_finished_step_when_a_later_step_br
     lines = [json.loads(line) for line in trace.read_text(encoding="utf-8").split("\n") if line]
     assert [line["index"] for line in lines] == [1, 2] and lines[1]["error"] == "interrupted: KeyboardInterrupt"
     assert lines[0]["action"]["thought"] == "\udc80"
+
+
+# -- review finding 7: a trace that cannot be written --------------------------------------------
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_trace_that_cannot_be_written_is_a_message_not_a_traceback():
+    result = run_cli("--trace", "/dev/full", "2+2")
+    err = result.stderr.decode()
+    assert result.returncode == 2 and "Traceback" not in err
+    assert "could not write the trace /dev/full" in err and "No space left" in err
+    assert result.stdout.decode() == "4\n"                 # the run's answer is still printed
