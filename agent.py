@@ -3350,13 +3350,26 @@ _EXIT_CODES = {"final": 0, "llm_error": 3}  # any other stop reason: 1
 _BROKEN_PIPE = 141                          # 128 + SIGPIPE, as the shell reports a closed pipe
 
 
+# C0 controls but tab and newline, DEL, C1 controls (\x9b is a CSI), bidirectional overrides
+_TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _printable(text: str) -> str:
+    """text with terminal control characters shown escaped (``\\x1b``): model or server text cannot drive a terminal."""
+    return _TERMINAL_CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def _short(text: Any, limit: int = 70) -> str:
-    text = " ".join(str(text).split())
+    text = _printable(" ".join(str(text).split()))
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _cli_say(text: str, stream: Any = None) -> None:
-    """Write a line that may hold any str (lone surrogates too) to stderr or ``stream``, whatever its encoding."""
+    """Write a line that may hold any str (lone surrogates too) to stderr or ``stream``, whatever its encoding.
+
+    On stderr, control characters are shown escaped; stdout (the answer, --json) gets the text as it is.
+    """
+    text = _printable(text) if stream is None else text
     stream = stream if stream is not None else sys.stderr
     encoding = getattr(stream, "encoding", None) or "utf-8"
     stream.write((text + "\n").encode(encoding, "backslashreplace").decode(encoding, "replace"))

@@ -1,4 +1,5 @@
 """The command line under careless users and hostile inputs: a clear exit, never a traceback or a lost trace."""
+import io
 import json
 import os
 import subprocess
@@ -216,3 +217,39 @@ def test_a_trace_that_cannot_be_written_is_a_message_not_a_traceback():
     assert result.returncode == 2 and "Traceback" not in err
     assert "could not write the trace /dev/full" in err and "No space left" in err
     assert result.stdout.decode() == "4\n"                 # the run's answer is still printed
+
+
+# -- review finding 8: what the model or a server wrote cannot drive the terminal ---------------
+
+HOSTILE = "ok\x1b]0;PWNED\x07\x1b[2J\x9b31m\r\u202e"
+CONTROLS = ("\x1b", "\x07", "\x9b", "\r", "\u202e")
+
+
+def test_control_characters_in_progress_lines_are_shown_escaped(monkeypatch, capsys):
+    scripted(monkeypatch, call("calculator", thought=HOSTILE, expression="2+2"), "not json " + HOSTILE,
+             final("4", thought=HOSTILE))
+    assert main(["2+2"]) == 0
+    err = capsys.readouterr().err
+    assert "\\x1b]0;PWNED\\x07" in err and not any(char in err for char in CONTROLS)
+
+
+def test_control_characters_in_served_model_names_are_shown_escaped(capsys):
+    from _http_servers import ScriptedServer, json_answer
+
+    listing = json.dumps({"data": [{"id": "a" + HOSTILE}, {"id": "b"}]}).encode()
+    server = ScriptedServer([json_answer(listing)])
+    try:
+        assert main(["--base-url", server.base_url, "t"]) == 2
+    finally:
+        server.close()
+    err = capsys.readouterr().err
+    assert "it serves a" in err and not any(char in err for char in CONTROLS)
+
+
+def test_the_live_line_shows_control_characters_escaped(monkeypatch):
+    written = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", written)
+    live = agent._LiveLine()
+    live('{"thought": "' + HOSTILE)
+    shown = written.getvalue().replace("\r\x1b[K", "", 1)   # the line's own reset, first
+    assert "PWNED" in shown and not any(char in shown for char in CONTROLS)
