@@ -1867,31 +1867,63 @@ _STATUS_HINTS = {
 _REPEAT_MIN_UNIT = 4        # characters; shorter units ("0, ", "-=") are lists and banners, not loops
 _REPEAT_MIN_TIMES = 10      # back-to-back copies of the unit
 _REPEAT_MIN_CHARS = 400     # characters the copies must cover
-_REPEAT_MAX_UNIT = 200      # longer units are not looked for, so one check costs the same at any reply length
-_TAIL_CHARS = 4096          # the end of a streamed reply that the loop check looks at
+_REPEAT_MAX_UNIT = 400      # longer units are not looked for, so one check costs the same at any reply length
+_TAIL_CHARS = 4096          # the end of a streamed reply that the loop check looks at (>= 10 copies of the longest)
+_ROW_SEPARATORS = re.compile(r"[,;|\n\t]")
+_WORD = re.compile(r"[^\W\d_]{2,}")                            # two or more letters, in any script
+_LITERALS = {"null", "true", "false", "None", "True", "False", "NaN"}
+_TOKEN = re.compile(r"[A-Za-z0-9+/=_-]+")                     # digits, base64, a banner: one unspaced token
+
+
+def _lists_values(unit: str) -> bool:
+    """True when a repeated unit is data, not something the model says: a row or an unspaced token.
+
+    A row holds a separator (``,;|``, a line break or a tab) and no word outside quotes
+    but JSON literals: ``0.0, ``, ``null, ``, ``{"status": "ok"}, ``, ``| 0 | 0 |``. An
+    unspaced token is digits, base64 or a banner: ``0123456789``, ``yB4e``, ``+---``.
+    Units of whitespace, prose, and arithmetic (``= 24*3 + 40``, ``.000000000``) are not data.
+    """
+    if _TOKEN.fullmatch(unit):
+        return True
+    separator = _ROW_SEPARATORS.search(unit)
+    if not unit.strip() or not separator:
+        return False
+    unit = unit[separator.end():] + unit[:separator.end()]   # start after a separator, so no word is cut
+    readings = (unit, '"' + unit) if '"' in unit else (unit,)   # it may start inside a string: try both
+    for reading in readings:
+        outside = "".join(reading.split('"')[::2])
+        if all(word in _LITERALS for word in _WORD.findall(outside)):
+            return True
+    return False
 
 
 def _repeating_tail(text: str) -> bool:
     """True when text ends in one unit repeated back to back: a model caught in a loop.
 
-    The unit has at least 4 characters and is not one character repeated; it
-    repeats at least 10 times and covers at least 400 characters. Only the last
-    few thousand characters are examined, so the cost does not grow with the text.
+    The unit has at least 4 characters and is not one character repeated; it repeats
+    at least 10 times and covers at least 400 characters; and it is not data
+    (``_lists_values``): real small-model loops repeat a sentence, an equation or a
+    run of digits after a point, while legitimate replies repeat rows of values
+    (``[0.0, 0.0, ...]``, ``[null, ...]``, identical records, a table of zeros) and
+    unspaced tokens (base64 of one colour, ``0123456789`` * 50, ``+---`` * 120). Units
+    up to 400 characters are looked for in the last few thousand characters only, so
+    one check costs the same at any reply length.
 
     >>> _repeating_tail("Thought: 17*23 = 320*4 + 1200 " * 30)
     True
-    >>> _repeating_tail("=" * 1000), _repeating_tail("-=" * 500), _repeating_tail("row 1\\nrow 2\\n" * 3)
+    >>> _repeating_tail("=" * 1000), _repeating_tail("-=" * 500), _repeating_tail("0.0, " * 200)
     (False, False, False)
     """
     for unit in range(1, _REPEAT_MAX_UNIT + 1):
         span = max(_REPEAT_MIN_CHARS, _REPEAT_MIN_TIMES * unit)
         if len(text) < span:
             return False                        # the span only grows with the unit
-        if text[-unit:] != text[-2 * unit:-unit]:
-            continue                            # cheap test first: the last two copies differ
+        if text[-1] != text[-1 - unit] or text[-unit:] != text[-2 * unit:-unit]:
+            continue                            # cheap tests first: the last two copies differ
         tail = text[-span:]
         if tail[unit:] == tail[:-unit]:         # the whole span has this period
-            return unit >= _REPEAT_MIN_UNIT     # the shortest period decides: "ab" * 300 is a banner
+            # the shortest period decides: "ab" * 300 is a banner, "0.0, " * 120 a list
+            return unit >= _REPEAT_MIN_UNIT and not _lists_values(text[-unit:])
     return False
 
 
