@@ -40,6 +40,7 @@ Map of this file, in the order the data flows (each section refers only upward):
 from __future__ import annotations
 
 import ast
+import io
 import json
 import logging
 import math
@@ -1968,31 +1969,63 @@ _STATUS_HINTS = {
 _REPEAT_MIN_UNIT = 4        # characters; shorter units ("0, ", "-=") are lists and banners, not loops
 _REPEAT_MIN_TIMES = 10      # back-to-back copies of the unit
 _REPEAT_MIN_CHARS = 400     # characters the copies must cover
-_REPEAT_MAX_UNIT = 200      # longer units are not looked for, so one check costs the same at any reply length
-_TAIL_CHARS = 4096          # the end of a streamed reply that the loop check looks at
+_REPEAT_MAX_UNIT = 400      # longer units are not looked for, so one check costs the same at any reply length
+_TAIL_CHARS = 4096          # the end of a streamed reply that the loop check looks at (>= 10 copies of the longest)
+_ROW_SEPARATORS = re.compile(r"[,;|\n\t]")
+_WORD = re.compile(r"[^\W\d_]{2,}")                            # two or more letters, in any script
+_LITERALS = {"null", "true", "false", "None", "True", "False", "NaN"}
+_TOKEN = re.compile(r"[A-Za-z0-9+/=_-]+")                     # digits, base64, a banner: one unspaced token
+
+
+def _lists_values(unit: str) -> bool:
+    """True when a repeated unit is data, not something the model says: a row or an unspaced token.
+
+    A row holds a separator (``,;|``, a line break or a tab) and no word outside quotes
+    but JSON literals: ``0.0, ``, ``null, ``, ``{"status": "ok"}, ``, ``| 0 | 0 |``. An
+    unspaced token is digits, base64 or a banner: ``0123456789``, ``yB4e``, ``+---``.
+    Units of whitespace, prose, and arithmetic (``= 24*3 + 40``, ``.000000000``) are not data.
+    """
+    if _TOKEN.fullmatch(unit):
+        return True
+    separator = _ROW_SEPARATORS.search(unit)
+    if not unit.strip() or not separator:
+        return False
+    unit = unit[separator.end():] + unit[:separator.end()]   # start after a separator, so no word is cut
+    readings = (unit, '"' + unit) if '"' in unit else (unit,)   # it may start inside a string: try both
+    for reading in readings:
+        outside = "".join(reading.split('"')[::2])
+        if all(word in _LITERALS for word in _WORD.findall(outside)):
+            return True
+    return False
 
 
 def _repeating_tail(text: str) -> bool:
     """True when text ends in one unit repeated back to back: a model caught in a loop.
 
-    The unit has at least 4 characters and is not one character repeated; it
-    repeats at least 10 times and covers at least 400 characters. Only the last
-    few thousand characters are examined, so the cost does not grow with the text.
+    The unit has at least 4 characters and is not one character repeated; it repeats
+    at least 10 times and covers at least 400 characters; and it is not data
+    (``_lists_values``): real small-model loops repeat a sentence, an equation or a
+    run of digits after a point, while legitimate replies repeat rows of values
+    (``[0.0, 0.0, ...]``, ``[null, ...]``, identical records, a table of zeros) and
+    unspaced tokens (base64 of one colour, ``0123456789`` * 50, ``+---`` * 120). Units
+    up to 400 characters are looked for in the last few thousand characters only, so
+    one check costs the same at any reply length.
 
     >>> _repeating_tail("Thought: 17*23 = 320*4 + 1200 " * 30)
     True
-    >>> _repeating_tail("=" * 1000), _repeating_tail("-=" * 500), _repeating_tail("row 1\\nrow 2\\n" * 3)
+    >>> _repeating_tail("=" * 1000), _repeating_tail("-=" * 500), _repeating_tail("0.0, " * 200)
     (False, False, False)
     """
     for unit in range(1, _REPEAT_MAX_UNIT + 1):
         span = max(_REPEAT_MIN_CHARS, _REPEAT_MIN_TIMES * unit)
         if len(text) < span:
             return False                        # the span only grows with the unit
-        if text[-unit:] != text[-2 * unit:-unit]:
-            continue                            # cheap test first: the last two copies differ
+        if text[-1] != text[-1 - unit] or text[-unit:] != text[-2 * unit:-unit]:
+            continue                            # cheap tests first: the last two copies differ
         tail = text[-span:]
         if tail[unit:] == tail[:-unit]:         # the whole span has this period
-            return unit >= _REPEAT_MIN_UNIT     # the shortest period decides: "ab" * 300 is a banner
+            # the shortest period decides: "ab" * 300 is a banner, "0.0, " * 120 a list
+            return unit >= _REPEAT_MIN_UNIT and not _lists_values(text[-unit:])
     return False
 
 
@@ -2013,15 +2046,21 @@ def _backoff(attempt: int) -> float:
     return base / 2 + random.uniform(0, base / 2)
 
 
-def _check_client_numbers(**values: Any) -> None:
-    """ValueError naming the first option out of range: max_retries an integer >= 0, the others finite and > 0."""
-    for name, value in values.items():
-        integer = name in ("max_retries", "max_response_bytes")
-        number = not isinstance(value, bool) and isinstance(value, int if integer else (int, float))
-        if number and (value >= 0 if name == "max_retries" else math.isfinite(value) and value > 0):
-            continue
-        low = ">= 0" if name == "max_retries" else "> 0"
-        raise ValueError(f"invalid {name} {value!r} (must be {'an integer' if integer else 'a finite number'} {low})")
+_SETTING_RULES = {   # name: (an integer?, the lowest value, allowed itself?); one table for the client and the CLI
+    "max_retries": (True, 0, True), "max_response_bytes": (True, 1, True), "max_tokens": (True, 1, True),
+    "max_steps": (True, 1, True), "max_context_chars": (True, 1, True), "temperature": (False, 0, True),
+    "timeout": (False, 0, False), "max_request_seconds": (False, 0, False), "max_seconds": (False, 0, False),
+}
+
+
+def _check_setting(name: str, value: Any) -> None:
+    """ValueError naming the option and its rule unless value is a finite number in range (no bool, no text)."""
+    integer, low, inclusive = _SETTING_RULES[name]
+    number = not isinstance(value, bool) and isinstance(value, int if integer else (int, float))
+    if number and math.isfinite(value) and (value >= low if inclusive else value > low):
+        return
+    kind = "an integer" if integer else "a finite number"
+    raise ValueError(f"invalid {name} {value!r} (must be {kind} {'>=' if inclusive else '>'} {low})")
 
 
 def _chat_url(base_url: str) -> str:
@@ -2045,12 +2084,24 @@ def _chat_url(base_url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
+def _models_url(chat_url: str) -> str:
+    """The GET /models URL beside a chat-completions URL, any query kept."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(chat_url)
+    return urlunsplit(parts._replace(path=parts.path[:-len("/chat/completions")] + "/models"))
+
+
 def _is_loopback(url: str) -> bool:
+    """True when url names a loopback host: a literal loopback IP (127.0.0.0/8, ::1) or exactly ``localhost``.
+
+    Nothing is resolved, and no other name counts (``*.localhost`` may resolve anywhere).
+    """
     import ipaddress
     from urllib.parse import urlsplit
 
     host = urlsplit(url).hostname or ""
-    if host == "localhost" or host.endswith(".localhost"):
+    if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host.split("%")[0]).is_loopback
@@ -2067,26 +2118,47 @@ def _clean_key(api_key: Any) -> Optional[str]:
     return api_key.strip() or None
 
 
-def _read_error_body(exc: Any) -> bytes:
+def _read_error_body(exc: Any, deadline: Any, timeout: float) -> bytes:
+    """Up to _MAX_ERROR_BYTES of an error answer's body, read under the deadlines: a drip cannot hold the call."""
+    body, pieces, size = _Body(exc, deadline, math.inf, timeout), [], 0
     try:
-        return exc.read(_MAX_ERROR_BYTES) or b""
+        while size < _MAX_ERROR_BYTES:
+            piece = body.read()
+            if not piece:
+                break
+            pieces.append(piece)
+            size += len(piece)
+    except LLMError:
+        raise                                   # the request's deadline passed
     except Exception:
-        return b""
+        pass                                    # a stall or a break: quote what came
     finally:
         exc.close()
+    return b"".join(pieces)[:_MAX_ERROR_BYTES]
 
 
-def _server_error(text: str) -> tuple:
-    """The server's own message and its error object (``{}`` if none) from an OpenAI, vLLM or llama.cpp body."""
+def _server_error(text: str, scrub: Callable[[str], str]) -> tuple:
+    """The server's own message, scrubbed, and its error object (``{}`` if none) from an OpenAI, vLLM or llama.cpp body.
+
+    The message is scrubbed after decoding (an escaped key decodes to the plain key) and before it is cut.
+    """
     text = text.strip()
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
-        return text[:200] or "(empty body)", {}
+        return scrub(text)[:200] or "(empty body)", {}
     error = data.get("error", data) if isinstance(data, dict) else data
     details = error if isinstance(error, dict) else {}
     message = (details.get("message") or details.get("detail") or error) if details else error
-    return (message if isinstance(message, str) else json.dumps(message))[:300], details
+    return scrub(message if isinstance(message, str) else json.dumps(message))[:300], details
+
+
+_ESCAPED = re.compile(r"\\u([0-9a-fA-F]{4})|\\(/)|%([0-9a-fA-F]{2})")   # JSON's \uXXXX and \/, URLs' %XX
+
+
+def _unescaped(text: str) -> str:
+    """text with JSON's \\uXXXX and \\/ escapes and URL percent-escapes decoded, so an escaped secret shows."""
+    return _ESCAPED.sub(lambda m: m.group(2) or chr(int(m.group(1) or m.group(3), 16)), text)
 
 
 def _error_status(details: dict) -> Optional[int]:
@@ -2202,8 +2274,8 @@ class _PerThread:
 class _Deadline:
     """When one request must be over: max_request_seconds after it starts, or the call's own end (internal)."""
 
-    def __init__(self, request_seconds: float, call_end: float, url: str) -> None:
-        self.request_seconds, self.call_end, self.url = request_seconds, call_end, url
+    def __init__(self, request_seconds: float, call_end: float, url: str, name: str = "max_request_seconds") -> None:
+        self.request_seconds, self.call_end, self.url, self.name = request_seconds, call_end, url, name
         self.end = min(time.monotonic() + request_seconds, call_end)
 
     def left(self) -> float:
@@ -2219,20 +2291,21 @@ class _Deadline:
     def expired(self) -> LLMError:
         if self.end >= self.call_end:
             return LLMError(f"no complete reply from {self.url} within the call's max_seconds")
-        return LLMError(f"no complete reply from {self.url} within max_request_seconds={self.request_seconds:g}")
+        return LLMError(f"no complete reply from {self.url} within {self.name}={self.request_seconds:g}")
 
 
 class _Body:
-    """Reads a response in pieces as they arrive, under the deadlines and the size cap (internal).
+    """Reads a response in pieces as they arrive, under the size cap (internal).
 
-    Until the first byte only the request's deadline bounds the wait: the server may
-    be processing a long prompt. After it, each next piece must come within ``timeout``.
+    The waits themselves are bounded by the connection's _TimedReader; this marks
+    the body's first byte, which may wait for prompt processing, and says what a
+    timeout means.
     """
 
-    def __init__(self, response: Any, timeout: float, deadline: _Deadline, max_bytes: int) -> None:
+    def __init__(self, response: Any, deadline: _Deadline, max_bytes: float, timeout: float) -> None:
         self._read = getattr(response, "read1", None) or response.read
-        self._socket = getattr(response, "agent_socket", None)   # set by _TimedConnection; absent from a fake
-        self._timeout, self._deadline, self._max_bytes = timeout, deadline, max_bytes
+        self._reader = getattr(response, "agent_reader", None)   # set by _TimedConnection; absent from a fake
+        self._deadline, self._max_bytes, self._timeout = deadline, max_bytes, timeout
         self.size = 0
 
     def read(self) -> bytes:
@@ -2240,12 +2313,9 @@ class _Body:
         import http.client
         import socket
 
-        left = self._deadline.left()
-        try:
-            if self._socket is not None:
-                self._socket.settimeout(left if self.size == 0 else min(self._timeout, left))
-        except OSError:
-            pass                       # the response closed its socket after the last byte (Python 3.13)
+        self._deadline.left()
+        if self._reader is not None:
+            self._reader.first_byte = self.size == 0
         try:
             piece = self._read(_READ_CHUNK)
         except socket.timeout:
@@ -2330,26 +2400,70 @@ class _StreamState:
         return _Reply("".join(self.pieces), "".join(self.reasoning), self.finish_reason, usage, self.stopped_early)
 
 
-class _TimedConnection:
-    """Mixed into http.client's connections: the wait for the first byte gets its own timeout (internal)."""
+class _TimedReader(io.RawIOBase):
+    """What http.client reads a response from: each receive waits at most what is allowed (internal).
 
-    def __init__(self, *args: Any, first_byte_timeout: Optional[float] = None, **kwargs: Any) -> None:
+    The status line, and the body's first byte (``first_byte``, set by _Body), wait
+    for prompt processing: only the request's deadline bounds them. Every other
+    receive, headers and chunk-size lines included, must come within ``timeout``
+    and the deadline. It holds the socket itself: http.client lets go of it when
+    the answer will close, and a timeout set on the connection would then be lost.
+    """
+
+    def __init__(self, sock: Any, timeout: float, deadline: _Deadline) -> None:
+        super().__init__()
+        self._raw = sock.makefile("rb", buffering=0)   # keeps the socket open until the response closes
+        self._sock, self._timeout, self._deadline = sock, timeout, deadline
+        self.first_byte = True
+
+    def makefile(self, mode: str = "rb") -> Any:   # http.client's response asks its "socket" for this
+        return io.BufferedReader(self)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        import socket
+
+        left = self._deadline.end - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("the request's deadline has passed")
+        self._sock.settimeout(left if self.first_byte else min(self._timeout, left))
+        count = self._raw.readinto(buffer)
+        self.first_byte = self.first_byte and not count
+        return count
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+class _TimedConnection:
+    """Mixed into http.client's connections: the response is read through a _TimedReader (internal)."""
+
+    def __init__(self, *args: Any, timing: Optional[tuple] = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.first_byte_timeout = first_byte_timeout
+        self.timing = timing                                # (timeout, deadline) of the request
 
     def getresponse(self) -> Any:
-        if self.sock is not None and self.first_byte_timeout is not None:
-            self.sock.settimeout(self.first_byte_timeout)   # prompt processing: only the request deadline bounds it
-        response = super().getresponse()
-        response.agent_socket = self.sock                   # _Body times each later read
-        return response
+        if self.sock is not None and self.timing is not None:
+            reader = _TimedReader(self.sock, *self.timing)
+            base = type(self).response_class
+
+            def response_class(sock: Any, *args: Any, **kwargs: Any) -> Any:
+                response = base(reader, *args, **kwargs)
+                response.agent_reader = reader              # _Body marks the body's first byte
+                return response
+
+            self.response_class = response_class
+        return super().getresponse()
 
 
 _HANDLERS: list = []   # urllib handler classes, made on first use: importing urllib costs more than agent.py
 
 
 def _handler_classes() -> list:
-    """urllib handlers that time the first byte apart and follow no redirect."""
+    """urllib handlers that bound every read (_TimedReader) and follow no redirect."""
     if _HANDLERS:
         return _HANDLERS
     import functools
@@ -2364,13 +2478,11 @@ def _handler_classes() -> list:
 
     class HTTPHandler(urllib.request.HTTPHandler):
         def http_open(self, req: Any) -> Any:
-            timeout = getattr(req, "first_byte_timeout", None)
-            return self.do_open(functools.partial(HTTPConnection, first_byte_timeout=timeout), req)
+            return self.do_open(functools.partial(HTTPConnection, timing=getattr(req, "timing", None)), req)
 
     class HTTPSHandler(urllib.request.HTTPSHandler):
         def https_open(self, req: Any) -> Any:
-            timeout = getattr(req, "first_byte_timeout", None)
-            return self.do_open(functools.partial(HTTPSConnection, first_byte_timeout=timeout), req,
+            return self.do_open(functools.partial(HTTPSConnection, timing=getattr(req, "timing", None)), req,
                                 context=self._context)
 
     class NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -2422,8 +2534,11 @@ class OpenAICompatLLM:
                  project: Optional[str] = None) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError("no model named: pass model=... or set OPENAI_MODEL")
-        _check_client_numbers(max_retries=max_retries, timeout=timeout, max_request_seconds=max_request_seconds,
-                              max_response_bytes=max_response_bytes)
+        numbers = {"max_retries": max_retries, "timeout": timeout, "max_request_seconds": max_request_seconds,
+                   "max_response_bytes": max_response_bytes, "temperature": temperature, "max_tokens": max_tokens}
+        for name, value in numbers.items():
+            if value is not None or name not in ("temperature", "max_tokens"):   # None: leave it to the server
+                _check_setting(name, value)
         self.model = model.strip()
         self.base_url = base_url
         self.url = _chat_url(base_url)
@@ -2506,6 +2621,37 @@ class OpenAICompatLLM:
             except Exception as exc:   # anything unforeseen may carry the key: scrub it and say what it was
                 raise LLMError(f"unexpected {type(exc).__name__} while calling {self.url}: "
                                f"{self._scrub(str(exc))[:300]}") from None
+
+    def _served_models(self, max_seconds: Optional[float] = None) -> list:
+        """The model ids the server lists at GET /models; LLMError when it does not answer with them.
+
+        One attempt, with the key handling, proxy rule, no-redirect opener and
+        deadlines of a chat request; the whole answer must come within ``timeout``
+        (and ``max_seconds``), since a listing needs no prompt processing.
+        """
+        url = _models_url(self.url)
+        call_end = time.monotonic() + max_seconds if max_seconds is not None else math.inf
+        deadline = _Deadline(self.timeout, call_end, url, "timeout")
+        try:
+            response = self._open(None, False, deadline)
+            try:
+                body = _Body(response, deadline, self.max_response_bytes, self.timeout)
+                data = json.loads(b"".join(iter(body.read, b"")).decode("utf-8", errors="replace"))
+            finally:
+                response.close()
+        except _Retryable as exc:
+            raise LLMError(str(exc), exc.status) from None
+        except (ValueError, RecursionError):
+            raise LLMError(f"{url} did not answer with JSON (is the base URL right?)") from None
+        except LLMError:
+            raise
+        except Exception as exc:   # anything unforeseen may carry the key: scrub it and say what it was
+            raise LLMError(f"unexpected {type(exc).__name__} while asking {url}: "
+                           f"{self._scrub(str(exc))[:300]}") from None
+        listed = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(listed, list):
+            raise LLMError(f"{url} did not answer with a list of models")
+        return [entry["id"] for entry in listed if isinstance(entry, dict) and isinstance(entry.get("id"), str)]
 
     def _adapt(self, exc: LLMError, body: dict) -> bool:
         """Change what is sent after the server rejected part of it by name; True to try again.
@@ -2618,23 +2764,33 @@ class OpenAICompatLLM:
         return headers
 
     def _attempt(self, data: bytes, stream: bool, deadline: _Deadline) -> _Reply:
-        import http.client
-        import urllib.error
-        import urllib.request
-
-        request = urllib.request.Request(self.url, data=data, headers=self._request_headers(stream), method="POST")
-        request.first_byte_timeout = deadline.left()    # a fresh Request per attempt: urllib's proxy code edits it
-        opener = self._opener or _build_opener(self.url)
-        try:
-            response = opener.open(request, timeout=min(self.timeout, deadline.left()))
-        except urllib.error.HTTPError as exc:
-            self._fail(exc.code, _read_error_body(exc).decode("utf-8", errors="replace"), exc.headers)
-        except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out, cut short
-            raise self._unreachable(exc, deadline) from None
+        response = self._open(data, stream, deadline)
         try:
             return self._read_response(response, deadline)
         finally:
             response.close()                    # always: after an early stop, a stall, an error or Ctrl-C
+
+    def _open(self, data: Optional[bytes], stream: bool, deadline: _Deadline) -> Any:
+        """Send one request (a POST of data, or a GET when None) to deadline.url; the response, whose status is 2xx.
+
+        Raises _Retryable or LLMError for what a failure means. Every read is bounded
+        by ``timeout`` and the deadline, and no redirect is followed.
+        """
+        import http.client
+        import urllib.error
+        import urllib.request
+
+        request = urllib.request.Request(deadline.url, data=data, headers=self._request_headers(stream),
+                                         method="GET" if data is None else "POST")
+        request.timing = (self.timeout, deadline)   # a fresh Request per attempt: urllib's proxy code edits it
+        opener = self._opener or _build_opener(deadline.url)
+        try:
+            return opener.open(request, timeout=min(self.timeout, deadline.left()))
+        except urllib.error.HTTPError as exc:
+            text = _read_error_body(exc, deadline, self.timeout).decode("utf-8", errors="replace")
+            self._fail(exc.code, text, exc.headers, deadline.url)
+        except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out, cut short
+            raise self._unreachable(exc, deadline) from None
 
     def _unreachable(self, exc: Exception, deadline: _Deadline) -> Exception:
         import socket
@@ -2642,10 +2798,10 @@ class OpenAICompatLLM:
 
         reason = getattr(exc, "reason", None) or exc
         if isinstance(reason, ssl.SSLCertVerificationError):  # retrying will not help
-            return LLMError(f"the TLS certificate of {self.url} could not be verified: {reason}")
+            return LLMError(f"the TLS certificate of {deadline.url} could not be verified: {reason}")
         if isinstance(reason, socket.timeout) and deadline.passed():
             return deadline.expired()
-        return _Retryable(f"could not reach {self.url}: {self._scrub(str(reason)) or type(exc).__name__}")
+        return _Retryable(f"could not reach {deadline.url}: {self._scrub(str(reason)) or type(exc).__name__}")
 
     def _read_response(self, response: Any, deadline: _Deadline) -> _Reply:
         status = getattr(response, "status", None)
@@ -2656,7 +2812,7 @@ class OpenAICompatLLM:
         if length and length.strip().isdigit() and int(length) > self.max_response_bytes:
             raise LLMError(f"the answer from {self.url} is over max_response_bytes={self.max_response_bytes} "
                            f"({int(length)} bytes); refused")
-        body = _Body(response, self.timeout, deadline, self.max_response_bytes)
+        body = _Body(response, deadline, self.max_response_bytes, self.timeout)
         first = body.read()
         while first and len(first.lstrip()) < 6:     # enough to tell events from JSON, even a byte at a time
             more = body.read()
@@ -2735,11 +2891,11 @@ class OpenAICompatLLM:
         return _Reply(_text_of(message.get("content")), _reasoning_of(message),
                       finish if isinstance(finish, str) else None, _reported_usage(data.get("usage")))
 
-    def _fail(self, status: Optional[int], text: str, headers: Any = None) -> None:
+    def _fail(self, status: Optional[int], text: str, headers: Any = None, url: Optional[str] = None) -> None:
         """Raise what a server's error means: _Retryable when another attempt may help, else LLMError."""
-        message, details = _server_error(self._scrub(text))
-        status = status or _error_status(details)
-        where = f"HTTP {status} from {self.url}" if status else f"{self.url} returned an error"
+        message, details = _server_error(text, self._scrub)
+        status, url = status or _error_status(details), url or self.url
+        where = f"HTTP {status} from {url}" if status else f"{url} returned an error"
         overflow = _overflow(message, details)
         if overflow is not None:
             error = LLMError(f"{where}: {message} (the conversation does not fit the model's context window)",
@@ -2748,7 +2904,7 @@ class OpenAICompatLLM:
             raise error
         if status is not None and 300 <= status < 400:
             location = self._scrub(str(headers.get("Location") if headers else None))
-            raise LLMError(f"HTTP {status} from {self.url}: redirected to {location} (agent.py follows no redirect, "
+            raise LLMError(f"HTTP {status} from {url}: redirected to {location} (agent.py follows no redirect, "
                            "which would carry the API key elsewhere; fix the base URL)", status)
         if status in _RETRY_STATUSES and not _SYSTEM_REJECTED.search(message):
             retry_after = _retry_after(headers.get("Retry-After") if headers else None)
@@ -2778,12 +2934,21 @@ class OpenAICompatLLM:
         return text
 
     def _scrub(self, text: str) -> str:
-        """text without the API key, nor any custom header value that may be a key (Azure's api-key header)."""
+        """text without the API key, nor any custom header value that may be a key (Azure's api-key header).
+
+        Every path that quotes server text goes through here. A server may echo a key
+        escaped (``\\u0073k-...``, PHP's ``\\/``, ``%2F`` in a Location, escaped twice):
+        when an unescaped reading of the text holds a secret, that reading is shown, scrubbed.
+        """
         secrets = [self._api_key] + [str(value).strip() for value in self.headers.values()]
+        secrets = [secret for secret in secrets if secret and len(secret) >= _MIN_SECRET_CHARS]
+        readings = [text]
+        for _ in range(3):                      # an escape escaped again (\\u005cu0073, %252F) takes another pass
+            readings.append(_unescaped(readings[-1]))
+        shown = next((r for r in reversed(readings) if any(secret in r for secret in secrets)), text)
         for secret in secrets:
-            if secret and len(secret) >= _MIN_SECRET_CHARS:
-                text = text.replace(secret, "***")
-        return text
+            shown = shown.replace(secret, "***")
+        return shown
 
 
 # -- Loop ------------------------------------------------------------------------------
@@ -3317,20 +3482,49 @@ def run(task: str, llm: Optional[LLM] = None, tools: Any = None, **options: Any)
 _DEMO_TASK = "What time is it now, and what is (128*3+40)/4?"
 _EXIT_CODES = {"final": 0, "llm_error": 3}  # any other stop reason: 1
 _BROKEN_PIPE = 141                          # 128 + SIGPIPE, as the shell reports a closed pipe
-_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+
+# C0 controls but tab and newline, DEL, C1 controls (\x9b is a CSI), bidirectional overrides
+_TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _printable(text: str) -> str:
+    """text with terminal control characters shown escaped (``\\x1b``): model or server text cannot drive a terminal."""
+    return _TERMINAL_CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def _short(text: Any, limit: int = 70) -> str:
-    text = " ".join(str(text).split())
+    text = _printable(" ".join(str(text).split()))
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _cli_say(text: str, stream: Any = None) -> None:
-    """Write a line that may hold any str (lone surrogates too) to stderr or ``stream``, whatever its encoding."""
+    """Write a line that may hold any str (lone surrogates too) to stderr or ``stream``, whatever its encoding.
+
+    On stderr, control characters are shown escaped; stdout (the answer, --json) gets the text as it is.
+    """
+    text = _printable(text) if stream is None else text
     stream = stream if stream is not None else sys.stderr
     encoding = getattr(stream, "encoding", None) or "utf-8"
     stream.write((text + "\n").encode(encoding, "backslashreplace").decode(encoding, "replace"))
     stream.flush()
+
+
+def _cli_number(name: str) -> Callable[[str], Any]:
+    """An argparse type for the option name: a finite number in the range _SETTING_RULES gives, else exit 2."""
+    import argparse
+
+    def parse(text: str) -> Any:
+        try:
+            value = int(text) if _SETTING_RULES[name][0] else float(text)
+        except ValueError:
+            value = text
+        try:
+            _check_setting(name, value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return value
+    return parse
 
 
 def _cli_parser() -> Any:
@@ -3346,12 +3540,14 @@ def _cli_parser() -> Any:
     add("task", nargs="?", help=f"the task (default: {_DEMO_TASK!r})")
     add("--model", help="model name (default: $OPENAI_MODEL; with only a base URL, the one model the server serves)")
     add("--base-url", help="OpenAI-compatible base URL ending in /v1 (default: $OPENAI_BASE_URL)")
-    add("--temperature", type=float, help="sampling temperature (default 0)")
-    add("--max-tokens", type=int, help="token limit per reply")
-    add("--timeout", type=float, metavar="SECONDS", help="connection and per-byte timeout of a request (default 60)")
-    add("--max-steps", type=int, default=10, help="model calls per task (default 10)")
-    add("--max-seconds", type=float, help="time budget of a task, model calls included")
-    add("--max-context-chars", type=int, help="characters of conversation sent per call (default: all)")
+    add("--temperature", type=_cli_number("temperature"), help="sampling temperature (default 0)")
+    add("--max-tokens", type=_cli_number("max_tokens"), help="token limit per reply")
+    add("--timeout", type=_cli_number("timeout"), metavar="SECONDS",
+        help="connection and per-byte timeout of a request (default 60)")
+    add("--max-steps", type=_cli_number("max_steps"), default=10, help="model calls per task (default 10)")
+    add("--max-seconds", type=_cli_number("max_seconds"), help="time budget of a task, model calls included")
+    add("--max-context-chars", type=_cli_number("max_context_chars"),
+        help="characters of conversation sent per call (default: all)")
     add("--constrain", choices=_CONSTRAIN_MODES, default="auto",
         help="constrained decoding with the action schema: after a format error (auto, the default), always, never")
     add("--json-schema", action="store_true", help="the same as --constrain always")
@@ -3407,46 +3603,14 @@ def _cli_tools(paths: Optional[list]) -> ToolRegistry:
     return registry
 
 
-def _cli_check_url(url: str) -> None:
-    """Refuse at once a base URL with a bad port or a broken host (no request, no retry); ValueError."""
-    from urllib.parse import urlsplit
-
+def _cli_served_model(llm: OpenAICompatLLM, args: Any) -> str:
+    """The one model the client's server serves (GET /models); ValueError naming what it serves otherwise."""
+    url = _models_url(llm.url)
     try:
-        parts = urlsplit(url.strip())
-        parts.port  # noqa: B018 -- raises ValueError for a port that is not a number in 0-65535
-    except ValueError as exc:
-        raise ValueError(f"invalid base URL {url!r}: {exc}") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"invalid base URL {url!r} (must start with http:// or https:// and name a host)")
-
-
-def _cli_served_model(base_url: str, args: Any) -> str:
-    """The one model the server at ``base_url`` serves (GET /models); ValueError naming what it serves otherwise."""
-    import urllib.request
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(base_url.strip())
-    url = urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/models"))
-    key = (os.environ.get("OPENAI_API_KEY") or "").strip()
-    if parts.scheme == "http" and parts.hostname not in _LOOPBACK_HOSTS and not args.allow_http_key:
-        key = ""  # an environment key is not sent in the clear to a host that may not be trusted
-    headers = {"Accept": "application/json", "User-Agent": f"agent.py/{__version__}"}
-    if key:
-        headers["Authorization"] = f"Bearer {key}"
-
-    class NoRedirect(urllib.request.HTTPRedirectHandler):  # a redirect would carry the key to another host
-        def redirect_request(self, *ignored: Any) -> None:
-            return None
-
-    handlers = [NoRedirect()] + ([urllib.request.ProxyHandler({})] if parts.hostname in _LOOPBACK_HOSTS else [])
-    try:
-        with urllib.request.build_opener(*handlers).open(urllib.request.Request(url, headers=headers),
-                                                         timeout=args.timeout or 10) as response:
-            data = json.loads(response.read(1 << 20).decode("utf-8", "replace"))
-        names = [m["id"] for m in data["data"] if isinstance(m, dict) and isinstance(m.get("id"), str)]
-    except Exception as exc:  # unreachable, an HTTP error, a redirect, not the OpenAI shape
-        problem = f"asking {url} failed ({type(exc).__name__}: {str(exc).replace(key, '***') if key else exc})"
-        raise ValueError(f"no model named, and {problem}: pass --model NAME or set OPENAI_MODEL") from None
+        names = llm._served_models(args.max_seconds)   # the client's own key rule, proxy rule, opener, deadlines
+    except LLMError as exc:
+        raise ValueError(f"no model named, and asking {url} failed ({exc}): pass --model NAME or set OPENAI_MODEL"
+                         ) from None
     if len(names) == 1:
         return names[0]
     served = f"it serves {', '.join(names[:20])}" if names else "it lists none"
@@ -3462,15 +3626,13 @@ def _cli_model(args: Any) -> tuple:
     base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
     if args.offline or not (model or base_url):
         return MockLLM(), "offline demo model (set OPENAI_MODEL or pass --model to use a real one)"
-    if base_url:
-        _cli_check_url(base_url)
-    if not model and base_url:
-        model = _cli_served_model(base_url, args)
-    options = {"model": model, "base_url": args.base_url, "max_tokens": args.max_tokens,
+    options = {"model": model or "(asking the server)", "base_url": args.base_url, "max_tokens": args.max_tokens,
                "temperature": args.temperature, "timeout": args.timeout}
     if args.allow_http_key:
         options["allow_http_key"] = True
-    llm = OpenAICompatLLM.from_env(**options)
+    llm = OpenAICompatLLM.from_env(**options)   # checks the base URL before any request
+    if not model:
+        llm.model = _cli_served_model(llm, args)
     return llm, f"model {llm.model} at {llm.url}"
 
 
@@ -3531,11 +3693,33 @@ class _LiveLine:
         self.text, self.tokens, self.step = "", 0, self.step + 1
 
 
-def _cli_on_step(args: Any, trace: Any, live: Optional[_LiveLine]) -> Callable[[Step], None]:
+class _Trace:
+    """The --trace file: one JSON line per record, flushed; a write error is kept for the end, never raised."""
+
+    def __init__(self, path: str) -> None:
+        self.path, self.error = path, None
+        self._handle = open(path, "w", encoding="utf-8", errors="backslashreplace")
+
+    def write(self, record: dict) -> None:
+        if self.error is not None:
+            return                              # a full disk stays full: the run goes on, the end says so
+        try:
+            self._handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+            self._handle.flush()
+        except OSError as exc:
+            self.error = exc
+
+    def close(self) -> None:
+        try:
+            self._handle.close()
+        except OSError as exc:
+            self.error = self.error or exc
+
+
+def _cli_on_step(args: Any, trace: Optional[_Trace], live: Optional[_LiveLine]) -> Callable[[Step], None]:
     def on_step(step: Step) -> None:
         if trace is not None:  # one whole line per step, flushed, so an interrupted run keeps its steps
-            trace.write(json.dumps({"event": "step", **step.to_dict()}, ensure_ascii=False, default=str) + "\n")
-            trace.flush()
+            trace.write({"event": "step", **step.to_dict()})
         if live is not None:
             live.clear()
         if not args.quiet:
@@ -3568,8 +3752,7 @@ def _cli_once(agent: Agent, task: str, args: Any, trace: Any, history: Optional[
     result = agent.run(task, history)
     if trace is not None:
         record = {key: value for key, value in result.to_dict().items() if key != "steps"}
-        trace.write(json.dumps({"event": "result", **record}, ensure_ascii=False, default=str) + "\n")
-        trace.flush()
+        trace.write({"event": "result", **record})
     if args.json:
         _cli_say(json.dumps(result.to_dict(), ensure_ascii=False, default=str), sys.stdout)
     elif result.answer is not None:
@@ -3599,7 +3782,7 @@ def _cli_run(args: Any) -> int:
     """Build, open the trace, run and print; the exit code."""
     try:
         agent, label = _cli_agent(args)  # every option is checked before the trace file is opened
-        trace = open(args.trace, "w", encoding="utf-8", errors="backslashreplace") if args.trace else None
+        trace = _Trace(args.trace) if args.trace else None
     except (ValueError, OSError, AgentError) as exc:
         _cli_say(f"agent.py: {exc}")
         return 2
@@ -3611,14 +3794,19 @@ def _cli_run(args: Any) -> int:
         _cli_say(f"agent.py: {label}")
     try:
         if args.interactive:
-            return _cli_interactive(agent, args, trace)
-        return _cli_once(agent, args.task or _DEMO_TASK, args, trace)[0]
+            code = _cli_interactive(agent, args, trace)
+        else:
+            code = _cli_once(agent, args.task or _DEMO_TASK, args, trace)[0]
     except KeyboardInterrupt:
         _cli_say("agent.py: interrupted; the steps so far are kept in the trace")
-        return 130
+        code = 130
     finally:
         if trace is not None:
             trace.close()
+    if trace is not None and trace.error is not None:
+        _cli_say(f"agent.py: could not write the trace {trace.path}: {trace.error.strerror or trace.error}")
+        return code or 2
+    return code
 
 
 def _cli_silence() -> None:

@@ -149,7 +149,7 @@ def json_answer(data, status=200, headers=None):
 
 
 class ScriptedServer:
-    """Runs each request's script in turn (the last one repeats); records requests and early hang-ups."""
+    """Runs each request's script in turn (the last one repeats); records requests (a GET's body is None) and hang-ups."""
 
     def __init__(self, scripts):
         self.scripts = list(scripts)
@@ -163,7 +163,12 @@ class ScriptedServer:
 
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length))
+                self.answer(json.loads(self.rfile.read(length)))
+
+            def do_GET(self):
+                self.answer(None)
+
+            def answer(self, body):
                 server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
                 script = server.scripts.pop(0) if len(server.scripts) > 1 else server.scripts[0]
                 exchange = Exchange(self, body)

@@ -73,7 +73,6 @@ def test_stopped_without_answer_exits_1(capsys):
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["--max-steps", "0"], "invalid max_steps 0"),
     (["--replay", "/no/such/file.jsonl"], "No such file"),
     (["--base-url", "http://localhost:1/v1"], "no model named"),
     (["--model", "m", "--base-url", "localhost:1"], "must start with http"),
@@ -83,6 +82,12 @@ def test_bad_configuration_exits_2_with_one_line(capsys, argv, words):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert words in err and err.startswith("agent.py: ")
+
+
+def test_a_number_out_of_range_is_bad_usage_naming_the_rule(capsys):
+    assert main(["--max-steps", "0"]) == 2
+    assert "agent.py: error: argument --max-steps: invalid max_steps 0 (must be an integer >= 1)" in \
+        capsys.readouterr().err
 
 
 def test_bad_usage_exits_2_and_there_is_no_key_flag(capsys):
@@ -370,7 +375,7 @@ def test_help_documents_every_flag(capsys):
 class ModelsServer:
     """GET /v1/models answers with the given model ids; POST answers a final answer; records the requests."""
 
-    def __init__(self, models, status=200, headers=None):
+    def __init__(self, models, status=200, headers=None, host="127.0.0.1"):
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
         import threading
 
@@ -400,8 +405,8 @@ class ModelsServer:
             def log_message(self, *args):
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.httpd = ThreadingHTTPServer((host, 0), Handler)
+        self.base_url = f"http://{host}:{self.httpd.server_address[1]}/v1"
         threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
 
     def close(self):
@@ -456,6 +461,56 @@ def test_the_models_query_follows_no_redirect(models_server, monkeypatch, capsys
     err = capsys.readouterr().err
     assert "no model named" in err and "302" in err and "SECRET" not in err
     assert elsewhere.requests == []
+
+
+def test_the_models_query_refuses_a_key_with_a_control_character_without_quoting_it(monkeypatch, capsys):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-abcdefgh\nijklmnop")
+    assert main(["--base-url", "http://127.0.0.1:9/v1", "2+2"]) == 2
+    err = capsys.readouterr().err
+    assert "control character" in err and "abcdefgh" not in err and "ijklmnop" not in err
+
+
+def test_the_models_query_takes_any_loopback_address_direct_with_the_client_key_rule(models_server, monkeypatch,
+                                                                                       capsys):
+    proxy = models_server(["from-the-proxy"])
+    server = models_server(["only"], host="127.0.0.2")
+    for name in ("HTTP_PROXY", "http_proxy"):
+        monkeypatch.setenv(name, proxy.base_url[:-3])
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRET-0123456789")
+    assert main(["--base-url", server.base_url, "--max-steps", "1", "t"]) == 0
+    assert proxy.requests == [] and [r[:2] for r in server.requests] == [("GET", "/v1/models"),
+                                                                      ("POST", "/v1/chat/completions")]
+    assert server.requests[0][2]["Authorization"] == "Bearer sk-test-SECRET-0123456789"
+
+
+def test_the_models_query_has_a_deadline(capsys):
+    from _http_servers import ScriptedServer
+
+    def drips(ex):                  # a listing that never ends: one byte of its declared length at a time
+        ex.write_raw(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
+        for _ in range(200):
+            ex.write_raw(b" ")
+            ex.pause(0.02)
+        ex.handler.close_connection = True
+
+    server = ScriptedServer([drips])
+    try:
+        assert main(["--base-url", server.base_url, "--timeout", "0.3", "t"]) == 2
+    finally:
+        server.close()
+    err = capsys.readouterr().err
+    assert "no model named" in err and "within timeout=0.3" in err
+
+
+@pytest.mark.parametrize("url, loopback", [
+    ("http://localhost:8080/v1", True), ("http://127.0.0.2/v1", True), ("http://[::1]:1/v1", True),
+    ("http://LOCALHOST/v1", True), ("http://evil.localhost/v1", False), ("http://localhost.example/v1", False),
+    ("http://10.0.0.1/v1", False), ("http://lan-box/v1", False),
+])
+def test_only_literal_loopback_addresses_and_localhost_count_as_loopback(url, loopback):
+    assert agent._is_loopback(url) is loopback
 
 
 def test_an_unknown_model_gets_a_hint_naming_it(capsys):

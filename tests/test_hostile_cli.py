@@ -1,4 +1,5 @@
 """The command line under careless users and hostile inputs: a clear exit, never a traceback or a lost trace."""
+import io
 import json
 import os
 import subprocess
@@ -55,12 +56,32 @@ def test_a_blank_task_is_an_error_not_the_demo(capsys, task):
     ["--model", "m", "--base-url", "http://localhost:99999/v1"],
     ["--replay", "/no/such/trace.jsonl"],
     [" "],
+    ["--model", "m", "--max-seconds", "nan"],      # the review's finding 6: every number finite and in range
+    ["--model", "m", "--max-seconds", "0"],
+    ["--model", "m", "--temperature", "nan"],
+    ["--model", "m", "--temperature", "inf"],
+    ["--model", "m", "--temperature", "-1"],
+    ["--model", "m", "--max-tokens", "-5"],
+    ["--model", "m", "--max-tokens", "0"],
+    ["--model", "m", "--timeout", "nan"],
+    ["--model", "m", "--timeout", "0"],
+    ["--max-steps", "-1"],
+    ["--max-context-chars", "-inf"],
 ])
 def test_an_invalid_option_never_empties_an_existing_trace(tmp_path, capsys, bad):
     trace = tmp_path / "trace.jsonl"
     trace.write_text('{"event": "step", "index": 1, "raw": "precious"}\n')
     assert main(["--trace", str(trace), *bad]) == 2
     assert trace.read_text() == '{"event": "step", "index": 1, "raw": "precious"}\n'
+
+
+@pytest.mark.parametrize("flag, value, rule", [("--temperature", "nan", "a finite number >= 0"),
+                                               ("--max-tokens", "-5", "an integer >= 1")])
+def test_a_number_out_of_range_names_the_rule_before_anything_is_sent(monkeypatch, capsys, flag, value, rule):
+    monkeypatch.setattr("urllib.request.OpenerDirector.open", lambda *a, **k: pytest.fail("a request was sent"))
+    assert main(["--model", "m", "--base-url", "http://127.0.0.1:9/v1", flag, value, "2+2"]) == 2
+    err = capsys.readouterr().err
+    assert f"invalid {flag[2:].replace('-', '_')} {value} " in err and rule in err
 
 
 @pytest.mark.parametrize("content", [
@@ -185,3 +206,50 @@ def test_the_trace_stays_valid_up_to_the_last_finished_step_when_a_later_step_br
     lines = [json.loads(line) for line in trace.read_text(encoding="utf-8").split("\n") if line]
     assert [line["index"] for line in lines] == [1, 2] and lines[1]["error"] == "interrupted: KeyboardInterrupt"
     assert lines[0]["action"]["thought"] == "\udc80"
+
+
+# -- review finding 7: a trace that cannot be written --------------------------------------------
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_trace_that_cannot_be_written_is_a_message_not_a_traceback():
+    result = run_cli("--trace", "/dev/full", "2+2")
+    err = result.stderr.decode()
+    assert result.returncode == 2 and "Traceback" not in err
+    assert "could not write the trace /dev/full" in err and "No space left" in err
+    assert result.stdout.decode() == "4\n"                 # the run's answer is still printed
+
+
+# -- review finding 8: what the model or a server wrote cannot drive the terminal ---------------
+
+HOSTILE = "ok\x1b]0;PWNED\x07\x1b[2J\x9b31m\r\u202e"
+CONTROLS = ("\x1b", "\x07", "\x9b", "\r", "\u202e")
+
+
+def test_control_characters_in_progress_lines_are_shown_escaped(monkeypatch, capsys):
+    scripted(monkeypatch, call("calculator", thought=HOSTILE, expression="2+2"), "not json " + HOSTILE,
+             final("4", thought=HOSTILE))
+    assert main(["2+2"]) == 0
+    err = capsys.readouterr().err
+    assert "\\x1b]0;PWNED\\x07" in err and not any(char in err for char in CONTROLS)
+
+
+def test_control_characters_in_served_model_names_are_shown_escaped(capsys):
+    from _http_servers import ScriptedServer, json_answer
+
+    listing = json.dumps({"data": [{"id": "a" + HOSTILE}, {"id": "b"}]}).encode()
+    server = ScriptedServer([json_answer(listing)])
+    try:
+        assert main(["--base-url", server.base_url, "t"]) == 2
+    finally:
+        server.close()
+    err = capsys.readouterr().err
+    assert "it serves a" in err and not any(char in err for char in CONTROLS)
+
+
+def test_the_live_line_shows_control_characters_escaped(monkeypatch):
+    written = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", written)
+    live = agent._LiveLine()
+    live('{"thought": "' + HOSTILE)
+    shown = written.getvalue().replace("\r\x1b[K", "", 1)   # the line's own reset, first
+    assert "PWNED" in shown and not any(char in shown for char in CONTROLS)

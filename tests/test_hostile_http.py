@@ -8,7 +8,7 @@ from _http_servers import ScriptedServer, completion, json_answer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent import LLMError, OpenAICompatLLM, _repeating_tail, _retry_after
+from agent import LLMError, OpenAICompatLLM, _repeating_tail, _retry_after, _StreamState
 
 KEY = "sk-hostile-SECRET-0123456789"
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello"}]
@@ -111,6 +111,60 @@ def test_a_custom_header_value_is_scrubbed_like_the_key(serve):
     with pytest.raises(LLMError) as info:
         client(server, headers={"api-key": secret}).chat(MESSAGES)
     assert secret not in str(info.value) and "Access denied" in str(info.value)
+
+
+# The review's finding 1: a server that echoes the key escaped (JSON's \uXXXX, PHP's \/, a percent-encoded Location)
+SLASHED_KEY = "sk-test/ABCDEFGHIJ+xyz"
+
+
+def u_escaped(text):
+    return "".join(f"\\u{ord(char):04x}" for char in text)
+
+
+def raw_answer(status, body, headers=(), content_type="application/json"):
+    def script(ex):
+        ex.handler.send_response(status)
+        ex.handler.send_header("Content-Type", content_type)
+        ex.handler.send_header("Content-Length", str(len(body)))
+        for name, value in headers:
+            ex.handler.send_header(name, value)
+        ex.handler.end_headers()
+        ex.handler.wfile.write(body)
+    return script
+
+
+def sse_error(message):
+    def script(ex):
+        ex.head(200)
+        ex.write(('data: {"error": {"message": "' + message + '", "code": 400}}\n\n').encode())
+        ex.end()
+    return script
+
+
+ECHOES = {
+    "json_u_escape_401": raw_answer(401, ('{"error": {"message": "bad key ' + u_escaped(SLASHED_KEY) + '"}}').encode()),
+    "php_slash_escape_401": raw_answer(401, ('{"error": {"message": "bad key ' + SLASHED_KEY.replace("/", "\\/")
+                                             + '"}}').encode()),
+    "json_u_escape_500": raw_answer(500, ('{"error": {"message": "bad key ' + u_escaped(SLASHED_KEY) + '"}}').encode()),
+    "escaped_twice": raw_answer(400, ('{"error": {"message": "bad key ' + u_escaped(SLASHED_KEY).replace("\\", "\\\\")
+                                      + '"}}').encode()),
+    "sse_error_u_escape": sse_error("bad key " + u_escaped(SLASHED_KEY)),
+    "percent_encoded_location": raw_answer(302, b"", [("Location", "http://127.0.0.1:1/x?k=" + SLASHED_KEY.replace(
+        "/", "%2F").replace("+", "%2B"))]),
+    "not_json_at_all": raw_answer(200, ('{"choices": "' + u_escaped(SLASHED_KEY) + '"').encode()),
+}
+
+
+@pytest.mark.parametrize("name", ECHOES)
+def test_a_key_the_server_echoes_escaped_is_scrubbed_after_decoding(serve, name, caplog):
+    server = serve(ECHOES[name])
+    caplog.set_level(logging.DEBUG, logger="agent")
+    with pytest.raises(LLMError) as info:
+        client(server, api_key=SLASHED_KEY, max_retries=1).chat(MESSAGES)
+    shown = str(info.value) + caplog.text
+    assert "***" in str(info.value)
+    for form in (SLASHED_KEY, "ABCDEFGHIJ", "ABCDEFGHIJ".lower()):
+        assert form not in shown
 
 
 # -- 2. No redirect is followed --------------------------------------------------------
@@ -383,7 +437,9 @@ LOOPS = [
     '{"type": "tool_call", "name": "calculator", "arguments": {"expression": "' + "(17*23)+" * 60,
     "I will compute the sum. " * 30,
     '{"thought": "' + " \n\t\n" * 300,   # whitespace loops of JSON mode, once the unit is 4 long
-    "| 1 | 2 |\n" * 60,
+    "The committee reviewed the proposal in great detail and decided that the budget should be revised before the "
+    "next meeting, because the costs had grown far beyond what anyone had expected at the start of the fiscal year. "
+    * 40,                                  # a 220-character sentence: units up to 400 are looked for
 ]
 LEGITIMATE = [
     "| id | name | score |\n|----|------|-------|\n"
@@ -395,7 +451,20 @@ LEGITIMATE = [
     __import__("base64").b64encode(bytes(range(256)) * 8).decode(),
     "0, " * 400,
     "ab" * 500,
+    "| 1 | 2 |\n" * 60,                    # a table of identical rows is data (it was listed as a loop before)
+    # the review's finding 5: rows of values and unspaced tokens, as whole replies and in actions
+    '{"type": "final", "answer": "' + json.dumps([0.0] * 120) + '"}',
+    json.dumps({"type": "tool_call", "name": "save", "arguments": {"mask": [None] * 100}}),
+    json.dumps({"type": "final", "answer": [{"status": "ok"}] * 40}),
+    json.dumps({"type": "tool_call", "name": "write",
+                "arguments": {"data": __import__("base64").b64encode(bytes([200, 30, 30]) * 300).decode()}}),
+    json.dumps([False] * 80),
+    "| a | b | c |\n|---|---|---|\n" + "| 0 | 0 | 0 |\n" * 40,
+    "0123456789" * 50,
+    "+---" * 120,
+    ("=" * 40 + "\n") * 12,
 ]
+REAL_REPLIES = json.loads((__import__("pathlib").Path(__file__).parent / "data" / "real_replies.json").read_text())
 
 
 @pytest.mark.parametrize("text", LOOPS)
@@ -408,11 +477,42 @@ def test_legitimate_long_text_is_not_a_loop(text):
     assert not _repeating_tail(text)
 
 
-@given(st.text(min_size=4, max_size=60).filter(lambda u: len(set(u)) > 1), st.integers(10, 40), st.text(max_size=50))
-def test_any_unit_repeated_enough_is_caught_whatever_came_before(unit, times, before):
+def streamed_fires(text, size):
+    state = _StreamState(None, None, True, [])
+    return any(state.add(text[i:i + size]) for i in range(0, len(text), size))
+
+
+@pytest.mark.parametrize("size", [1, 4, 7])
+def test_real_replies_of_smollm2_fire_exactly_where_they_looped(size):
+    """SmolLM2-135M on llama.cpp: the replies cut for "repetition" still fire, the others (some repeat a few times) do not."""
+    for reply in REAL_REPLIES:
+        looped = reply["finish_reason"] == "repetition"
+        assert _repeating_tail(reply["raw"]) == looped and streamed_fires(reply["raw"], size) == looped, reply["raw"]
+
+
+@pytest.mark.parametrize("size", [1, 4, 7])
+def test_legitimate_long_text_never_fires_in_any_chunking(size):
+    assert not any(streamed_fires(text, size) for text in LEGITIMATE)
+
+
+PROSE = st.text("abcdefghij .?!'", min_size=4, max_size=80).filter(lambda u: " " in u and any(c.isalpha() for c in u))
+
+
+@given(PROSE, st.integers(10, 40), st.text(max_size=50))
+def test_any_spoken_unit_repeated_enough_is_caught_whatever_came_before(unit, times, before):
     text = before + unit * max(times, -(-400 // len(unit)) + 1)
     smallest = next(p for p in range(1, len(unit) + 1) if len(unit) % p == 0 and unit[:p] * (len(unit) // p) == unit)
     assert _repeating_tail(text) == (smallest >= 4)
+
+
+VALUES = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(allow_nan=False, allow_infinity=False),
+                   st.text("abcxyz ", max_size=8), st.dictionaries(st.sampled_from(["id", "ok"]), st.integers(0, 9)))
+
+
+@given(VALUES, st.integers(20, 300), st.sampled_from([", ", ",", " | ", "\n", "; "]), st.integers(1, 9))
+def test_a_row_of_one_value_repeated_is_never_a_loop(value, times, separator, size):
+    text = separator.join([json.dumps(value)] * times)
+    assert not _repeating_tail(text) and not streamed_fires(text, size)
 
 
 def test_a_rejected_per_call_frequency_penalty_is_dropped_and_remembered(serve):

@@ -297,6 +297,14 @@ def test_from_env_without_a_model_is_a_clear_error(monkeypatch):
         OpenAICompatLLM.from_env()
 
 
+@pytest.mark.parametrize("option, value", [("temperature", float("nan")), ("temperature", float("inf")),
+                                           ("temperature", -0.5), ("temperature", "0.7"), ("max_tokens", 0),
+                                           ("max_tokens", -5), ("max_tokens", 2.5), ("max_tokens", True)])
+def test_a_temperature_or_max_tokens_out_of_range_is_refused_at_construction(option, value):
+    with pytest.raises(ValueError, match=f"invalid {option} "):
+        OpenAICompatLLM("m", "http://127.0.0.1:9/v1", **{option: value})
+
+
 def test_invalid_base_url_is_a_clear_error():
     with pytest.raises(ValueError, match="must start with http"):
         OpenAICompatLLM("m", "localhost:11434/v1")

@@ -1,6 +1,7 @@
 """The streaming client against real local servers that stream like llama.cpp, vLLM and Ollama, and misbehave."""
 import json
 import threading
+import time
 
 import pytest
 from _http_servers import (ScriptedServer, chunk, completion, event, json_answer, llama_cpp_stream,
@@ -255,6 +256,49 @@ def test_max_seconds_caps_one_call(serve):
     server = serve(endless)
     with pytest.raises(LLMError, match="max_seconds"):
         client(server, timeout=1).chat(MESSAGES, max_seconds=0.2)
+
+
+# The review's finding 3: every read is bounded, whatever part of the answer drips or stalls
+def drips(head, unit, every=0.02, cap=5.0):
+    """A script that writes a raw head, then one unit at a time, until the client hangs up or cap seconds pass."""
+    def script(ex):
+        ex.write_raw(head)
+        end = time.monotonic() + cap
+        while time.monotonic() < end and not ex.closed_by_client:
+            ex.write_raw(unit)
+            ex.pause(every)
+        ex.handler.close_connection = True
+    return script
+
+
+DRIPS = {
+    "error_body": (b"HTTP/1.1 500 Oops\r\nContent-Length: 100000\r\n\r\n", b"x"),
+    "error_body_400": (b"HTTP/1.1 400 Bad\r\nContent-Length: 100000\r\n\r\n", b"x"),
+    "headers": (b"HTTP/1.1 200 OK\r\n", b"X-a: b\r\n"),
+    "chunk_size_line": (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+                        b"5\r\ndata:\r\n", b"0"),
+}
+
+
+@pytest.mark.parametrize("part", DRIPS)
+def test_a_drip_in_any_part_of_the_answer_ends_at_max_request_seconds(serve, part):
+    server = serve(drips(*DRIPS[part]))
+    with pytest.raises(LLMError, match="max_request_seconds=0.5"):
+        client(server, timeout=0.2, max_request_seconds=0.5, max_retries=0).chat(MESSAGES)
+
+
+@pytest.mark.parametrize("head", [b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
+                                  b"HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n",
+                                  b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"])
+def test_a_stall_on_an_answer_that_closes_after_it_is_caught_by_the_timeout(serve, head):
+    def stalls(ex):                 # http.client lets go of the socket of such answers: the timeout must not
+        ex.write_raw(head + event(chunk({"content": "Let me think"})))
+        ex.pause(2.0)
+        ex.handler.close_connection = True
+
+    server = serve(stalls, stream_of(llama_cpp_stream(["fresh"])))
+    assert client(server, timeout=0.2, max_request_seconds=1.5).chat(MESSAGES) == "fresh"   # retried, no deadline
+    assert len(server.requests) == 2
 
 
 def test_max_response_bytes_refuses_a_long_stream(serve):
