@@ -53,7 +53,6 @@ import threading
 import time
 import types
 import typing
-import warnings
 from dataclasses import asdict, dataclass, field
 from collections.abc import Iterable
 from typing import Any, Callable, Optional, Protocol
@@ -208,15 +207,10 @@ def _literal(value):
     raise UnsafeExpression(f"{kind} not allowed in a calculation")
 
 
-def _quietly(func: Callable, *args: Any) -> Any:
-    """``func(*args)`` with warnings silenced: the library never prints, and ``ast`` warns on stderr.
-
-    ``"1if 1 else 2"`` gives a SyntaxWarning, ``'\\777'`` an invalid-octal one. The
-    warning filters are process-wide, so another thread's warning during the call is lost too.
-    """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return func(*args)
+# Input on which Python's own tokenizer warns on stderr (the library never prints): a backslash, or a
+# number run into a keyword ("1if 1 else 2", "0x1for"). Neither can be arithmetic, so it is refused before
+# parsing; silencing warnings instead would change the process-wide filters under other threads.
+_NOISY_INPUT = re.compile(r"\\|[0-9a-fA-F._jJ](?:and|else|for|if|in|is|not|or)")
 
 
 class _TokenError(Exception):
@@ -304,7 +298,11 @@ def safe_eval(expr: str) -> int | float:
         raise UnsafeExpression(f"expected the expression as text, got {type(expr).__name__}")
     _check_size(expr)
     try:
-        return _check_number(_eval_node(_quietly(_parse, expr.strip()), 0), expr)
+        noisy = _NOISY_INPUT.search(expr)
+        if noisy:
+            raise UnsafeExpression(f"not a valid arithmetic expression: {noisy.group()!r} (a backslash, or a number "
+                                   "run into a keyword)", expr)
+        return _check_number(_eval_node(_parse(expr.strip()), 0), expr)
     except UnsafeExpression as exc:
         exc.expression = expr
         raise
