@@ -3406,13 +3406,21 @@ class Agent:
                 first = head + state.dropped
                 state.tail_chars -= len(messages[first]["content"]) + len(messages[first + 1]["content"])
                 state.dropped += 2
-        if not state.dropped:
-            return messages
-        task = messages[head - 1]
-        note = (f"\n\n[Note: {state.dropped // 2} earlier step(s) of this task were left out to save space; "
-                "their results are no longer shown.]")
-        return messages[:head - 1] + [{"role": task["role"], "content": task["content"] + note}] + \
-            messages[head + state.dropped:]
+        sent = messages
+        if state.dropped:
+            task = messages[head - 1]
+            note = (f"\n\n[Note: {state.dropped // 2} earlier step(s) of this task were left out to save space; "
+                    "their results are no longer shown.]")
+            sent = messages[:head - 1] + [{"role": task["role"], "content": task["content"] + note}] + \
+                messages[head + state.dropped:]
+        over = state.head_chars + state.tail_chars - state.budget
+        if over > 0 and len(sent) > head and sent[-2]["role"] == "assistant":
+            # Still over with only the latest pair left: a reply that ran to the token limit. Send its
+            # head and tail; result.messages keeps it whole.
+            reply = sent[-2]["content"]
+            sent = sent[:-2] + [{"role": "assistant", "content": _truncate(reply, max(200, len(reply) - over))},
+                                sent[-1]]
+        return sent
 
     def _count_tokens(self, state: _RunState, raw: str) -> None:
         """Add the last call's tokens: the client's ``last_usage``, else an estimate at 4 characters a token."""

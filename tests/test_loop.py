@@ -583,6 +583,19 @@ def test_a_context_overflow_sets_a_budget_and_retries_once():
     assert_alternating(retried)
 
 
+def test_a_reply_that_filled_the_context_is_sent_back_shortened_and_kept_whole():
+    # Seen on llama.cpp: a free-text reply ran to the context limit, and the next request overflowed.
+    runaway = "The answer is " + "very " * 3000
+    llm = MockLLM([runaway, overflow(n_ctx=1000, n_prompt_tokens=2000), final("done")])
+    result = Agent(llm, make_tools()).run("t")
+    assert result.stop_reason == "final"
+    retried = llm.calls[2]
+    assert retried[-2]["role"] == "assistant" and "characters cut" in retried[-2]["content"]
+    assert sent_chars(retried) <= sent_chars(llm.calls[1]) // 2 + 300
+    assert result.messages[2]["content"] == runaway and result.steps[0].raw == runaway
+    assert_alternating(retried)
+
+
 def test_without_token_counts_the_budget_is_three_quarters_of_what_was_sent():
     llm = MockLLM([call("add", a=i, b=10 ** 40) for i in range(4)] + [overflow(), final("done")])
     result = Agent(llm, make_tools()).run("t")
