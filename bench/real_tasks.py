@@ -92,6 +92,8 @@ def _row(task: str, expected: str, result: agent.AgentResult) -> dict:
             "chars_read": sum(len(s.raw or "") for s in result.steps),
             "notes": [note for s in result.steps for note in getattr(s, "notes", [])],
             "finish_reasons": [getattr(s, "finish_reason", None) for s in result.steps],
+            "step_seconds": [round(s.llm_seconds, 2) for s in result.steps],
+            "step_chars": [len(s.raw or "") for s in result.steps],
             "last_error": (result.steps[-1].error or "")[:300] if result.steps else ""}
 
 
