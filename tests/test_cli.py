@@ -407,7 +407,8 @@ class ModelsServer:
 
         self.httpd = ThreadingHTTPServer((host, 0), Handler)
         self.base_url = f"http://{host}:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+        # shutdown() waits up to one poll interval: 2 ms, not 10, over a hundred servers
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.002}, daemon=True).start()
 
     def close(self):
         self.httpd.shutdown()
