@@ -258,7 +258,7 @@ def answer_or_llm_error(opener):
     assert llm.last_usage is None or set(llm.last_usage) == {"prompt_tokens", "completion_tokens"}
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(JSON, NEAR_MISS))
 def test_any_json_body_gives_text_or_an_llm_error(body):
     answer_or_llm_error(Opener(json.dumps(body).encode()))

@@ -1,11 +1,10 @@
 """parse_action under hostile and careless replies: no guessed call, no silently changed argument.
 
 Each class of defect from issues #10 and #11 is reproduced by its example first, then attacked
-with a property test. PARSER_EXAMPLES=2500 runs the property tests deeper than the default.
+with a property test. PROPERTY_EXAMPLES=2500 runs the property tests deeper than the default (conftest.py).
 """
 import ast
 import json
-import os
 import re
 
 import pytest
@@ -14,8 +13,7 @@ from hypothesis import strategies as st
 
 from agent import ActionFormatError, _ActionScanner, parse_action
 
-EXAMPLES = int(os.environ.get("PARSER_EXAMPLES", "0"))
-DEEP = settings(max_examples=EXAMPLES or 200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+DEEP = settings(suppress_health_check=[HealthCheck.too_slow])
 
 CALL = '{"type": "tool_call", "name": "read_file", "arguments": {"path": "/data/x"}}'
 FINAL = '{"type": "final", "answer": "done"}'

@@ -279,7 +279,6 @@ def test_save_replaces_the_old_file_only_when_the_new_one_is_complete(tmp_path, 
     assert json.loads(path.read_text(encoding="utf-8"))["answer"] == "new"
 
 
-@settings(max_examples=100, deadline=None)
 @given(ANY_TEXT, st.dictionaries(ANY_TEXT, st.one_of(ANY_TEXT, st.floats(), st.integers()), max_size=3))
 def test_any_text_survives_to_dict_and_save(tmp_path_factory, text, arguments):
     result = result_with(text, arguments={"a": arguments})
@@ -530,7 +529,6 @@ def test_to_dict_shows_an_object_that_cannot_be_shown_as_a_placeholder():
 WARNING_PRONE = st.text(st.sampled_from("019xobeflrinsu '\"\\(+"), max_size=12)
 
 
-@settings(max_examples=300, deadline=None)
 @given(st.one_of(st.sampled_from(["1if 1 else 2", "'\\777'", "1is 1", "0x1for x in y", "1_000or 2"]),
                  WARNING_PRONE))
 def test_safe_eval_never_emits_a_warning(expr):

@@ -67,7 +67,8 @@ class FakeServer:
 
         self.httpd = QuietServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+        # shutdown() waits up to one poll interval: 2 ms, not 10, over a hundred servers
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.002}, daemon=True).start()
 
     def close(self):
         self.httpd.shutdown()
@@ -164,15 +165,15 @@ def test_dropped_connection_is_retried(serve):
 
 
 def test_a_slow_first_byte_is_waited_for_past_the_timeout(serve):
-    server = serve(("slow", 0.3))
-    assert client(server, timeout=0.05).chat(MESSAGES) == "late"  # prompt processing is not a stall
+    server = serve(("slow", 0.15))
+    assert client(server, timeout=0.05).chat(MESSAGES) == "late"  # prompt processing (3x the timeout) is not a stall
     assert len(server.requests) == 1
 
 
 def test_max_request_seconds_bounds_the_first_byte_and_is_not_retried(serve):
     server = serve(("slow", 1.0))
-    with pytest.raises(LLMError, match="within max_request_seconds=0.2") as info:
-        client(server, timeout=0.05, max_request_seconds=0.2).chat(MESSAGES)
+    with pytest.raises(LLMError, match="within max_request_seconds=0.15") as info:
+        client(server, timeout=0.05, max_request_seconds=0.15).chat(MESSAGES)
     assert info.value.status is None and len(server.requests) == 1
 
 

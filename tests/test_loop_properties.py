@@ -79,7 +79,7 @@ options = st.fixed_dictionaries({
 })
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.lists(replies, max_size=12), options)
 def test_the_run_always_ends_cleanly(script, opts):
     RAN_DANGEROUS.clear()

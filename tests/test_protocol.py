@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 
 from agent import Action, ActionFormatError, Agent, MockLLM, ToolRegistry, _ActionScanner, parse_action
 
-EXAMPLES = int(os.environ.get("PARSER_EXAMPLES", "0"))  # e.g. PARSER_EXAMPLES=2500 for a deeper local run
 
 CORPUS_PATH = os.path.join(os.path.dirname(__file__), "data", "replies.jsonl")
 with open(CORPUS_PATH, encoding="utf-8") as handle:
@@ -272,7 +271,7 @@ def packaged(draw):
     return action, text
 
 
-@settings(max_examples=EXAMPLES or 400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(packaged())
 def test_any_valid_action_survives_any_mix_of_packaging(case):
     action, text = case
@@ -286,7 +285,6 @@ def test_any_valid_action_survives_any_mix_of_packaging(case):
         assert parsed.thought == action["thought"]
 
 
-@settings(max_examples=500, deadline=None)
 @given(st.text(max_size=300) | st.text(alphabet='{}[]"\':,\\ntrue<>/`', max_size=200))
 def test_parse_returns_an_action_or_raises_action_format_error(text):
     try:
@@ -367,7 +365,6 @@ FRAGMENTS = [" ", "  ", "\n", "\t", "x", "json", "<|eot_id|>", "<think>", "</thi
              '"', "'", "\\", ":", ",", "Observation:", '"type"', '"final"', "[TOOL_CALLS]", "True", "\\n"]
 
 
-@settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(FRAGMENTS), st.integers(1, 400)), min_size=1, max_size=8))
 def test_long_runs_of_any_fragment_are_handled_quickly(runs):
     text = "".join(fragment * count for fragment, count in runs)
@@ -472,7 +469,7 @@ def opening_replies(draw):
     return lead, text, draw(tails) + draw(st.text(max_size=20)), action
 
 
-@settings(max_examples=EXAMPLES or 300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(opening_replies(), st.lists(st.integers(0, 400), max_size=12))
 def test_any_split_of_a_reply_gives_the_cut_parse_action_reads_to(case, splits):
     lead, text, tail, action = case
@@ -486,7 +483,6 @@ def test_any_split_of_a_reply_gives_the_cut_parse_action_reads_to(case, splits):
         (action["type"], action.get("name"), action.get("arguments", {}), action.get("answer"))
 
 
-@settings(max_examples=EXAMPLES or 200, deadline=None)
 @given(prose.map(lambda s: s.replace("\ufeff", "").strip()).filter(
     lambda s: s and not s.startswith(("json", "JSON", "assistant"))), actions(),
        st.lists(st.integers(0, 200), max_size=8))

@@ -219,7 +219,7 @@ def test_a_stall_after_the_first_byte_is_retried(serve):
 def test_a_slow_first_byte_after_the_headers_is_waited_for(serve):
     def prompt_processing(ex):      # llama.cpp and vLLM send the headers at once, the first event much later
         ex.head()
-        ex.pause(0.3)
+        ex.pause(0.15)              # 3x the timeout: a client that bounds the first byte by it fails here
         for data in llama_cpp_stream(["late but fine"]):
             ex.write(data)
         ex.end()
@@ -230,8 +230,8 @@ def test_a_slow_first_byte_after_the_headers_is_waited_for(serve):
 
 
 def test_a_generation_still_producing_tokens_is_never_cut_by_the_timeout(serve):
-    server = serve(stream_of(llama_cpp_stream(pieces_of("token " * 20, 6)), pause=0.015))
-    assert client(server, timeout=0.1).chat(MESSAGES) == "token " * 20   # ~0.4 s in all, 4x the timeout
+    server = serve(stream_of(llama_cpp_stream(pieces_of("token " * 12, 6)), pause=0.01))
+    assert client(server, timeout=0.05).chat(MESSAGES) == "token " * 12   # 16 events, ~0.16 s: 3x the timeout
 
 
 def test_max_request_seconds_bounds_a_drip_that_never_ends(serve):
@@ -241,8 +241,8 @@ def test_max_request_seconds_bounds_a_drip_that_never_ends(serve):
             ex.pause(0.01)
 
     server = serve(endless)
-    with pytest.raises(LLMError, match="max_request_seconds=0.3"):
-        client(server, timeout=1, max_request_seconds=0.3).chat(MESSAGES)
+    with pytest.raises(LLMError, match="max_request_seconds=0.15"):
+        client(server, timeout=1, max_request_seconds=0.15).chat(MESSAGES)
     assert server.client_closed.wait(5)
     assert len(server.requests) == 1
 
@@ -255,11 +255,11 @@ def test_max_seconds_caps_one_call(serve):
 
     server = serve(endless)
     with pytest.raises(LLMError, match="max_seconds"):
-        client(server, timeout=1).chat(MESSAGES, max_seconds=0.2)
+        client(server, timeout=1).chat(MESSAGES, max_seconds=0.1)
 
 
 # The review's finding 3: every read is bounded, whatever part of the answer drips or stalls
-def drips(head, unit, every=0.02, cap=5.0):
+def drips(head, unit, every=0.01, cap=5.0):
     """A script that writes a raw head, then one unit at a time, until the client hangs up or cap seconds pass."""
     def script(ex):
         ex.write_raw(head)
@@ -283,8 +283,8 @@ DRIPS = {
 @pytest.mark.parametrize("part", DRIPS)
 def test_a_drip_in_any_part_of_the_answer_ends_at_max_request_seconds(serve, part):
     server = serve(drips(*DRIPS[part]))
-    with pytest.raises(LLMError, match="max_request_seconds=0.5"):
-        client(server, timeout=0.2, max_request_seconds=0.5, max_retries=0).chat(MESSAGES)
+    with pytest.raises(LLMError, match="max_request_seconds=0.15"):     # each unit comes 10x within the timeout
+        client(server, timeout=0.1, max_request_seconds=0.15, max_retries=0).chat(MESSAGES)
 
 
 @pytest.mark.parametrize("head", [b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
@@ -297,7 +297,7 @@ def test_a_stall_on_an_answer_that_closes_after_it_is_caught_by_the_timeout(serv
         ex.handler.close_connection = True
 
     server = serve(stalls, stream_of(llama_cpp_stream(["fresh"])))
-    assert client(server, timeout=0.2, max_request_seconds=1.5).chat(MESSAGES) == "fresh"   # retried, no deadline
+    assert client(server, timeout=0.1, max_request_seconds=1.5).chat(MESSAGES) == "fresh"   # retried, no deadline
     assert len(server.requests) == 2
 
 
