@@ -149,7 +149,10 @@ def json_answer(data, status=200, headers=None):
 
 
 class ScriptedServer:
-    """Runs each request's script in turn (the last one repeats); records requests (a GET's body is None) and hang-ups."""
+    """Runs each request's script in turn (the last one repeats).
+
+    Records the requests (a GET's body is None) and the hang-ups.
+    """
 
     def __init__(self, scripts):
         self.scripts = list(scripts)

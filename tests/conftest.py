@@ -6,21 +6,8 @@ its own count with N examples, for a deeper local run: PROPERTY_EXAMPLES=2500 py
 import os
 import sys
 
-
-def _import_without_assert_rewriting(name):
-    """Import name as Python would: pytest rewrites the asserts of every module of a plugin's package
-    (hypothesis has about 75), and with PYTHONDONTWRITEBYTECODE set it redoes that on every run (~0.3 s)."""
-    hooks = [hook for hook in sys.meta_path if type(hook).__name__ == "AssertionRewritingHook"]
-    for hook in hooks:
-        sys.meta_path.remove(hook)
-    try:
-        __import__(name)
-    finally:
-        sys.meta_path[:0] = hooks
-
-
-_import_without_assert_rewriting("hypothesis.strategies")
-from hypothesis import settings  # noqa: E402
+import pytest
+from hypothesis import settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -29,3 +16,20 @@ DEEP = int(os.environ.get("PROPERTY_EXAMPLES") or os.environ.get("PARSER_EXAMPLE
 # No deadline: the suite runs beside other work, and a slow example is not a wrong one
 settings.register_profile("suite", max_examples=DEEP or 100, deadline=None)
 settings.load_profile("suite")
+
+
+@pytest.fixture
+def serve():
+    """Start scripted local HTTP servers (tests/_http_servers.py) for one test; they are closed after it."""
+    from _http_servers import ScriptedServer
+
+    servers = []
+
+    def start(*scripts):
+        server = ScriptedServer(scripts)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()

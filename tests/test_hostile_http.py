@@ -4,7 +4,7 @@ import json
 import logging
 
 import pytest
-from _http_servers import ScriptedServer, completion, json_answer
+from _http_servers import completion, json_answer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -12,20 +12,6 @@ from agent import LLMError, OpenAICompatLLM, _repeating_tail, _retry_after, _Str
 
 KEY = "sk-hostile-SECRET-0123456789"
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello"}]
-
-
-@pytest.fixture
-def serve():
-    servers = []
-
-    def start(*scripts):
-        server = ScriptedServer(scripts)
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.close()
 
 
 def client(server, **options):
@@ -484,7 +470,10 @@ def streamed_fires(text, size):
 
 @pytest.mark.parametrize("size", [1, 4, 7])
 def test_real_replies_of_smollm2_fire_exactly_where_they_looped(size):
-    """SmolLM2-135M on llama.cpp: the replies cut for "repetition" still fire, the others (some repeat a few times) do not."""
+    """SmolLM2-135M on llama.cpp: the replies cut for "repetition" still fire.
+
+    The others (some repeat a few times) do not.
+    """
     for reply in REAL_REPLIES:
         looped = reply["finish_reason"] == "repetition"
         assert _repeating_tail(reply["raw"]) == looped and streamed_fires(reply["raw"], size) == looped, reply["raw"]
@@ -505,7 +494,8 @@ def test_any_spoken_unit_repeated_enough_is_caught_whatever_came_before(unit, ti
     assert _repeating_tail(text) == (smallest >= 4)
 
 
-VALUES = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(allow_nan=False, allow_infinity=False),
+VALUES = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6),
+                   st.floats(allow_nan=False, allow_infinity=False),
                    st.text("abcxyz ", max_size=8), st.dictionaries(st.sampled_from(["id", "ok"]), st.integers(0, 9)))
 
 

@@ -4,27 +4,13 @@ import threading
 import time
 
 import pytest
-from _http_servers import (ScriptedServer, chunk, completion, event, json_answer, llama_cpp_stream,
+from _http_servers import (chunk, completion, event, json_answer, llama_cpp_stream,
                            ollama_stream, stream_of, vllm_stream)
 
 from agent import LLMError, OpenAICompatLLM, _repeating_tail
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 ACTION = '{"type": "final", "thought": "done", "answer": "42"}'
-
-
-@pytest.fixture
-def serve():
-    servers = []
-
-    def start(*scripts):
-        server = ScriptedServer(scripts)
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.close()
 
 
 def client(server, **options):
