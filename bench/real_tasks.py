@@ -97,6 +97,35 @@ def _row(task: str, expected: str, result: agent.AgentResult) -> dict:
             "last_error": (result.steps[-1].error or "")[:300] if result.steps else ""}
 
 
+# Sampling settings compared on one schema-constrained first call per task (--first-call).
+FIRST_CALL_SETTINGS = [
+    {"temperature": 0.0},
+    {"temperature": 0.7},
+    {"temperature": 0.0, "frequency_penalty": 0.5},
+    {"temperature": 0.0, "extra_body": {"repeat_penalty": 1.3}},   # llama.cpp's own knob
+]
+
+
+def first_calls(args: argparse.Namespace) -> None:
+    """Why the constrained rung sends frequency_penalty: valid replies to one constrained call per task."""
+    registry = _registry()
+    system = agent._render_prompt(None, registry)
+    for setting in FIRST_CALL_SETTINGS:
+        setting = dict(setting)
+        llm = agent.OpenAICompatLLM(args.model, args.base_url, max_tokens=400, extra_body=setting.pop("extra_body", {}))
+        valid, reasons, started = 0, {}, time.monotonic()
+        for task, _ in TASKS[:args.tasks]:
+            raw = llm.chat([{"role": "system", "content": system}, {"role": "user", "content": task}],
+                           response_schema=registry.action_schema(), **setting)
+            try:
+                agent.parse_action(raw)
+                valid += 1
+            except agent.ActionFormatError:
+                reasons[llm.last_finish_reason] = reasons.get(llm.last_finish_reason, 0) + 1
+        print(f"{json.dumps(setting)} {llm.extra_body or ''}: {valid}/{args.tasks} valid, failed by finish reason "
+              f"{json.dumps(reasons)}, {time.monotonic() - started:.1f} s", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", default=os.environ.get("OPENAI_BASE_URL", "http://127.0.0.1:18080/v1"))
@@ -105,7 +134,12 @@ def main() -> int:
     parser.add_argument("--no-stream", action="store_true", help="send stream=False")
     parser.add_argument("--tasks", type=int, default=len(TASKS), help="run only the first N tasks")
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    parser.add_argument("--first-call", action="store_true",
+                        help="compare sampling settings on one constrained call per task instead of whole runs")
     args = parser.parse_args()
+    if args.first_call:
+        first_calls(args)
+        return 0
     client_options = {"stream": False} if args.no_stream else {}
     options = {"constrain": args.constrain} if args.constrain else {}
     rows = []
