@@ -2961,7 +2961,7 @@ _CONSTRAIN_MODES = ("auto", "always", "never")
 _CHAT_OPTIONS = ("response_schema", "temperature", "max_seconds", "frequency_penalty")  # per-call options it may pass
 _HOT_TEMPERATURE = 0.7     # at least this once a failed reply repeats: a deterministic loop needs sampling
 # Sent with the schema: under constrained decoding small models loop inside a string until the token
-# limit; on SmolLM2-135M this took valid replies from 8 to 12 of 12 (bench/real_tasks.py, README).
+# limit; on SmolLM2-135M this took valid replies from 6-8 to 12 of 12 (bench/real_tasks.py --first-call).
 _CONSTRAINED_PENALTY = 0.5
 _TRIM_TO = 0.6             # over budget, trim to this share of it, so later calls share their prefix
 
