@@ -3363,14 +3363,16 @@ class Agent:
         """The decoding ladder, after a failed reply: send the action schema; on a repeated failure, sample hotter."""
         if self.constrain == "never":
             return
+        # A constrained reply that looped is as deterministic as one sent twice: both call for sampling.
+        looped = state.schema is not None and step.finish_reason == "repetition"
         if state.schema is None and "response_schema" in self._accepts:
             state.schema = self.tools.action_schema()
             penalty = f" with frequency_penalty={_CONSTRAINED_PENALTY}" if "frequency_penalty" in self._accepts else ""
             self._rung(step, f"from the next call on, the action schema is sent (response_schema){penalty}")
-        if not state.hot and step.raw in state.failed and "temperature" in self._accepts:
+        if not state.hot and (looped or step.raw in state.failed) and "temperature" in self._accepts:
             state.hot = True
-            self._rung(step, "the same failed reply came twice: from the next call on, a temperature of at least "
-                             f"{_HOT_TEMPERATURE} is sent")
+            why = "a constrained reply looped" if looped else "the same failed reply came twice"
+            self._rung(step, f"{why}: from the next call on, a temperature of at least {_HOT_TEMPERATURE} is sent")
         state.failed.add(step.raw)
 
     def _rung(self, step: Step, note: str) -> None:
@@ -3413,8 +3415,8 @@ class Agent:
                     "their results are no longer shown.]")
             sent = messages[:head - 1] + [{"role": task["role"], "content": task["content"] + note}] + \
                 messages[head + state.dropped:]
-        over = state.head_chars + state.tail_chars - state.budget
-        if over > 0 and len(sent) > head and sent[-2]["role"] == "assistant":
+        over = state.head_chars + state.tail_chars - int(state.budget * _TRIM_TO)
+        if state.head_chars + state.tail_chars > state.budget and len(sent) > head and sent[-2]["role"] == "assistant":
             # Still over with only the latest pair left: a reply that ran to the token limit. Send its
             # head and tail; result.messages keeps it whole.
             reply = sent[-2]["content"]

@@ -591,7 +591,7 @@ def test_a_reply_that_filled_the_context_is_sent_back_shortened_and_kept_whole()
     assert result.stop_reason == "final"
     retried = llm.calls[2]
     assert retried[-2]["role"] == "assistant" and "characters cut" in retried[-2]["content"]
-    assert sent_chars(retried) <= sent_chars(llm.calls[1]) // 2 + 300
+    assert sent_chars(retried) <= sent_chars(llm.calls[1]) // 2 * 0.6 + 300   # trimmed like pairs: to 60%
     assert result.messages[2]["content"] == runaway and result.steps[0].raw == runaway
     assert_alternating(retried)
 
@@ -659,3 +659,19 @@ def test_a_whole_reply_that_loops_is_a_format_error_that_says_so():
     looping = "Let me compute 17 * 23 first. " * 20
     result = Agent(MockLLM([looping, final("x")]), make_tools()).run("t")
     assert "kept repeating the same text" in result.steps[0].error and result.answer == "x"
+
+
+def test_a_constrained_reply_that_looped_raises_the_temperature():
+    loop = '{"type": "tool_call", "thought": "' + "so the answer is so " * 40
+    llm = Reporting(["prose, not JSON", loop, final("395")], ["stop", "repetition", "stop"])
+    result = Agent(llm, make_tools()).run("t")
+    assert "temperature" not in llm.options[1] and llm.options[2]["temperature"] == 0.7
+    assert "a constrained reply looped" in result.steps[1].notes[0]
+    assert result.answer == "395"
+
+
+def test_a_free_text_reply_that_looped_only_turns_on_the_schema():
+    loop = "17 * 23 = 17 * 23 = " * 40
+    llm = Reporting([loop, final("395")], ["repetition", "stop"])
+    Agent(llm, make_tools()).run("t")
+    assert "response_schema" in llm.options[1] and "temperature" not in llm.options[1]
