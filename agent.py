@@ -3402,7 +3402,8 @@ class Agent:
         if state.budget is None:
             return state.messages
         messages, head = state.messages, state.head
-        if state.head_chars + state.tail_chars > state.budget:
+        over_budget = state.head_chars + state.tail_chars > state.budget
+        if over_budget:
             while (state.head_chars + state.tail_chars > state.budget * _TRIM_TO
                    and len(messages) - head - state.dropped > 2):
                 first = head + state.dropped
@@ -3415,14 +3416,18 @@ class Agent:
                     "their results are no longer shown.]")
             sent = messages[:head - 1] + [{"role": task["role"], "content": task["content"] + note}] + \
                 messages[head + state.dropped:]
+        return self._shorten_latest(state, sent) if over_budget else sent
+
+    def _shorten_latest(self, state: _RunState, sent: list) -> list:
+        """A trim that left only the latest pair over its target: a reply that ran to the token limit.
+
+        That reply is sent as its head and tail, cut to the trim's target; result.messages keeps it whole.
+        """
         over = state.head_chars + state.tail_chars - int(state.budget * _TRIM_TO)
-        if state.head_chars + state.tail_chars > state.budget and len(sent) > head and sent[-2]["role"] == "assistant":
-            # Still over with only the latest pair left: a reply that ran to the token limit. Send its
-            # head and tail; result.messages keeps it whole.
-            reply = sent[-2]["content"]
-            sent = sent[:-2] + [{"role": "assistant", "content": _truncate(reply, max(200, len(reply) - over))},
-                                sent[-1]]
-        return sent
+        if over <= 0 or len(sent) <= state.head or sent[-2]["role"] != "assistant":
+            return sent
+        reply = sent[-2]["content"]
+        return sent[:-2] + [{"role": "assistant", "content": _truncate(reply, max(200, len(reply) - over))}, sent[-1]]
 
     def _count_tokens(self, state: _RunState, raw: str) -> None:
         """Add the last call's tokens: the client's ``last_usage``, else an estimate at 4 characters a token."""

@@ -596,6 +596,17 @@ def test_a_reply_that_filled_the_context_is_sent_back_shortened_and_kept_whole()
     assert_alternating(retried)
 
 
+def test_a_runaway_reply_after_an_earlier_step_is_cut_to_the_trim_target():
+    # The real sequence: prose, a constrained reply cut at the token limit, then the overflow. The budget
+    # (what was sent, scaled by 4096/4128) fits once the earlier pair is dropped, but leaves no room to reply.
+    runaway = '{"type": "tool_call", "thought": "' + "1234567890" * 368
+    llm = MockLLM(["17*23+4 = 391", runaway, overflow(n_ctx=4096, n_prompt_tokens=4128), final("x")])
+    result = Agent(llm, make_tools()).run("t")
+    budget = sent_chars(llm.calls[2]) * 4096 // 4128
+    assert result.stop_reason == "final"
+    assert sent_chars(llm.calls[3]) <= budget * 0.6 + 300 and "characters cut" in llm.calls[3][-2]["content"]
+
+
 def test_without_token_counts_the_budget_is_three_quarters_of_what_was_sent():
     llm = MockLLM([call("add", a=i, b=10 ** 40) for i in range(4)] + [overflow(), final("done")])
     result = Agent(llm, make_tools()).run("t")
