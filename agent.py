@@ -161,6 +161,10 @@ _SYNTAX_NAMES = {
     ast.Starred: "* unpacking", ast.Await: "await", ast.Yield: "yield",
 }
 _BRACKETS = re.compile(r"[][(){}]")
+# Input on which Python's own tokenizer warns on stderr (the library never prints): a backslash, or a
+# number run into a keyword ("1if 1 else 2", "0x1for"). Neither can be arithmetic, so it is refused before
+# parsing; silencing warnings instead would change the process-wide filters under other threads.
+_NOISY_INPUT = re.compile(r"\\|[0-9a-fA-F._jJ](?:and|else|for|if|in|is|not|or)")
 _ADDITIVE = {"+": ast.Add, "-": ast.Sub}
 _MULTIPLICATIVE = {"*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv, "%": ast.Mod}
 _CHAIN_SYMBOLS = {**_ADDITIVE, **_MULTIPLICATIVE}
@@ -168,9 +172,13 @@ _OPENERS, _CLOSERS = ("(", "[", "{"), (")", "]", "}")
 
 
 def _check_size(expr: str) -> None:
-    """Refuse long input and deep brackets before parsing, so the parser never sees them."""
+    """Refuse long input, deep brackets and input the tokenizer warns about before parsing."""
     if len(expr) > _MAX_EXPR_CHARS:
         raise UnsafeExpression(f"expression is {len(expr):,} characters long (limit {_MAX_EXPR_CHARS:,})", expr[:100])
+    noisy = _NOISY_INPUT.search(expr)
+    if noisy:
+        raise UnsafeExpression(f"not a valid arithmetic expression: {noisy.group()!r} (a backslash, or a number "
+                               "run into a keyword)", expr)
     depth = 0
     for match in _BRACKETS.finditer(expr):
         depth += 1 if match.group() in "([{" else -1
@@ -205,12 +213,6 @@ def _literal(value):
         raise UnsafeExpression(f"complex numbers ({value!r}) are not allowed")
     kind = {str: "strings", bytes: "bytes"}.get(type(value), repr(value))
     raise UnsafeExpression(f"{kind} not allowed in a calculation")
-
-
-# Input on which Python's own tokenizer warns on stderr (the library never prints): a backslash, or a
-# number run into a keyword ("1if 1 else 2", "0x1for"). Neither can be arithmetic, so it is refused before
-# parsing; silencing warnings instead would change the process-wide filters under other threads.
-_NOISY_INPUT = re.compile(r"\\|[0-9a-fA-F._jJ](?:and|else|for|if|in|is|not|or)")
 
 
 class _TokenError(Exception):
@@ -298,10 +300,6 @@ def safe_eval(expr: str) -> int | float:
         raise UnsafeExpression(f"expected the expression as text, got {type(expr).__name__}")
     _check_size(expr)
     try:
-        noisy = _NOISY_INPUT.search(expr)
-        if noisy:
-            raise UnsafeExpression(f"not a valid arithmetic expression: {noisy.group()!r} (a backslash, or a number "
-                                   "run into a keyword)", expr)
         return _check_number(_eval_node(_parse(expr.strip()), 0), expr)
     except UnsafeExpression as exc:
         exc.expression = expr
@@ -1579,6 +1577,10 @@ def _opening_action(body: str, repairs: list) -> Optional[tuple]:
     """
     scanner = _ActionScanner()
     end = scanner.feed(body)
+    if "stray_quote" in scanner.packaging:  # the quote may open one JSON string that holds the action
+        decoded = _unquote_action(body, _ACTION_START.match(body, scanner.start), repairs)[0]
+        if decoded != body:
+            return _opening_action(decoded, repairs)
     if end is None:
         return None
     for tag in scanner.packaging:
@@ -1759,9 +1761,6 @@ def parse_action(text: str) -> Action:
     try:
         repairs: list = []
         body = _unwrap(text, repairs)
-        quoted = _ACTION_START.match(body, 1) if body.startswith('"') else None
-        if quoted:  # one JSON string holding the action, or a stray quote: decided before the scanner reads it
-            body = _unquote_action(body, quoted, repairs)[0]
         found = _opening_action(body, repairs)
         if found is None:
             thought_out = _drop_think(body, repairs)
@@ -2051,8 +2050,13 @@ _SETTING_RULES = {   # name: (an integer?, the lowest value, allowed itself?); o
 }
 
 
-def _check_setting(name: str, value: Any) -> None:
-    """ValueError naming the option and its rule unless value is a finite number in range (no bool, no text)."""
+def _check_setting(name: str, value: Any, optional: bool = False) -> None:
+    """ValueError naming the option and its rule unless value is a finite number in range (no bool, no text).
+
+    With ``optional``, None is accepted too.
+    """
+    if optional and value is None:
+        return
     integer, low, inclusive = _SETTING_RULES[name]
     number = not isinstance(value, bool) and isinstance(value, int if integer else (int, float))
     if number and math.isfinite(value) and (value >= low if inclusive else value > low):
@@ -2532,14 +2536,11 @@ class OpenAICompatLLM:
                  project: Optional[str] = None) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError("no model named: pass model=... or set OPENAI_MODEL")
-        numbers = {"max_retries": max_retries, "timeout": timeout, "max_request_seconds": max_request_seconds,
-                   "max_response_bytes": max_response_bytes, "temperature": temperature, "max_tokens": max_tokens}
-        for name, value in numbers.items():
-            if value is not None or name not in ("temperature", "max_tokens"):   # None: leave it to the server
-                _check_setting(name, value)
-        self.model = model.strip()
-        self.base_url = base_url
-        self.url = _chat_url(base_url)
+        for name, value in {"max_retries": max_retries, "timeout": timeout, "max_request_seconds": max_request_seconds,
+                            "max_response_bytes": max_response_bytes, "temperature": temperature,
+                            "max_tokens": max_tokens}.items():
+            _check_setting(name, value, optional=name in ("temperature", "max_tokens"))  # None: the server's
+        self.model, self.base_url, self.url = model.strip(), base_url, _chat_url(base_url)
         self._api_key = _clean_key(api_key)
         self.temperature = temperature       # None: leave it to the server
         self.max_tokens = max_tokens         # None: leave it to the server
@@ -2548,8 +2549,7 @@ class OpenAICompatLLM:
         self.max_response_bytes = max_response_bytes     # a longer answer is refused
         self.max_retries = max_retries       # retries after the first attempt
         self.stop = list(stop or ())         # sent as "stop"; cut client-side if the server rejects it
-        self.extra_body = dict(extra_body or {})
-        self.headers = dict(headers or {})
+        self.extra_body, self.headers = dict(extra_body or {}), dict(headers or {})
         self.organization, self.project = organization, project   # sent as the SDK does
         self.response_schema = response_schema   # kept on every call: per-call schemas do not replace it
         self.stream = stream                 # server-sent events; a plain JSON answer is read as well

@@ -86,10 +86,11 @@ def test_a_reply_that_is_one_json_string_is_still_decoded():
     assert "json_string" in parse_action("Here: " + json.dumps(CALL)).repairs
 
 
-def test_a_json_string_action_is_decoded_before_a_brace_in_the_tail_can_close_it():
+@pytest.mark.parametrize("before", ["", "```json\n", "<tool_call>"])
+def test_a_json_string_action_is_decoded_before_a_brace_in_the_tail_can_close_it(before):
     # Found by the packaging property test: the scanner read the escaped quotes as strings
     # and closed the "action" at the observation's brace.
-    action = parse_action(json.dumps(CALL) + "\n[OBSERVATION] }")
+    action = parse_action(before + json.dumps(CALL) + "\n[OBSERVATION] }")
     assert meaning(action) == meaning(parse_action(CALL))
     assert {"json_string", "observation_tail"} <= set(action.repairs)
 

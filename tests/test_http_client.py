@@ -6,6 +6,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from _http_servers import completion as body_of
 
 from agent import Agent, LLMError, OpenAICompatLLM, ToolRegistry
 
@@ -13,12 +14,8 @@ KEY = "sk-test-SECRET-0123456789"
 
 
 def completion(content="hi", finish="stop", usage=(5, 2), **message_extra):
-    body = {"id": "c1", "object": "chat.completion", "model": "m",
-            "choices": [{"index": 0, "finish_reason": finish,
-                         "message": {"role": "assistant", "content": content, **message_extra}}]}
-    if usage:
-        body["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}
-    return 200, {"Content-Type": "application/json"}, json.dumps(body)
+    """The scripted answer (status, headers, text) of a whole chat.completion body."""
+    return 200, {"Content-Type": "application/json"}, body_of(content, finish, usage, **message_extra).decode()
 
 
 def error(status, message, headers=None):
