@@ -1198,7 +1198,7 @@ class _ActionScanner:
         kind not escaped by a backslash. None when text does not end inside a string."""
         at = len(text)
         while self._quote:
-            at = text.rfind(self._quote, 0, at)
+            at = text.rfind(self._quote, self.start or 0, at)   # a quote before the action opened no string in it
             if at < 0:
                 return None
             before = at

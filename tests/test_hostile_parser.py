@@ -622,3 +622,8 @@ def test_no_escape_in_a_single_quoted_string_emits_a_warning(body):
         except ActionFormatError:
             pass
     assert [str(w.message) for w in caught] == []
+
+
+def test_a_quote_before_the_action_is_not_taken_for_an_unescaped_one():
+    # Found by the arbitrary-text property: the search for the open string's quote ran past the action's start.
+    refused("'{\\'", "not complete")
