@@ -106,6 +106,41 @@ class LLMError(AgentError):
         self.kind = kind
 
 
+def _text(value: Any, show: Callable[[Any], str] = str) -> str:
+    """``str(value)`` (or ``show(value)``); a placeholder when that raises, so no report of a failure can fail."""
+    try:
+        return show(value)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # a __str__ or __repr__ written by whoever made the value
+        return f"<{type(value).__name__} that cannot be shown>"
+
+
+_SETTINGS = {   # name: (an integer?, the lowest value, allowed itself?): every numeric option, classes and CLI
+    "max_steps": (True, 1, True), "max_repeats": (True, 0, True), "max_format_errors": (True, 0, True),
+    "max_observation_chars": (True, 200, True), "max_context_chars": (True, 1000, True),
+    "max_total_tokens": (True, 1, True), "max_retries": (True, 0, True), "max_response_bytes": (True, 1, True),
+    "max_tokens": (True, 1, True), "temperature": (False, 0, True), "timeout": (False, 0, False),
+    "default_timeout": (False, 0, False), "max_request_seconds": (False, 0, False), "max_seconds": (False, 0, False),
+}
+
+
+def _check_setting(name: str, value: Any, optional: bool = False) -> None:
+    """ValueError naming the option and its rule unless value is a finite number in range (no bool, no text).
+
+    With ``optional``, None is accepted too.
+    """
+    if optional and value is None:
+        return
+    integer, low, inclusive = _SETTINGS[name]
+    # Comparisons, not math.isfinite: nan fails them, and so does an int too large for a float.
+    if (not isinstance(value, bool) and isinstance(value, int if integer else (int, float))
+            and (value >= low if inclusive else value > low) and (integer or value <= sys.float_info.max)):
+        return
+    rule = f"{'an integer' if integer else 'a finite number'} {'>=' if inclusive else '>'} {low}"
+    raise ValueError(f"invalid {name} {_text(value, repr)} (must be {rule}{', or None' if optional else ''})")
+
+
 # -- Calculator ------------------------------------------------------------------------
 
 _MAX_EXPR_CHARS = 10_000      # longer input is refused before parsing
@@ -382,24 +417,6 @@ def _check_tool_name(name: Any) -> str:
     return name
 
 
-def _text(value: Any, show: Callable[[Any], str] = str) -> str:
-    """``str(value)`` (or ``show(value)``); a placeholder when that raises, so no report of a failure can fail."""
-    try:
-        return show(value)
-    except KeyboardInterrupt:
-        raise
-    except BaseException:  # a __str__ or __repr__ written by whoever made the value
-        return f"<{type(value).__name__} that cannot be shown>"
-
-
-def _check_seconds(name: str, value: Any, error: type = ValueError, where: str = "") -> None:
-    """Raise ``error`` naming the option unless value is None or a finite number of seconds > 0."""
-    # Comparisons, not math.isfinite: nan fails them, and so does an int too large for a float.
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                              or not 0 < value <= sys.float_info.max):
-        raise error(f"invalid {name} {_text(value, repr)}{where} (must be a finite number of seconds > 0, or None)")
-
-
 def _hint_schema(hint: Any, where: str) -> dict:
     """JSON Schema for one type hint; ToolError for hints a model cannot be told about."""
     if hint in _SIMPLE_TYPES:
@@ -505,7 +522,10 @@ class Tool:
     confirm: bool = False             # ask confirm(name, arguments) before every run
 
     def __post_init__(self) -> None:
-        _check_seconds("timeout", self.timeout, ToolError, f" for tool {_text(self.name, repr)}")
+        try:
+            _check_setting("timeout", self.timeout, optional=True)
+        except ValueError as exc:
+            raise ToolError(f"tool {_text(self.name, repr)}: {exc}") from None
 
     @classmethod
     def from_function(cls, func: Callable, *, name: Optional[str] = None, description: Optional[str] = None,
@@ -810,7 +830,7 @@ class ToolRegistry:
     """
 
     def __init__(self, default_timeout: Optional[float] = 30.0) -> None:
-        _check_seconds("default_timeout", default_timeout)
+        _check_setting("default_timeout", default_timeout, optional=True)
         self.default_timeout = default_timeout  # seconds per call; a tool's own timeout wins
         self._tools: dict = {}
 
@@ -2043,28 +2063,6 @@ def _backoff(attempt: int) -> float:
     return base / 2 + random.uniform(0, base / 2)
 
 
-_SETTING_RULES = {   # name: (an integer?, the lowest value, allowed itself?); one table for the client and the CLI
-    "max_retries": (True, 0, True), "max_response_bytes": (True, 1, True), "max_tokens": (True, 1, True),
-    "max_steps": (True, 1, True), "max_context_chars": (True, 1, True), "temperature": (False, 0, True),
-    "timeout": (False, 0, False), "max_request_seconds": (False, 0, False), "max_seconds": (False, 0, False),
-}
-
-
-def _check_setting(name: str, value: Any, optional: bool = False) -> None:
-    """ValueError naming the option and its rule unless value is a finite number in range (no bool, no text).
-
-    With ``optional``, None is accepted too.
-    """
-    if optional and value is None:
-        return
-    integer, low, inclusive = _SETTING_RULES[name]
-    number = not isinstance(value, bool) and isinstance(value, int if integer else (int, float))
-    if number and math.isfinite(value) and (value >= low if inclusive else value > low):
-        return
-    kind = "an integer" if integer else "a finite number"
-    raise ValueError(f"invalid {name} {value!r} (must be {kind} {'>=' if inclusive else '>'} {low})")
-
-
 def _chat_url(base_url: str) -> str:
     """The chat-completions URL of a base URL, any query kept after the path; ValueError when it cannot work."""
     import ipaddress
@@ -3087,13 +3085,6 @@ class _RunState:
     failed: set = field(default_factory=set)    # raw replies that could not be parsed
 
 
-def _check_option(name: str, value: Any, minimum: int, optional: bool = False) -> None:
-    if optional and value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"invalid {name} {value!r} (must be an integer >= {minimum})")
-
-
 def _as_registry(tools: Any) -> ToolRegistry:
     if isinstance(tools, ToolRegistry):
         return tools
@@ -3139,13 +3130,12 @@ class Agent:
                  max_context_chars: Optional[int] = None, max_seconds: Optional[float] = None,
                  max_total_tokens: Optional[int] = None, on_step: Optional[Callable[[Step], None]] = None,
                  confirm: Optional[Callable[[str, dict], bool]] = None, constrain: str = "auto") -> None:
-        _check_option("max_steps", max_steps, 1)
-        _check_option("max_repeats", max_repeats, 0)
-        _check_option("max_format_errors", max_format_errors, 0)
-        _check_option("max_observation_chars", max_observation_chars, 200)
-        _check_option("max_context_chars", max_context_chars, 1000, optional=True)
-        _check_seconds("max_seconds", max_seconds)
-        _check_option("max_total_tokens", max_total_tokens, 1, optional=True)
+        for name, value in {"max_steps": max_steps, "max_repeats": max_repeats, "max_format_errors": max_format_errors,
+                            "max_observation_chars": max_observation_chars}.items():
+            _check_setting(name, value)
+        for name, value in {"max_context_chars": max_context_chars, "max_seconds": max_seconds,
+                            "max_total_tokens": max_total_tokens}.items():
+            _check_setting(name, value, optional=True)   # None: no such limit
         if constrain not in _CONSTRAIN_MODES:
             raise ValueError(f"invalid constrain {constrain!r} (must be one of {', '.join(_CONSTRAIN_MODES)})")
         self.llm = llm
@@ -3524,12 +3514,12 @@ def _cli_say(text: str, stream: Any = None) -> None:
 
 
 def _cli_number(name: str) -> Callable[[str], Any]:
-    """An argparse type for the option name: a finite number in the range _SETTING_RULES gives, else exit 2."""
+    """An argparse type for the option name: a finite number in the range _SETTINGS gives, else exit 2."""
     import argparse
 
     def parse(text: str) -> Any:
         try:
-            value = int(text) if _SETTING_RULES[name][0] else float(text)
+            value = int(text) if _SETTINGS[name][0] else float(text)
         except ValueError:
             value = text
         try:

@@ -328,6 +328,42 @@ def test_options_are_validated(option, value, words):
     assert words in str(info.value)
 
 
+# One validator checks every numeric option of every class: each refuses the same kinds of values.
+_OWNERS = {
+    "max_steps": Agent, "max_repeats": Agent, "max_format_errors": Agent, "max_observation_chars": Agent,
+    "max_context_chars": Agent, "max_total_tokens": Agent, "max_seconds": Agent, "max_retries": "client",
+    "max_response_bytes": "client", "max_tokens": "client", "temperature": "client", "timeout": "client",
+    "max_request_seconds": "client", "default_timeout": ToolRegistry,
+}
+
+
+def _build(option, value):
+    if _OWNERS[option] is Agent:
+        return Agent(MockLLM([]), **{option: value})
+    if _OWNERS[option] is ToolRegistry:
+        return ToolRegistry(**{option: value})
+    return agent_module.OpenAICompatLLM("m", "http://127.0.0.1:9/v1", **{option: value})
+
+
+@pytest.mark.parametrize("value", [True, "5", float("nan"), float("inf"), -1, -(10 ** 400)])
+@pytest.mark.parametrize("option", sorted(agent_module._SETTINGS))
+def test_every_numeric_option_refuses_what_is_not_a_number_in_range(option, value):
+    assert option in _OWNERS  # a new option gets an owner here
+    with pytest.raises(ValueError, match=f"invalid {option} "):
+        _build(option, value)
+
+
+@pytest.mark.parametrize("option", ["timeout", "max_request_seconds", "max_seconds", "default_timeout", "temperature"])
+def test_a_seconds_option_refuses_an_integer_too_large_for_a_float(option):
+    with pytest.raises(ValueError, match=f"invalid {option} "):   # not OverflowError, as math.isfinite raised
+        _build(option, 10 ** 400)
+
+
+def test_a_tool_timeout_is_checked_by_the_same_rule():
+    with pytest.raises(agent_module.ToolError, match="tool .slow.: invalid timeout"):
+        agent_module.Tool("slow", "d", {"type": "object"}, lambda: 1, timeout=10 ** 400)
+
+
 def test_bad_task_or_history_is_a_value_error():
     agent = Agent(MockLLM([final("x")]))
     with pytest.raises(ValueError, match="invalid task"):
