@@ -405,7 +405,9 @@ def _call_function(node: ast.Call, depth: int):
 # -- Tools -----------------------------------------------------------------------------
 
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
-_SIMPLE_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object"}
+_JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array", dict: "object",
+               type(None): "null"}    # the one table of Python types and JSON Schema's names for them
+_PYTHON_TYPES = {name: python for python, name in _JSON_TYPES.items()}
 _UNION_TYPES = (typing.Union, getattr(types, "UnionType", typing.Union))  # X | Y on 3.10+
 _ARGS_HEADERS = ("Args:", "Arguments:", "Parameters:")
 _ARG_LINE = re.compile(r"\s+\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)")
@@ -419,13 +421,13 @@ def _check_tool_name(name: Any) -> str:
 
 def _hint_schema(hint: Any, where: str) -> dict:
     """JSON Schema for one type hint; ToolError for hints a model cannot be told about."""
-    if hint in _SIMPLE_TYPES:
-        return {"type": _SIMPLE_TYPES[hint]}
+    if hint in _JSON_TYPES:
+        return {"type": _JSON_TYPES[hint]}
     if hint is Any:
         return {}
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is typing.Literal:
-        kinds = {_SIMPLE_TYPES.get(type(arg)) for arg in args}
+        kinds = {_JSON_TYPES.get(type(arg)) for arg in args}
         schema: dict = {"enum": list(args)}
         if len(kinds) == 1 and None not in kinds:
             schema["type"] = kinds.pop()
@@ -550,12 +552,8 @@ class _ArgumentError(Exception):
     """Arguments do not match a tool's schema (internal; becomes an ERROR observation)."""
 
 
-_JSON_TYPE_NAMES = {str: "string", bool: "boolean", int: "integer", float: "number",
-                    list: "array", dict: "object", type(None): "null"}
-
-
 def _json_type(value: Any) -> str:
-    return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
+    return _JSON_TYPES.get(type(value), type(value).__name__)
 
 
 def _shown(value: Any) -> str:
@@ -568,7 +566,7 @@ def _is_type(value: Any, kind: str) -> bool:
         return (type(value) is int) or (type(value) is float and value.is_integer())
     if kind == "number":
         return type(value) in (int, float)
-    expected = {"string": str, "boolean": bool, "array": list, "object": dict, "null": type(None)}.get(kind)
+    expected = _PYTHON_TYPES.get(kind)
     return expected is None or type(value) is expected
 
 
@@ -1644,7 +1642,15 @@ def _check_spellings(obj: dict, repairs: list) -> None:
             _note(repairs, "duplicate_key")
 
 
+def _check_one_kind(obj: dict) -> None:
+    """The one check that an action is a call or an answer, never both: a name or arguments, and an answer,
+    each holding a value, are refused whatever the "type" says."""
+    if (_present(obj, "name") or _present(obj, "arguments")) and _present(obj, "answer"):
+        raise _refuse("your reply has both an answer and a tool call; send one of them")
+
+
 def _action_kind(obj: dict, repairs: list) -> str:
+    """"tool_call" or "final": from "type", else from the keys a call or an answer has."""
     if "type" in obj:
         kind = obj["type"]
         normal = kind.strip().lower().replace("-", "_").replace(" ", "_") if isinstance(kind, str) else None
@@ -1654,11 +1660,9 @@ def _action_kind(obj: dict, repairs: list) -> str:
             _note(repairs, "type_spelling")
         return normal
     is_call = "name" in obj or "arguments" in obj
-    if is_call and "answer" in obj:
-        raise _refuse("your reply has both an answer and a tool call; send one of them")
     if is_call or "answer" in obj:
         _note(repairs, "missing_type")
-        return "tool_call" if is_call else "final"
+        return "final" if _present(obj, "answer") or not is_call else "tool_call"
     names = [key for key in obj if _meant_key(key) not in (None, "thought", key)]
     if names:
         fixes = "; ".join(f'use "{_meant_key(key)}" instead of {json.dumps(key, ensure_ascii=False)}' for key in names)
@@ -1740,16 +1744,13 @@ def _answer(obj: dict, repairs: list) -> str:
 def _interpret(obj: dict, repairs: list) -> Action:
     """Turn the action object into an Action, refusing anything whose meaning is not certain."""
     _check_spellings(obj, repairs)
+    _check_one_kind(obj)
     kind = _action_kind(obj, repairs)
     thought = obj.get("thought")
     if thought is not None and not isinstance(thought, str):
         thought = json.dumps(thought, ensure_ascii=False)
     if kind == "final":
-        if _present(obj, "name") or _present(obj, "arguments"):
-            raise _refuse("your reply has both an answer and a tool call; send one of them")
         return Action("final", answer=_answer(obj, repairs), thought=thought, repairs=tuple(repairs))
-    if _present(obj, "answer"):
-        raise _refuse("your reply has both an answer and a tool call; send one of them")
     name = _tool_name(obj, repairs)
     return Action("tool_call", name=name, arguments=_arguments(obj, repairs), thought=thought,
                   repairs=tuple(repairs))

@@ -627,3 +627,27 @@ def test_no_escape_in_a_single_quoted_string_emits_a_warning(body):
 def test_a_quote_before_the_action_is_not_taken_for_an_unescaped_one():
     # Found by the arbitrary-text property: the search for the open string's quote ran past the action's start.
     refused("'{\\'", "not complete")
+
+
+# -- one answer-and-call check, whatever "type" says ---------------------------------------
+
+_KIND_VALUES = {"name": ("f",), "arguments": ({"x": 1},), "answer": ("42",)}
+
+
+@pytest.mark.parametrize("kind", [None, "tool_call", "final"])
+@pytest.mark.parametrize("name", ["absent", None, "value"])
+@pytest.mark.parametrize("arguments", ["absent", None, "value"])
+@pytest.mark.parametrize("answer", ["absent", None, "value"])
+def test_both_an_answer_and_a_call_is_refused_whatever_the_type_says(kind, name, arguments, answer):
+    obj = {} if kind is None else {"type": kind}
+    for key, state in (("name", name), ("arguments", arguments), ("answer", answer)):
+        if state != "absent":
+            obj[key] = _KIND_VALUES[key][0] if state == "value" else None
+    both = (name == "value" or arguments == "value") and answer == "value"
+    try:
+        action = parse_action(json.dumps(obj))
+    except ActionFormatError as exc:
+        assert ("both an answer and a tool call" in str(exc)) == both, obj
+        return
+    assert not both, obj
+    assert action.kind == (kind or ("final" if answer == "value" or (name == arguments == "absent") else "tool_call"))

@@ -587,3 +587,14 @@ def test_agent_runs_an_async_tool():
                '{"type": "final", "thought": "", "answer": "HI"}']
     result = Agent(MockLLM(replies), [shout]).run("shout hi")
     assert result.steps[0].observation.startswith("[OBSERVATION] HI")
+
+
+def test_one_type_table_describes_hints_and_names_values():
+    def f(a: str, b: bool, c: int, d: float, e: list, g: dict, h: None) -> None:
+        """Every JSON type."""
+
+    kinds = [schema["type"] for schema in Tool.from_function(f).parameters["properties"].values()]
+    assert kinds == ["string", "boolean", "integer", "number", "array", "object", "null"]
+    registry = ToolRegistry()
+    registry.register(f)
+    assert "must be null, got boolean true" in registry.call("f", dict(a="", b=True, c=1, d=1.0, e=[], g={}, h=True))
