@@ -1009,12 +1009,13 @@ To call a tool:
 To give the final answer:
 {{"type": "final", "thought": "<why>", "answer": "<the answer>"}}
 
-Each tool result comes back in a user message that starts with [OBSERVATION]. Never \
-write [OBSERVATION] yourself; send one action and wait for it.
+Each tool result comes back in a user message that starts with {observation}. Never \
+write {observation} yourself; send one action and wait for it.
 
 Tools (name: description; arguments as JSON Schema):
 {tools}"""
 
+_OBSERVATION = "[OBSERVATION]"   # starts every message that carries a tool's result back to the model
 _MAX_REPLY_CHARS = 200_000   # a longer reply is refused before any scanning
 _MAX_JSON_DEPTH = 100        # brackets nested deeper are refused
 _CALL_SHAPE = '{"type": "tool_call", "thought": "...", "name": "<tool name>", "arguments": {...}}'
@@ -1055,7 +1056,7 @@ _LEAD_TOKEN = re.compile(rf"""
 _LEAD_PARTIAL = re.compile(r"""<\|?/?[\w.-]{0,40}\|? | <｜[^｜<>]{0,40}｜? | \[\s{0,64} | \[/?[A-Z_]{0,20}
                                | "(?:\[\s{0,64})? | `{1,2}""", re.X)
 _PACKAGING_TAGS = {"fence": "code_fence", "token": "special_tokens", "label": "special_tokens", "quote": "stray_quote"}
-_OBSERVATION_TAIL = re.compile(r"\[OBSERVATION\]|\bObservation\s*:|^[ \t>*#]*(?i:observation)\s*:", re.M)
+_OBSERVATION_TAIL = re.compile(rf"{re.escape(_OBSERVATION)}|\bObservation\s*:|^[ \t>*#]*(?i:observation)\s*:", re.M)
 _KEY_WORDS = "|".join(sorted({"type", "name", "arguments", "answer", *_LOOKALIKES}, key=len, reverse=True))
 # An action's key written in an object that cannot be read, also quoted as \" or \\\" (an action written
 # as a JSON string, or escaped once too often) or after a literal \n. The key is found first and its
@@ -1566,7 +1567,7 @@ def _check_rest(rest: str, action: Any, opened: bool, repairs: list) -> None:
                           "send one action per reply")
         else:
             raise _refuse("your reply holds two different actions; send one action per reply and "
-                          "wait for its [OBSERVATION]")
+                          f"wait for its {_OBSERVATION}")
     if rest.strip().strip("`").strip():
         _note(repairs, "trailing_prose")
 
@@ -1815,7 +1816,22 @@ def _render_prompt(template: Optional[str], registry: ToolRegistry) -> str:
         return template.replace("{tools}", listing)
     first = next(iter(registry), None)
     return SYSTEM_PROMPT.format(tools=listing, example_name=first.name if first else "tool_name",
-                                example_arguments=_example_arguments(first))
+                                example_arguments=_example_arguments(first), observation=_OBSERVATION)
+
+
+def _observation(text: str, step: int, max_steps: int) -> str:
+    """The user message that carries a result back: the marker, the text, and where the run stands."""
+    last = "; your next reply is the last: give the final answer" if step + 1 == max_steps else ""
+    return f"{_OBSERVATION} {text}\n(step {step} of {max_steps}{last})"
+
+
+def _observation_result(message: str) -> Optional[str]:
+    """The text an ``_observation`` message carries, without its marker and budget line; None for any other."""
+    if not message.startswith(_OBSERVATION):
+        return None
+    text = message[len(_OBSERVATION):]
+    body, newline, last = text.rpartition("\n")
+    return (body if newline and last.startswith("(step") else text).strip()
 
 
 # -- Models ----------------------------------------------------------------------------
@@ -1847,12 +1863,6 @@ def _find_arithmetic(task: str) -> list:
         if _HAS_OPERATOR.search(candidate):
             found.append(candidate.replace("^", "**"))
     return found
-
-
-def _observation_result(content: str) -> str:
-    text = content[len("[OBSERVATION]"):].strip()
-    head, _, last = text.rpartition("\n")
-    return head.strip() if head and last.startswith("(step") else text
 
 
 def _compose_answer(plan: list, results: list) -> str:
@@ -1939,7 +1949,7 @@ class MockLLM:
 
     def _plan(self, messages: list) -> str:
         task_at = max(i for i, m in enumerate(messages)
-                      if m["role"] == "user" and not m["content"].startswith("[OBSERVATION]"))
+                      if m["role"] == "user" and _observation_result(m["content"]) is None)
         task = messages[task_at]["content"]
         results = [_observation_result(m["content"]) for m in messages[task_at + 1:] if m["role"] == "user"]
         plan = [("clock", {})] if _TIME_WORDS.search(task) else []
@@ -2525,7 +2535,7 @@ class OpenAICompatLLM:
 
     def __init__(self, model: str, base_url: str = "https://api.openai.com/v1", api_key: Optional[str] = None, *,
                  temperature: Optional[float] = 0.0, max_tokens: Optional[int] = None, timeout: float = 60,
-                 max_retries: int = 3, stop: Optional[Iterable[str]] = ("[OBSERVATION]",),
+                 max_retries: int = 3, stop: Optional[Iterable[str]] = (_OBSERVATION,),
                  extra_body: Optional[dict] = None, headers: Optional[dict] = None, opener: Any = None,
                  sleep: Callable[[float], None] = time.sleep, response_schema: Optional[dict] = None,
                  stream: bool = True, on_delta: Optional[Callable] = None, early_stop: bool = True,
@@ -2972,7 +2982,7 @@ class Step:
     index: int                            # 1-based
     raw: Optional[str] = None             # the model's reply; None if the model call failed
     action: Optional[Action] = None       # None if the reply could not be parsed
-    observation: Optional[str] = None     # the [OBSERVATION] message sent back, or None
+    observation: Optional[str] = None     # the observation message sent back (_observation), or None
     error: Optional[str] = None           # what went wrong in this step, or None
     llm_seconds: float = 0.0
     tool_seconds: float = 0.0
@@ -3311,8 +3321,7 @@ class Agent:
                     "or give the final answer.")
         if "extra_actions" in action.repairs:
             text = f"{text}\n{_ONE_ACTION}"
-        self._observe(state, step, text)
-        return "max_steps" if step.index >= self.max_steps else None
+        return self._observe(state, step, text)
 
     def _parse(self, step: Step) -> Action:
         """parse_action, with what the client reported: a reply that repeated itself or was cut off is refused."""
@@ -3347,8 +3356,7 @@ class Agent:
         if state.format_errors > self.max_format_errors:
             return "format_errors"
         left = self.max_format_errors - state.format_errors + 1
-        self._observe(state, step, f"ERROR: {step.error} ({left} attempt{'s' if left != 1 else ''} left.)")
-        return "max_steps" if step.index >= self.max_steps else None
+        return self._observe(state, step, f"ERROR: {step.error} ({left} attempt{'s' if left != 1 else ''} left.)")
 
     def _climb(self, state: _RunState, step: Step) -> None:
         """The decoding ladder, after a failed reply: send the action schema; on a repeated failure, sample hotter."""
@@ -3370,13 +3378,11 @@ class Agent:
         step.notes.append(f"decoding ladder: {note}")
         _log.info("step %d: %s", step.index, step.notes[-1])
 
-    def _observe(self, state: _RunState, step: Step, text: str) -> None:
-        if step.index + 1 == self.max_steps:
-            budget = f"(step {step.index} of {self.max_steps}; your next reply is the last: give the final answer)"
-        else:
-            budget = f"(step {step.index} of {self.max_steps})"
-        step.observation = f"[OBSERVATION] {text}\n{budget}"
+    def _observe(self, state: _RunState, step: Step, text: str) -> Optional[str]:
+        """Send text back as this step's observation; "max_steps" when that was the last step allowed."""
+        step.observation = _observation(text, step.index, self.max_steps)
         self._append(state, "user", step.observation)
+        return "max_steps" if step.index >= self.max_steps else None
 
     def _append(self, state: _RunState, role: str, content: str) -> None:
         state.messages.append({"role": role, "content": content})

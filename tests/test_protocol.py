@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import agent as agent_module
 from agent import Action, ActionFormatError, Agent, MockLLM, ToolRegistry, _ActionScanner, parse_action
 
 
@@ -490,3 +491,11 @@ def test_prose_first_never_gives_a_cut(before, action, splits):
     reply = before + json.dumps(action)
     cut, scanner = scan(reply, [i for i in splits if i < len(reply)])
     assert cut is None and scanner.opens_with_action is False
+
+
+@given(st.text(), st.integers(1, 50), st.integers(1, 50))
+def test_an_observation_reads_back_as_the_text_it_carries(text, step, max_steps):
+    message = agent_module._observation(text, step, max_steps)
+    assert message.startswith("[OBSERVATION] ")
+    assert agent_module._observation_result(message) == text.strip()
+    assert agent_module._observation_result(text if not text.startswith("[OBSERVATION]") else "x") is None
