@@ -2857,9 +2857,9 @@ class OpenAICompatLLM:
         try:
             chunk = json.loads(data)
         except (ValueError, RecursionError):
-            raise LLMError(f"{self.url} sent an unreadable event: {self._scrub(data)[:200]!r}") from None
+            raise self._unreadable("sent an unreadable event", data) from None
         if not isinstance(chunk, dict):
-            raise LLMError(f"{self.url} sent an event that is not an object: {self._scrub(data)[:200]!r}")
+            raise self._unreadable("sent an event that is not an object", data)
         if chunk.get("error") or chunk.get("object") == "error":   # an error after the 200 went out
             self._fail(None, data)
         state.usage = _reported_usage(chunk.get("usage")) or state.usage
@@ -2882,21 +2882,24 @@ class OpenAICompatLLM:
         try:
             data = json.loads(text)
         except (ValueError, RecursionError):
-            raise LLMError(f"{self.url} did not answer with JSON (is the base URL right?): "
-                           f"{self._scrub(text)[:200]!r}") from None
+            raise self._unreadable("did not answer with JSON (is the base URL right?)", text) from None
         if isinstance(data, dict) and (data.get("error") or data.get("object") == "error"):
             self._fail(None, text)
         choices = data.get("choices") if isinstance(data, dict) else None
         choice = choices[0] if isinstance(choices, list) and choices else None
         if not isinstance(choice, dict):
-            raise LLMError(f"{self.url} answered without choices: {self._scrub(text)[:200]!r}")
+            raise self._unreadable("answered without choices", text)
         message = choice.get("message")
         message = {} if message is None else message      # content: null reads as ""
         if not isinstance(message, dict):
-            raise LLMError(f"{self.url} answered with a message that is not an object: {self._scrub(text)[:200]!r}")
+            raise self._unreadable("answered with a message that is not an object", text)
         finish = choice.get("finish_reason")
         return _Reply(_text_of(message.get("content")), _reasoning_of(message),
                       finish if isinstance(finish, str) else None, _reported_usage(data.get("usage")))
+
+    def _unreadable(self, problem: str, text: str) -> LLMError:
+        """The error for an answer that holds no reply, quoting its start, scrubbed."""
+        return LLMError(f"{self.url} {problem}: {self._scrub(text)[:200]!r}")
 
     def _fail(self, status: Optional[int], text: str, headers: Any = None, url: Optional[str] = None) -> None:
         """Raise what a server's error means: _Retryable when another attempt may help, else LLMError."""
@@ -3704,17 +3707,17 @@ class _LiveLine:
 
 
 class _Trace:
-    """The --trace file: one JSON line per record, flushed; a write error is kept for the end, never raised."""
+    """The --trace file: one JSON line per event (a step, a result), flushed; a write error is kept for the end."""
 
     def __init__(self, path: str) -> None:
         self.path, self.error = path, None
         self._handle = open(path, "w", encoding="utf-8", errors="backslashreplace")
 
-    def write(self, record: dict) -> None:
+    def write(self, event: str, record: dict) -> None:
         if self.error is not None:
             return                              # a full disk stays full: the run goes on, the end says so
         try:
-            self._handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+            self._handle.write(json.dumps({"event": event, **record}, ensure_ascii=False, default=str) + "\n")
             self._handle.flush()
         except OSError as exc:
             self.error = exc
@@ -3729,7 +3732,7 @@ class _Trace:
 def _cli_on_step(args: Any, trace: Optional[_Trace], live: Optional[_LiveLine]) -> Callable[[Step], None]:
     def on_step(step: Step) -> None:
         if trace is not None:  # one whole line per step, flushed, so an interrupted run keeps its steps
-            trace.write({"event": "step", **step.to_dict()})
+            trace.write("step", step.to_dict())
         if live is not None:
             live.clear()
         if not args.quiet:
@@ -3761,8 +3764,7 @@ def _cli_hint(agent: Agent, result: AgentResult) -> Optional[str]:
 def _cli_once(agent: Agent, task: str, args: Any, trace: Any, history: Optional[list] = None) -> tuple:
     result = agent.run(task, history)
     if trace is not None:
-        record = {key: value for key, value in result.to_dict().items() if key != "steps"}
-        trace.write({"event": "result", **record})
+        trace.write("result", {key: value for key, value in result.to_dict().items() if key != "steps"})
     if args.json:
         _cli_say(json.dumps(result.to_dict(), ensure_ascii=False, default=str), sys.stdout)
     elif result.answer is not None:
