@@ -39,23 +39,38 @@ Map of this file, in the order the data flows (each section refers only upward):
 
 from __future__ import annotations
 
+import argparse
 import ast
+import difflib
+import functools
+import importlib.util
+import inspect
 import io
+import ipaddress
+import itertools
 import json
 import logging
 import math
 import operator
 import os
 import queue
+import random
 import re
+import shutil
 import sys
 import threading
 import time
+import tokenize
 import types
 import typing
-from dataclasses import asdict, dataclass, field
 from collections.abc import Iterable
-from typing import Any, Callable, Optional, Protocol
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Optional, Protocol, Union
+from urllib.parse import urlsplit, urlunsplit
+
+# The HTTP stack (http.client, urllib.request, socket, ssl) is imported where it is used: importing it
+# costs more than agent.py itself, and the offline demo and the tests of the other sections never need it.
+# asyncio is imported only by the first async tool, for the same reason.
 
 __all__ = [
     "AgentError", "UnsafeExpression", "ActionFormatError", "ToolError", "LLMError",
@@ -286,10 +301,6 @@ def _parse_chain(text: str) -> ast.AST:
 
 def _top_level_operators(text: str) -> list:
     """(start, end, symbol) of each binary + - * / // % outside brackets, found with tokenize."""
-    import io
-    import itertools
-    import tokenize
-
     lines = io.StringIO(text).readlines()
     offsets = list(itertools.accumulate(map(len, lines), initial=0))
     operand_types = (tokenize.NAME, tokenize.NUMBER, tokenize.STRING)
@@ -489,8 +500,6 @@ def _type_hints(func: Callable) -> dict:
 
 
 def _infer_parameters(func: Callable, name: str, arg_docs: dict) -> dict:
-    import inspect
-
     try:
         signature = inspect.signature(func)
     except (TypeError, ValueError) as exc:
@@ -867,7 +876,7 @@ class ToolRegistry:
     def get(self, name: str) -> Optional[Tool]:
         return self._tools.get(name)
 
-    def schemas(self) -> list:
+    def schemas(self) -> list[dict]:
         """The tools in OpenAI's ``tools`` shape, for clients with native function calling."""
         return [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                   "parameters": t.parameters}} for t in self._tools.values()]
@@ -968,8 +977,6 @@ class ToolRegistry:
                     f"({type(exc).__name__}: {_text(exc)}).")
 
     def _unknown_tool(self, name: Any) -> str:
-        import difflib
-
         available = ", ".join(self._tools) or "none"
         close = difflib.get_close_matches(_text(name), list(self._tools), n=1, cutoff=0.5)
         hint = f" Did you mean {close[0]!r}?" if close else ""
@@ -984,6 +991,9 @@ class ToolRegistry:
         if _in_event_loop():  # asyncio.run cannot nest: await it on a worker's own loop
             return _POOL.run(_awaited, {"awaitable": result}, None)
         return _invoke(_awaited, {"awaitable": result})
+
+
+_Tools = Union[ToolRegistry, Iterable[Union[Tool, Callable[..., Any]]], None]   # what Agent and run take as tools
 
 
 # -- Protocol --------------------------------------------------------------------------
@@ -1848,7 +1858,7 @@ class LLM(Protocol):
     never parsed) and ``last_stopped_early``.
     """
 
-    def chat(self, messages: list) -> str: ...
+    def chat(self, messages: list[dict]) -> str: ...
 
 
 _TIME_WORDS = re.compile(r"\b(?:time|date|clock|today|now)\b", re.I)
@@ -1932,7 +1942,7 @@ class MockLLM:
                                for step in steps]
         return llm
 
-    def chat(self, messages: list, **options: Any) -> str:
+    def chat(self, messages: list[dict], **options: Any) -> str:
         """The next scripted reply (or the planner's); ``options`` are recorded in ``.options``."""
         self.calls.append([dict(message) for message in messages])
         self.options.append(dict(options))
@@ -2068,17 +2078,12 @@ class _Retryable(Exception):
 
 def _backoff(attempt: int) -> float:
     """Seconds before retry number attempt+1: exponential (0.5 s doubling, capped at 30 s), half of it jitter."""
-    import random
-
     base = min(30.0, 0.5 * 2 ** attempt)
     return base / 2 + random.uniform(0, base / 2)
 
 
 def _chat_url(base_url: str) -> str:
     """The chat-completions URL of a base URL, any query kept after the path; ValueError when it cannot work."""
-    import ipaddress
-    from urllib.parse import urlsplit, urlunsplit
-
     text = base_url.strip() if isinstance(base_url, str) else ""
     try:
         parts = urlsplit(text)
@@ -2097,8 +2102,6 @@ def _chat_url(base_url: str) -> str:
 
 def _models_url(chat_url: str) -> str:
     """The GET /models URL beside a chat-completions URL, any query kept."""
-    from urllib.parse import urlsplit, urlunsplit
-
     parts = urlsplit(chat_url)
     return urlunsplit(parts._replace(path=parts.path[:-len("/chat/completions")] + "/models"))
 
@@ -2108,9 +2111,6 @@ def _is_loopback(url: str) -> bool:
 
     Nothing is resolved, and no other name counts (``*.localhost`` may resolve anywhere).
     """
-    import ipaddress
-    from urllib.parse import urlsplit
-
     host = urlsplit(url).hostname or ""
     if host == "localhost":
         return True
@@ -2452,7 +2452,7 @@ class _TimedReader(io.RawIOBase):
 class _TimedConnection:
     """Mixed into http.client's connections: the response is read through a _TimedReader (internal)."""
 
-    def __init__(self, *args: Any, timing: Optional[tuple] = None, **kwargs: Any) -> None:
+    def __init__(self, *args: argparse.Namespace, timing: Optional[tuple] = None, **kwargs: argparse.Namespace) -> None:
         super().__init__(*args, **kwargs)
         self.timing = timing                                # (timeout, deadline) of the request
 
@@ -2461,7 +2461,7 @@ class _TimedConnection:
             reader = _TimedReader(self.sock, *self.timing)
             base = type(self).response_class
 
-            def response_class(sock: Any, *args: Any, **kwargs: Any) -> Any:
+            def response_class(sock: Any, *args: argparse.Namespace, **kwargs: argparse.Namespace) -> Any:
                 response = base(reader, *args, **kwargs)
                 response.agent_reader = reader              # _Body marks the body's first byte
                 return response
@@ -2477,7 +2477,6 @@ def _handler_classes() -> list:
     """urllib handlers that bound every read (_TimedReader) and follow no redirect."""
     if _HANDLERS:
         return _HANDLERS
-    import functools
     import http.client
     import urllib.request
 
@@ -2497,7 +2496,7 @@ def _handler_classes() -> list:
                                 context=self._context)
 
     class NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        def redirect_request(self, *args: argparse.Namespace, **kwargs: argparse.Namespace) -> None:
             return None   # following would carry the key to another host; the 3xx becomes an HTTPError
 
     _HANDLERS[:] = [HTTPHandler, HTTPSHandler, NoRedirect]
@@ -2607,7 +2606,7 @@ class OpenAICompatLLM:
     def __repr__(self) -> str:
         return f"OpenAICompatLLM(model={self.model!r}, base_url={self.base_url!r})"
 
-    def chat(self, messages: list, *, response_schema: Optional[dict] = None, temperature: Optional[float] = None,
+    def chat(self, messages: list[dict], *, response_schema: Optional[dict] = None, temperature: Optional[float] = None,
              max_seconds: Optional[float] = None, frequency_penalty: Optional[float] = None) -> str:
         """Send the conversation; return the reply text. Raises LLMError, and nothing else, when it fails for good.
 
@@ -2835,8 +2834,6 @@ class OpenAICompatLLM:
 
     def _read_events(self, body: _Body, first: bytes) -> _Reply:
         """Read a server-sent event stream until its end, an early stop or a loop."""
-        import itertools
-
         stops = self.stop if "stop" in self._adapted else []
         scanner = _ActionScanner() if self.early_stop else None
         state = _StreamState(self.on_delta, scanner, self.repetition_stop, stops)
@@ -2975,6 +2972,7 @@ _HOT_TEMPERATURE = 0.7     # at least this once a failed reply repeats: a determ
 # Sent with the schema: under constrained decoding small models loop inside a string until the token
 # limit; on SmolLM2-135M this took valid replies from 6-8 to 12 of 12 (bench/real_tasks.py --first-call).
 _CONSTRAINED_PENALTY = 0.5
+_now = time.monotonic      # the loop's clock: every time limit of a run is read from it (tests replace it)
 _TRIM_TO = 0.6             # over budget, trim to this share of it, so later calls share their prefix
 
 
@@ -2991,7 +2989,7 @@ class Step:
     tool_seconds: float = 0.0
     finish_reason: Optional[str] = None   # the client's finish_reason for this reply, when it reports one
     reasoning: Optional[str] = None       # a separate reasoning field the server sent, never parsed
-    notes: list = field(default_factory=list)   # what the agent changed for this call (ladder rungs, budgets)
+    notes: list[str] = field(default_factory=list)   # what the agent changed for this call (ladder rungs, budgets)
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -3006,8 +3004,8 @@ class AgentResult:
 
     answer: Optional[str]
     stop_reason: str                      # one of STOP_REASONS
-    steps: list
-    messages: list                        # the whole conversation, never trimmed; pass back as history
+    steps: list[Step]
+    messages: list[dict]                  # the whole conversation, never trimmed; pass back as history
     usage: dict                           # prompt_tokens, completion_tokens, total_tokens, estimated
     seconds: float
     summary: str = ""                     # one line: how the run ended
@@ -3046,7 +3044,7 @@ class AgentResult:
             return value
         return _text(value)
 
-    def save(self, path: Any) -> None:
+    def save(self, path: Union[str, bytes, os.PathLike]) -> None:
         """Write the result as JSON, atomically; ``MockLLM.from_trace(path)`` replays it.
 
         ``path`` is anything ``open()`` takes: text, bytes or a path object. The text
@@ -3077,29 +3075,37 @@ class AgentResult:
             raise
 
 
+class _Earlier(typing.NamedTuple):
+    """A call already run in this run (internal): the step that ran it, its result, how often it came again."""
+
+    step: int
+    result: str
+    repeats: int = 0
+
+
 @dataclass
 class _RunState:
     """What one run accumulates (internal)."""
 
-    messages: list
+    messages: list[dict]
     head: int                             # messages[:head] (system ... task) are always sent
     head_chars: int
     started: float
-    steps: list = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
     tail_chars: int = 0                   # characters in messages[head + dropped:]
     dropped: int = 0                      # messages after the head left out of what is sent
     format_errors: int = 0                # unparseable replies in a row
-    calls: dict = field(default_factory=dict)   # (name, canonical arguments) -> [step, result, repeats]
+    calls: dict = field(default_factory=dict)   # (name, canonical arguments) -> _Earlier
     usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "estimated": False})
     answer: Optional[str] = None
     budget: Optional[int] = None          # max_context_chars for this run; a context overflow may set one
     overflows: int = 0                    # context overflows reported by the client
     schema: Optional[dict] = None         # the action schema, sent once the ladder's first rung is taken
     hot: bool = False                     # second rung: a raised temperature is sent
-    failed: set = field(default_factory=set)    # raw replies that could not be parsed
+    failed: set[str] = field(default_factory=set)    # raw replies that could not be parsed
 
 
-def _as_registry(tools: Any) -> ToolRegistry:
+def _as_registry(tools: _Tools) -> ToolRegistry:
     if isinstance(tools, ToolRegistry):
         return tools
     registry = ToolRegistry()
@@ -3124,8 +3130,6 @@ def _clean_history(history: Optional[list]) -> list:
 
 def _chat_options(llm: Any) -> frozenset:
     """The per-call options ``llm.chat`` accepts: those it names, or all of them when it takes ``**kwargs``."""
-    import inspect
-
     try:
         parameters = inspect.signature(llm.chat).parameters.values()
     except (AttributeError, TypeError, ValueError):  # no chat, or a builtin without a signature
@@ -3139,7 +3143,7 @@ def _chat_options(llm: Any) -> frozenset:
 class Agent:
     """The ReAct loop: ask the model, parse its action, run the tool, send the observation back."""
 
-    def __init__(self, llm: LLM, tools: Any = None, *, system_prompt: Optional[str] = None, max_steps: int = 10,
+    def __init__(self, llm: LLM, tools: _Tools = None, *, system_prompt: Optional[str] = None, max_steps: int = 10,
                  max_repeats: int = 2, max_format_errors: int = 3, max_observation_chars: int = 4000,
                  max_context_chars: Optional[int] = None, max_seconds: Optional[float] = None,
                  max_total_tokens: Optional[int] = None, on_step: Optional[Callable[[Step], None]] = None,
@@ -3170,7 +3174,7 @@ class Agent:
             _log.warning("constrain='always', but %s.chat takes no response_schema: running unconstrained",
                          type(llm).__name__)
 
-    def run(self, task: str, history: Optional[list] = None) -> AgentResult:
+    def run(self, task: str, history: Optional[list[dict]] = None) -> AgentResult:
         """Run the loop on ``task`` until the model answers or a limit stops it.
 
         Sent back to the model as an observation, and the run goes on: an unknown
@@ -3206,7 +3210,7 @@ class Agent:
         else:
             messages.append({"role": "user", "content": task})
         head_chars = sum(len(m["content"]) for m in messages)
-        state = _RunState(messages=messages, head=len(messages), head_chars=head_chars, started=time.monotonic(),
+        state = _RunState(messages=messages, head=len(messages), head_chars=head_chars, started=_now(),
                           budget=self.max_context_chars)
         if self.constrain == "always" and "response_schema" in self._accepts:
             state.schema = self.tools.action_schema()
@@ -3215,7 +3219,7 @@ class Agent:
     def _over_budget(self, state: _RunState) -> Optional[str]:
         # No tool starts with less than the floor left, so after the first step such a run is over.
         floor = _MIN_START_SECONDS if state.steps else 0.0
-        if self.max_seconds is not None and time.monotonic() - state.started > self.max_seconds - floor:
+        if self.max_seconds is not None and _now() - state.started > self.max_seconds - floor:
             return "time_limit"
         used = state.usage["prompt_tokens"] + state.usage["completion_tokens"]
         if self.max_total_tokens is not None and used > self.max_total_tokens:
@@ -3236,14 +3240,14 @@ class Agent:
 
     def _query(self, state: _RunState, step: Step) -> Optional[str]:
         """Ask the model; record the reply, what the client reported and the tokens. "llm_error" if it raises."""
-        started = time.monotonic()
+        started = _now()
         try:
             raw = self._chat(state, step)
         except Exception as exc:  # LLMError, or whatever a custom client raises
-            step.llm_seconds = time.monotonic() - started
+            step.llm_seconds = _now() - started
             step.error = str(exc) if isinstance(exc, LLMError) else f"{type(exc).__name__}: {exc}"
             return "llm_error"
-        step.llm_seconds = time.monotonic() - started
+        step.llm_seconds = _now() - started
         step.raw = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
         finish_reason = getattr(self.llm, "last_finish_reason", None)
         reasoning = getattr(self.llm, "last_reasoning", None)
@@ -3276,7 +3280,7 @@ class Agent:
             numeric = isinstance(configured, (int, float)) and not isinstance(configured, bool)
             options["temperature"] = max(_HOT_TEMPERATURE, configured) if numeric else _HOT_TEMPERATURE
         if self.max_seconds is not None and "max_seconds" in self._accepts:
-            options["max_seconds"] = max(0.0, self.max_seconds - (time.monotonic() - state.started))
+            options["max_seconds"] = max(0.0, self.max_seconds - (_now() - state.started))
         return options
 
     def _overflowed(self, state: _RunState, step: Step, exc: LLMError) -> None:
@@ -3313,14 +3317,14 @@ class Agent:
         earlier = state.calls.get(key)
         if earlier is None:
             text = self._run_tool(state, step, action)
-            state.calls[key] = [step.index, text, 0]
+            state.calls[key] = _Earlier(step.index, text)
         else:
-            earlier[2] += 1
-            if earlier[2] > self.max_repeats:
-                step.error = f"the call {action.name} with the same arguments was repeated {earlier[2]} times"
+            earlier = state.calls[key] = earlier._replace(repeats=earlier.repeats + 1)
+            if earlier.repeats > self.max_repeats:
+                step.error = f"the call {action.name} with the same arguments was repeated {earlier.repeats} times"
                 return "repeat_limit"
-            text = (f"You already made this exact call in step {earlier[0]}; it was not run again. Its result:\n"
-                    f"{earlier[1]}\nDo not repeat it: use the result, try something different, "
+            text = (f"You already made this exact call in step {earlier.step}; it was not run again. Its result:\n"
+                    f"{earlier.result}\nDo not repeat it: use the result, try something different, "
                     "or give the final answer.")
         if "extra_actions" in action.repairs:
             text = f"{text}\n{_ONE_ACTION}"
@@ -3342,11 +3346,11 @@ class Agent:
     def _run_tool(self, state: _RunState, step: Step, action: Action) -> str:
         timeout = None
         if self.max_seconds is not None:
-            timeout = max(0.0, self.max_seconds - (time.monotonic() - state.started))
-        started = time.monotonic()
+            timeout = max(0.0, self.max_seconds - (_now() - state.started))
+        started = _now()
         text = self.tools.call(action.name, action.arguments, confirm=self.confirm,
                                max_chars=self.max_observation_chars, timeout=timeout)
-        step.tool_seconds = time.monotonic() - started
+        step.tool_seconds = _now() - started
         _log.debug("step %d: tool %s took %.3f s", step.index, action.name, step.tool_seconds)
         if text.startswith("ERROR:"):
             step.error = text
@@ -3451,7 +3455,7 @@ class Agent:
             "llm_error": f"the model endpoint failed: {last_error}",
         }[stop]
         return AgentResult(answer=state.answer if stop == "final" else None, stop_reason=stop, steps=state.steps,
-                           messages=state.messages, usage=usage, seconds=time.monotonic() - state.started,
+                           messages=state.messages, usage=usage, seconds=_now() - state.started,
                            summary=summary)
 
 
@@ -3482,7 +3486,7 @@ def _demo_tools() -> ToolRegistry:
     return registry
 
 
-def run(task: str, llm: Optional[LLM] = None, tools: Any = None, **options: Any) -> AgentResult:
+def run(task: str, llm: Optional[LLM] = None, tools: _Tools = None, **options: Any) -> AgentResult:
     """Run one task in one call: ``Agent(llm, tools, **options).run(task)``.
 
     With no ``llm`` the offline ``MockLLM`` planner answers; with no ``tools`` the
@@ -3525,7 +3529,6 @@ def _cli_say(text: str, stream: Any = None) -> None:
 
 def _cli_number(name: str) -> Callable[[str], Any]:
     """An argparse type for the option name: a finite number in the range _SETTINGS gives, else exit 2."""
-    import argparse
 
     def parse(text: str) -> Any:
         try:
@@ -3540,9 +3543,7 @@ def _cli_number(name: str) -> Callable[[str], Any]:
     return parse
 
 
-def _cli_parser() -> Any:
-    import argparse
-
+def _cli_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agent.py", description="A ReAct agent for models without native function calling. "
         "With no model configured it runs offline with a mock model.",
@@ -3581,9 +3582,6 @@ def _cli_parser() -> Any:
 
 def _cli_load_tools(path: str) -> list:
     """The tools a --tools file defines; ValueError when it cannot be loaded or defines none."""
-    import importlib.util
-    import inspect
-
     # the file's own `import agent` must get this module, so its ToolRegistry is ours
     sys.modules.setdefault("agent", sys.modules[__name__])
     name = "agent_tools_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
@@ -3616,7 +3614,7 @@ def _cli_tools(paths: Optional[list]) -> ToolRegistry:
     return registry
 
 
-def _cli_served_model(llm: OpenAICompatLLM, args: Any) -> str:
+def _cli_served_model(llm: OpenAICompatLLM, args: argparse.Namespace) -> str:
     """The one model the client's server serves (GET /models); ValueError naming what it serves otherwise."""
     url = _models_url(llm.url)
     try:
@@ -3631,7 +3629,7 @@ def _cli_served_model(llm: OpenAICompatLLM, args: Any) -> str:
                      "or set OPENAI_MODEL")
 
 
-def _cli_model(args: Any) -> tuple:
+def _cli_model(args: argparse.Namespace) -> tuple:
     """The model to drive and a one-line description of it; ValueError/OSError for bad configuration."""
     if args.replay:
         return MockLLM.from_trace(args.replay), f"replaying the replies in {args.replay}"
@@ -3649,7 +3647,7 @@ def _cli_model(args: Any) -> tuple:
     return llm, f"model {llm.model} at {llm.url}"
 
 
-def _cli_agent(args: Any) -> tuple:
+def _cli_agent(args: argparse.Namespace) -> tuple:
     """Build everything from the flags before anything is opened; ValueError/OSError/AgentError when bad."""
     if args.task is not None and not args.task.strip():
         raise ValueError("empty task: give a task, or none at all for the demo")
@@ -3689,8 +3687,6 @@ class _LiveLine:
         self.text, self.tokens, self.step = "", 0, 1
 
     def __call__(self, piece: Optional[str]) -> None:
-        import shutil
-
         if piece is None:  # the client retries: the reply starts again
             self.text, self.tokens = "", 0
             return
@@ -3729,7 +3725,8 @@ class _Trace:
             self.error = self.error or exc
 
 
-def _cli_on_step(args: Any, trace: Optional[_Trace], live: Optional[_LiveLine]) -> Callable[[Step], None]:
+def _cli_on_step(args: argparse.Namespace, trace: Optional[_Trace],
+                 live: Optional[_LiveLine]) -> Callable[[Step], None]:
     def on_step(step: Step) -> None:
         if trace is not None:  # one whole line per step, flushed, so an interrupted run keeps its steps
             trace.write("step", step.to_dict())
@@ -3761,7 +3758,8 @@ def _cli_hint(agent: Agent, result: AgentResult) -> Optional[str]:
     return None
 
 
-def _cli_once(agent: Agent, task: str, args: Any, trace: Any, history: Optional[list] = None) -> tuple:
+def _cli_once(agent: Agent, task: str, args: argparse.Namespace, trace: Optional[_Trace],
+              history: Optional[list[dict]] = None) -> tuple:
     result = agent.run(task, history)
     if trace is not None:
         trace.write("result", {key: value for key, value in result.to_dict().items() if key != "steps"})
@@ -3777,7 +3775,7 @@ def _cli_once(agent: Agent, task: str, args: Any, trace: Any, history: Optional[
     return _EXIT_CODES.get(result.stop_reason, 1), result
 
 
-def _cli_interactive(agent: Agent, args: Any, trace: Any) -> int:
+def _cli_interactive(agent: Agent, args: argparse.Namespace, trace: Optional[_Trace]) -> int:
     code, history = 0, None
     while True:
         sys.stderr.write("you> ")
@@ -3790,7 +3788,7 @@ def _cli_interactive(agent: Agent, args: Any, trace: Any) -> int:
             history = result.messages
 
 
-def _cli_run(args: Any) -> int:
+def _cli_run(args: argparse.Namespace) -> int:
     """Build, open the trace, run and print; the exit code."""
     try:
         agent, label = _cli_agent(args)  # every option is checked before the trace file is opened
@@ -3832,7 +3830,7 @@ def _cli_silence() -> None:
     os.close(devnull)
 
 
-def main(argv: Optional[list] = None) -> int:
+def main(argv: Optional[list[str]] = None) -> int:
     """The command line: parse, build, run, print. Returns the exit code; the only place that prints."""
     try:
         args = _cli_parser().parse_args(argv)

@@ -13,8 +13,9 @@ import time
 
 from _common import ROOT, machine, median, table
 
-STDLIB_NEEDED = ("import ast, collections.abc, dataclasses, json, logging, math, operator, os, queue, re, sys, "
-                 "threading, time, types, typing")
+STDLIB_NEEDED = ("import argparse, ast, collections.abc, dataclasses, difflib, functools, importlib.util, inspect, io, "
+                 "ipaddress, itertools, json, logging, math, operator, os, queue, random, re, shutil, sys, threading, "
+                 "time, tokenize, types, typing, urllib.parse")
 CANDIDATES = [
     ("python -c pass (the floor)", "pass"),
     ("stdlib modules agent.py needs", STDLIB_NEEDED),

@@ -33,3 +33,13 @@ def serve():
     yield start
     for server in servers:
         server.close()
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """The agent loop's clock, standing still until a test moves it (``clock[0] += seconds``)."""
+    import agent
+
+    now = [1000.0]
+    monkeypatch.setattr(agent, "_now", lambda: now[0])
+    return now

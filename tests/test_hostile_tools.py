@@ -199,7 +199,7 @@ def test_not_started_is_told_apart_from_abandoned():
         release.set()
 
 
-def test_a_model_call_that_spends_the_budget_stops_the_run_before_the_tool():
+def test_a_model_call_that_spends_the_budget_stops_the_run_before_the_tool(clock):
     ran = []
 
     def act() -> str:
@@ -208,7 +208,7 @@ def test_a_model_call_that_spends_the_budget_stops_the_run_before_the_tool():
         return "done"
 
     def slow_model(messages):
-        time.sleep(0.06)  # spends the whole max_seconds
+        clock[0] += 0.06  # spends the whole max_seconds
         return '{"type": "tool_call", "thought": "", "name": "act", "arguments": {}}'
 
     result = Agent(MockLLM([slow_model]), [act], max_seconds=0.05).run("act")

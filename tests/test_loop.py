@@ -228,11 +228,12 @@ def test_format_error_count_resets_after_a_good_reply():
     assert result.stop_reason == "final"
 
 
-def test_time_limit_stops_between_steps():
+def test_time_limit_stops_between_steps(clock):
     registry = ToolRegistry()
-    registry.register(lambda: time.sleep(0.05) or "slept", name="nap")
-    result = Agent(MockLLM([call("nap"), final("late")]), registry, max_seconds=0.02).run("t")
+    registry.register(lambda: clock.__setitem__(0, clock[0] + 5) or "slept", name="nap")  # the tool takes 5 s
+    result = Agent(MockLLM([call("nap"), final("late")]), registry, max_seconds=2).run("t")
     assert result.stop_reason == "time_limit" and len(result.steps) == 1
+    assert result.seconds == 5 and result.steps[0].tool_seconds == 5
 
 
 def test_tool_timeout_never_runs_past_max_seconds():
@@ -533,11 +534,14 @@ def test_the_ladder_is_logged_at_info(caplog):
     assert any("step 2: decoding ladder: the same failed reply came twice" in m for m in messages)
 
 
-def test_what_is_left_of_max_seconds_is_passed_to_each_call():
-    llm = MockLLM([call("add", a=1, b=1), final("2")])
-    Agent(llm, make_tools(), max_seconds=30).run("t")
-    first, second = (options["max_seconds"] for options in llm.options)
-    assert 29 < second <= first <= 30
+def test_what_is_left_of_max_seconds_is_passed_to_each_call(clock):
+    def slow(reply):  # each model call takes 4 s
+        return lambda messages: clock.__setitem__(0, clock[0] + 4) or reply
+
+    llm = MockLLM([slow(call("add", a=1, b=1)), slow(final("2"))])
+    result = Agent(llm, make_tools(), max_seconds=30).run("t")
+    assert [options["max_seconds"] for options in llm.options] == [30, 26]
+    assert [step.llm_seconds for step in result.steps] == [4, 4]
 
 
 def test_the_ladder_changes_nothing_on_the_client():
