@@ -23,18 +23,19 @@ Quick start::
 Protocol: the model sends ``{"type": "tool_call", "thought": ..., "name": ..., "arguments": {...}}``
 or ``{"type": "final", "thought": ..., "answer": ...}``; results come back as ``[OBSERVATION] ...``.
 
-Map of this file, in the order the data flows (each section refers only upward):
+Map of this file, in the order the data flows (each section uses only the ones above it):
 
-- Errors: ``AgentError`` and its four children.
-- Calculator: ``safe_eval``, an ``ast`` whitelist (the demo's calculator tool).
-- Tools: ``Tool``, ``ToolRegistry`` (``register``, ``call``, ``action_schema``); schema
-  inference and argument validation; the shared worker pool that enforces time limits.
-- Protocol: ``parse_action`` reads one reply; ``_ActionScanner`` finds where its action
-  ends (the streaming client uses it too); ``SYSTEM_PROMPT``.
-- Models: the ``LLM`` protocol, ``MockLLM``, and ``OpenAICompatLLM``, which talks HTTP
-  (its plumbing -- deadlines, server-sent events -- sits under its own ruler).
-- Loop: ``Agent.run`` is the loop; ``Step`` and ``AgentResult`` are the trace.
-- Demo tools and the CLI: ``run`` (one call), ``main`` (``python agent.py``).
+- Errors: ``AgentError`` and its four children; ``_check_setting``, the one check of numeric options.
+- Calculator: ``safe_eval``, arithmetic over an ``ast`` whitelist.
+- Tools: ``Tool.from_function`` describes a function; ``ToolRegistry.call`` validates and runs it
+  on a shared worker pool under a time limit; ``action_schema`` describes every valid reply.
+- Protocol: ``SYSTEM_PROMPT`` and ``_render_prompt``; ``Action``; ``_observation``, the message back.
+  Under it, the near-JSON lexer (``_ActionScanner``, skip on first read), then ``parse_action``.
+- Demo: the ``calculator`` and ``clock`` tools and the offline planner ``MockLLM`` runs.
+- Models: the ``LLM`` protocol, ``MockLLM``, and ``OpenAICompatLLM``, which talks HTTP (its
+  plumbing -- deadlines, server-sent events -- sits under its own ruler).
+- Loop: ``Agent.run`` is the loop; ``Step`` and ``AgentResult`` are its trace; ``run`` is one call.
+- CLI: ``main`` is ``python agent.py``.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ from urllib.parse import urlsplit, urlunsplit
 # costs more than agent.py itself, and the offline demo and the tests of the other sections never need it.
 # asyncio is imported only by the first async tool, for the same reason.
 
+
 __all__ = [
     "AgentError", "UnsafeExpression", "ActionFormatError", "ToolError", "LLMError",
     "safe_eval", "Tool", "ToolRegistry", "Action", "parse_action", "SYSTEM_PROMPT",
@@ -81,8 +83,8 @@ __version__ = "0.1.0"
 
 _log = logging.getLogger("agent")
 
-
 # -- Errors ----------------------------------------------------------------------------
+# the exception tree, and the one check of every numeric option
 
 class AgentError(Exception):
     """Base class of every error agent.py raises on purpose."""
@@ -155,8 +157,8 @@ def _check_setting(name: str, value: Any, optional: bool = False) -> None:
     rule = f"{'an integer' if integer else 'a finite number'} {'>=' if inclusive else '>'} {low}"
     raise ValueError(f"invalid {name} {_text(value, repr)} (must be {rule}{', or None' if optional else ''})")
 
-
 # -- Calculator ------------------------------------------------------------------------
+# safe_eval, arithmetic over an ast whitelist (the demo's calculator tool)
 
 _MAX_EXPR_CHARS = 10_000      # longer input is refused before parsing
 _MAX_NESTING = 100            # brackets deeper than this are refused before parsing
@@ -269,36 +271,6 @@ class _TokenError(Exception):
     """tokenize could not read the text (internal; tokenize's own error class is imported lazily)."""
 
 
-def _parse(text: str) -> ast.AST:
-    """Parse with ast; a chain too long for Python's parser is split at its top-level operators.
-
-    CPython refuses a tree ~3,000 levels deep, and ``1+1+...+1`` is a left spine that
-    deep. The size cap already bounds the work, so only the shape is worked around.
-    """
-    try:
-        return ast.parse(text, mode="eval").body
-    except (RecursionError, MemoryError):
-        return _parse_chain(text)
-
-
-def _parse_chain(text: str) -> ast.AST:
-    # Fold "a op b op c ..." with two precedence levels (+ - below * / // %);
-    # each operand is parsed by ast alone, and _eval_node walks the spine in a loop.
-    cuts = _top_level_operators(text)
-    if not cuts:
-        raise RecursionError  # one deep operand (a unary chain): nothing to split
-    total = total_op = term = term_op = None
-    for start, end, symbol in zip([0] + [c[1] for c in cuts], [c[0] for c in cuts] + [len(text)],
-                                  [c[2] for c in cuts] + [None]):
-        node = ast.parse(text[start:end].strip(), mode="eval").body
-        term = node if term_op is None else ast.BinOp(term, term_op(), node)
-        term_op = _MULTIPLICATIVE.get(symbol)
-        if term_op is None:
-            total = term if total_op is None else ast.BinOp(total, total_op(), term)
-            total_op, term = _ADDITIVE.get(symbol), None
-    return total
-
-
 def _top_level_operators(text: str) -> list:
     """(start, end, symbol) of each binary + - * / // % outside brackets, found with tokenize."""
     lines = io.StringIO(text).readlines()
@@ -320,44 +292,34 @@ def _top_level_operators(text: str) -> list:
     return cuts
 
 
-def safe_eval(expr: str) -> int | float:
-    """Evaluate an arithmetic expression without eval: ``ast`` plus a whitelist.
+def _parse_chain(text: str) -> ast.AST:
+    # Fold "a op b op c ..." with two precedence levels (+ - below * / // %);
+    # each operand is parsed by ast alone, and _eval_node walks the spine in a loop.
+    cuts = _top_level_operators(text)
+    if not cuts:
+        raise RecursionError  # one deep operand (a unary chain): nothing to split
+    total = total_op = term = term_op = None
+    for start, end, symbol in zip([0] + [c[1] for c in cuts], [c[0] for c in cuts] + [len(text)],
+                                  [c[2] for c in cuts] + [None]):
+        node = ast.parse(text[start:end].strip(), mode="eval").body
+        term = node if term_op is None else ast.BinOp(term, term_op(), node)
+        term_op = _MULTIPLICATIVE.get(symbol)
+        if term_op is None:
+            total = term if total_op is None else ast.BinOp(total, total_op(), term)
+            total_op, term = _ADDITIVE.get(symbol), None
+    return total
 
-    Allowed: int and float literals, ``+ - * / // % **``, unary ``+ -``, parentheses,
-    the functions in ``_FUNCTIONS`` and the constants ``pi e tau``. Exact division of
-    integers stays an integer. Everything else -- names, attributes, strings, booleans,
-    complex numbers, comparisons, lambdas, comprehensions -- raises
-    ``UnsafeExpression`` naming the offending part, as do division by zero, overflow,
-    ``inf``/``nan`` results, integers over 4,300 digits, input over 10,000 characters
-    and nesting over 100 levels. Nothing else is ever raised.
 
-    >>> safe_eval("2 * (3 + 4)")
-    14
-    >>> safe_eval("(128*3+40)/4")
-    106
-    >>> safe_eval("sqrt(16) + pi")
-    7.141592653589793
-    >>> safe_eval("__import__('os')")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    agent.UnsafeExpression: calling __import__ is not allowed (functions: abs, round, ...)
+def _parse(text: str) -> ast.AST:
+    """Parse with ast; a chain too long for Python's parser is split at its top-level operators.
+
+    CPython refuses a tree ~3,000 levels deep, and ``1+1+...+1`` is a left spine that
+    deep. The size cap already bounds the work, so only the shape is worked around.
     """
-    if not isinstance(expr, str):
-        raise UnsafeExpression(f"expected the expression as text, got {type(expr).__name__}")
-    _check_size(expr)
     try:
-        return _check_number(_eval_node(_parse(expr.strip()), 0), expr)
-    except UnsafeExpression as exc:
-        exc.expression = expr
-        raise
-    except (SyntaxError, ValueError, TypeError, _TokenError) as exc:
-        raise UnsafeExpression(f"not a valid arithmetic expression: {exc}", expr) from None
+        return ast.parse(text, mode="eval").body
     except (RecursionError, MemoryError):
-        raise UnsafeExpression("expression is nested too deeply", expr) from None
-    except ZeroDivisionError:
-        raise UnsafeExpression("division by zero", expr) from None
-    except ArithmeticError as exc:  # OverflowError
-        raise UnsafeExpression(f"result too large: {exc}", expr) from None
+        return _parse_chain(text)
 
 
 def _eval_node(node: ast.AST, depth: int):
@@ -413,7 +375,47 @@ def _call_function(node: ast.Call, depth: int):
         raise UnsafeExpression(f"{name}() failed: {exc}") from None
 
 
+def safe_eval(expr: str) -> int | float:
+    """Evaluate an arithmetic expression without eval: ``ast`` plus a whitelist.
+
+    Allowed: int and float literals, ``+ - * / // % **``, unary ``+ -``, parentheses,
+    the functions in ``_FUNCTIONS`` and the constants ``pi e tau``. Exact division of
+    integers stays an integer. Everything else -- names, attributes, strings, booleans,
+    complex numbers, comparisons, lambdas, comprehensions -- raises
+    ``UnsafeExpression`` naming the offending part, as do division by zero, overflow,
+    ``inf``/``nan`` results, integers over 4,300 digits, input over 10,000 characters
+    and nesting over 100 levels. Nothing else is ever raised.
+
+    >>> safe_eval("2 * (3 + 4)")
+    14
+    >>> safe_eval("(128*3+40)/4")
+    106
+    >>> safe_eval("sqrt(16) + pi")
+    7.141592653589793
+    >>> safe_eval("__import__('os')")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    agent.UnsafeExpression: calling __import__ is not allowed (functions: abs, round, ...)
+    """
+    if not isinstance(expr, str):
+        raise UnsafeExpression(f"expected the expression as text, got {type(expr).__name__}")
+    _check_size(expr)
+    try:
+        return _check_number(_eval_node(_parse(expr.strip()), 0), expr)
+    except UnsafeExpression as exc:
+        exc.expression = expr
+        raise
+    except (SyntaxError, ValueError, TypeError, _TokenError) as exc:
+        raise UnsafeExpression(f"not a valid arithmetic expression: {exc}", expr) from None
+    except (RecursionError, MemoryError):
+        raise UnsafeExpression("expression is nested too deeply", expr) from None
+    except ZeroDivisionError:
+        raise UnsafeExpression("division by zero", expr) from None
+    except ArithmeticError as exc:  # OverflowError
+        raise UnsafeExpression(f"result too large: {exc}", expr) from None
+
 # -- Tools -----------------------------------------------------------------------------
+# from a plain function to a described, validated, time-limited call (ToolRegistry)
 
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 _JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array", dict: "object",
@@ -577,6 +579,61 @@ def _is_type(value: Any, kind: str) -> bool:
         return type(value) in (int, float)
     expected = _PYTHON_TYPES.get(kind)
     return expected is None or type(value) is expected
+
+
+def _validate(value: Any, schema: dict, path: str) -> Any:
+    """Check value against the JSON Schema subset tools use; return it with integral floats as ints.
+
+    Supported: type (one or a list), enum, const, properties, required,
+    additionalProperties (false), items, anyOf. Raises _ArgumentError naming the parameter.
+    """
+    kinds = schema.get("type")
+    if kinds is not None:
+        kinds = [kinds] if isinstance(kinds, str) else list(kinds)
+        matched = next((kind for kind in kinds if _is_type(value, kind)), None)
+        if matched is None:
+            raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got {_shown(value)}")
+        if matched == "integer":
+            value = int(value)
+    if "enum" in schema and not any(value == v and type(value) is type(v) for v in schema["enum"]):
+        raise _ArgumentError(f"parameter {path!r} must be one of {json.dumps(schema['enum'])}, got {_shown(value)}")
+    if "const" in schema and value != schema["const"]:
+        raise _ArgumentError(f"parameter {path!r} must be {json.dumps(schema['const'])}, got {_shown(value)}")
+    if "anyOf" in schema:
+        value = _validate_any_of(value, schema["anyOf"], path)
+    if isinstance(value, dict):
+        value = _validate_object(value, schema, path)
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        value = [_validate(item, schema["items"], f"{path}[{i}]") for i, item in enumerate(value)]
+    return value
+
+
+def _validate_any_of(value: Any, options: list, path: str) -> Any:
+    kinds = [option.get("type") for option in options]
+    if all(isinstance(kind, str) for kind in kinds) and not any(_is_type(value, kind) for kind in kinds):
+        raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got {_shown(value)}")
+    errors = []
+    for option in options:
+        try:
+            return _validate(value, option, path)
+        except _ArgumentError as exc:
+            errors.append(str(exc))
+    raise _ArgumentError("; or ".join(errors) or f"parameter {path!r} matches no allowed shape")
+
+
+def _validate_object(value: dict, schema: dict, path: str) -> dict:
+    properties = schema.get("properties", {})
+    prefix = f"{path}." if path else ""
+    for key in schema.get("required", []):
+        if key not in value:
+            raise _ArgumentError(f"missing required parameter {prefix + key!r}")
+    if schema.get("additionalProperties") is False:
+        extra = [key for key in value if key not in properties]
+        if extra:
+            allowed = ", ".join(properties) or "none"
+            raise _ArgumentError(f"unexpected parameter {prefix + extra[0]!r} (allowed: {allowed})")
+    return {key: _validate(item, properties[key], prefix + key) if key in properties else item
+            for key, item in value.items()}
 
 
 def _truncate(text: str, max_chars: Optional[int]) -> str:
@@ -773,61 +830,6 @@ def _confirmed(confirm: Optional[Callable], name: str, arguments: dict) -> bool:
         return False
 
 
-def _validate(value: Any, schema: dict, path: str) -> Any:
-    """Check value against the JSON Schema subset tools use; return it with integral floats as ints.
-
-    Supported: type (one or a list), enum, const, properties, required,
-    additionalProperties (false), items, anyOf. Raises _ArgumentError naming the parameter.
-    """
-    kinds = schema.get("type")
-    if kinds is not None:
-        kinds = [kinds] if isinstance(kinds, str) else list(kinds)
-        matched = next((kind for kind in kinds if _is_type(value, kind)), None)
-        if matched is None:
-            raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got {_shown(value)}")
-        if matched == "integer":
-            value = int(value)
-    if "enum" in schema and not any(value == v and type(value) is type(v) for v in schema["enum"]):
-        raise _ArgumentError(f"parameter {path!r} must be one of {json.dumps(schema['enum'])}, got {_shown(value)}")
-    if "const" in schema and value != schema["const"]:
-        raise _ArgumentError(f"parameter {path!r} must be {json.dumps(schema['const'])}, got {_shown(value)}")
-    if "anyOf" in schema:
-        value = _validate_any_of(value, schema["anyOf"], path)
-    if isinstance(value, dict):
-        value = _validate_object(value, schema, path)
-    if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        value = [_validate(item, schema["items"], f"{path}[{i}]") for i, item in enumerate(value)]
-    return value
-
-
-def _validate_any_of(value: Any, options: list, path: str) -> Any:
-    kinds = [option.get("type") for option in options]
-    if all(isinstance(kind, str) for kind in kinds) and not any(_is_type(value, kind) for kind in kinds):
-        raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got {_shown(value)}")
-    errors = []
-    for option in options:
-        try:
-            return _validate(value, option, path)
-        except _ArgumentError as exc:
-            errors.append(str(exc))
-    raise _ArgumentError("; or ".join(errors) or f"parameter {path!r} matches no allowed shape")
-
-
-def _validate_object(value: dict, schema: dict, path: str) -> dict:
-    properties = schema.get("properties", {})
-    prefix = f"{path}." if path else ""
-    for key in schema.get("required", []):
-        if key not in value:
-            raise _ArgumentError(f"missing required parameter {prefix + key!r}")
-    if schema.get("additionalProperties") is False:
-        extra = [key for key in value if key not in properties]
-        if extra:
-            allowed = ", ".join(properties) or "none"
-            raise _ArgumentError(f"unexpected parameter {prefix + extra[0]!r} (allowed: {allowed})")
-    return {key: _validate(item, properties[key], prefix + key) if key in properties else item
-            for key, item in value.items()}
-
-
 class ToolRegistry:
     """The tools a model may call, by name; ``call`` validates, runs and never raises.
 
@@ -995,8 +997,8 @@ class ToolRegistry:
 
 _Tools = Union[ToolRegistry, Iterable[Union[Tool, Callable[..., Any]]], None]   # what Agent and run take as tools
 
-
 # -- Protocol --------------------------------------------------------------------------
+# what the model is told (SYSTEM_PROMPT), what it sends (Action), what comes back (observations)
 
 @dataclass(frozen=True)
 class Action:
@@ -1010,6 +1012,9 @@ class Action:
     repairs: tuple = ()                    # short tags of local repairs; () when the text was clean
 
 
+_CALL_SHAPE = '{"type": "tool_call", "thought": "...", "name": "<tool name>", "arguments": {...}}'
+_FINAL_SHAPE = '{"type": "final", "thought": "...", "answer": "..."}'
+_BOTH_SHAPES = f"{_CALL_SHAPE} or {_FINAL_SHAPE}"
 SYSTEM_PROMPT = """\
 You solve the user's task step by step, using tools when they help.
 
@@ -1026,20 +1031,50 @@ Tools (name: description; arguments as JSON Schema):
 {tools}"""
 
 _OBSERVATION = "[OBSERVATION]"   # starts every message that carries a tool's result back to the model
+
+
+def _example_arguments(tool: Optional[Tool]) -> str:
+    samples = {"string": "...", "integer": 1, "number": 1.5, "boolean": True, "array": [], "object": {}}
+    properties = tool.parameters.get("properties", {}) if tool else {}
+    example = {}
+    for key, schema in properties.items():
+        kind = schema.get("type")
+        kind = kind[0] if isinstance(kind, list) else kind
+        example[key] = schema["enum"][0] if schema.get("enum") else samples.get(kind, "...")
+    return json.dumps(example, ensure_ascii=False)
+
+
+def _render_prompt(template: Optional[str], registry: ToolRegistry) -> str:
+    """The system prompt: SYSTEM_PROMPT filled in, or a custom one with ``{tools}`` replaced."""
+    lines = [f"- {t.name}: {t.description} {json.dumps(t.parameters, ensure_ascii=False, separators=(',', ':'))}"
+             for t in registry]
+    listing = "\n".join(lines) or "(none: answer directly with the final shape)"
+    if template is not None:
+        return template.replace("{tools}", listing)
+    first = next(iter(registry), None)
+    return SYSTEM_PROMPT.format(tools=listing, example_name=first.name if first else "tool_name",
+                                example_arguments=_example_arguments(first), observation=_OBSERVATION)
+
+
+def _observation(text: str, step: int, max_steps: int) -> str:
+    """The user message that carries a result back: the marker, the text, and where the run stands."""
+    last = "; your next reply is the last: give the final answer" if step + 1 == max_steps else ""
+    return f"{_OBSERVATION} {text}\n(step {step} of {max_steps}{last})"
+
+
+def _observation_result(message: str) -> Optional[str]:
+    """The text an ``_observation`` message carries, without its marker and budget line; None for any other."""
+    if not message.startswith(_OBSERVATION):
+        return None
+    text = message[len(_OBSERVATION):]
+    body, newline, last = text.rpartition("\n")
+    return (body if newline and last.startswith("(step") else text).strip()
+
+# -- Reading near-JSON: the parser's lexer and the streaming scanner (skip on first read) ----
+# _ActionScanner finds where a reply's action ends (the streaming client uses it too); _read_value reads it
+
 _MAX_REPLY_CHARS = 200_000   # a longer reply is refused before any scanning
 _MAX_JSON_DEPTH = 100        # brackets nested deeper are refused
-_CALL_SHAPE = '{"type": "tool_call", "thought": "...", "name": "<tool name>", "arguments": {...}}'
-_FINAL_SHAPE = '{"type": "final", "thought": "...", "answer": "..."}'
-_BOTH_SHAPES = f"{_CALL_SHAPE} or {_FINAL_SHAPE}"
-_OWN_KEYS = ("type", "name", "arguments", "answer", "thought")
-_LOOKALIKES = {  # the one table of keys models write for an action's own; compared lower-cased and stripped
-    **dict.fromkeys(("action", "tool", "tool_name", "function"), "name"),
-    **dict.fromkeys(("args", "argument", "kwargs", "parameters", "params", "input", "inputs", "action_input",
-                     "tool_input", "tool_args"), "arguments"),
-    **dict.fromkeys(("final_answer", "response", "output"), "answer"),
-}
-_CALL_IN_NAME = re.compile(r"[()\[\]{}\"'=\n\r]")
-
 _THINK_OPEN = re.compile(r"<(think|thinking|reasoning)>", re.I)
 _THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)>", re.I)
 _THINK_TAG = re.compile(r"<(/?)(?:think|thinking|reasoning)>", re.I)
@@ -1067,11 +1102,6 @@ _LEAD_PARTIAL = re.compile(r"""<\|?/?[\w.-]{0,40}\|? | <｜[^｜<>]{0,40}｜? | 
                                | "(?:\[\s{0,64})? | `{1,2}""", re.X)
 _PACKAGING_TAGS = {"fence": "code_fence", "token": "special_tokens", "label": "special_tokens", "quote": "stray_quote"}
 _OBSERVATION_TAIL = re.compile(rf"{re.escape(_OBSERVATION)}|\bObservation\s*:|^[ \t>*#]*(?i:observation)\s*:", re.M)
-_KEY_WORDS = "|".join(sorted({"type", "name", "arguments", "answer", *_LOOKALIKES}, key=len, reverse=True))
-# An action's key written in an object that cannot be read, also quoted as \" or \\\" (an action written
-# as a JSON string, or escaped once too often) or after a literal \n. The key is found first and its
-# quoting checked after it (bounded), so the search stays linear on long runs of quotes.
-_ACTION_KEY_TEXT = re.compile(rf"""(?:(?<![\w-])|(?<=\\[nrt]))(?:{_KEY_WORDS})(?:[\\"']|\s){{0,64}}:""", re.I)
 _JSON_TOKEN = re.compile(r"""
     (?P<space>\s+)
   | (?P<escaped>(?:\\[nrt])+)                         # a literal \\n between tokens: escaped twice
@@ -1109,6 +1139,18 @@ def _canonical(value: Any) -> str:
 def _may_be_packaging(rest: str) -> bool:
     """Whether rest, the undecided end of what was fed, may still grow into packaging or the action's start."""
     return bool(_LEAD_PARTIAL.fullmatch(rest)) or any(label.startswith(rest) for label in _LABELS)
+
+
+def _think_end(text: str, pos: int, depth: int) -> tuple[int, int]:
+    """Read reasoning from text[pos], inside depth open think blocks; blocks nest, so a closing tag
+    ends only its own block. Returns (just past the tag that closes the outermost block, 0), or,
+    when text ends first, (just past the last tag read, the depth still open)."""
+    for tag in _THINK_TAG.finditer(text, pos):
+        depth += -1 if tag.group(1) else 1
+        pos = tag.end()
+        if not depth:
+            break
+    return pos, depth
 
 
 class _ActionScanner:
@@ -1240,18 +1282,6 @@ class _ActionScanner:
     def _broken(self, problem: str, at: int) -> None:
         self.problem, self.broken_at = problem, at
         return None
-
-
-def _think_end(text: str, pos: int, depth: int) -> tuple[int, int]:
-    """Read reasoning from text[pos], inside depth open think blocks; blocks nest, so a closing tag
-    ends only its own block. Returns (just past the tag that closes the outermost block, 0), or,
-    when text ends first, (just past the last tag read, the depth still open)."""
-    for tag in _THINK_TAG.finditer(text, pos):
-        depth += -1 if tag.group(1) else 1
-        pos = tag.end()
-        if not depth:
-            break
-    return pos, depth
 
 
 def _inside_first_object(text: str, pos: int) -> bool:
@@ -1515,6 +1545,42 @@ def _read_value(text: str, start: int, repairs: list) -> tuple[Any, int]:
     return _decode(text[start:scanner.end], repairs), scanner.end
 
 
+def _objects(text: str):
+    """Each object (or array of objects) in text: its text, and its value or None when it cannot be read."""
+    pos = 0
+    while True:
+        first = _ACTION_START.search(text, pos)
+        if first is None:
+            return
+        scanner = _ActionScanner._at(text, first.start())
+        end = scanner.end or scanner.broken_at or len(text)  # a broken one ends where it broke
+        value = None
+        if scanner.end is not None:
+            try:
+                value = _decode(text[first.start():end], [])
+            except ActionFormatError:
+                pass
+        yield text[first.start():end], value
+        pos = end
+
+# -- Parsing an action -----------------------------------------------------------------
+# parse_action: find the action in a reply, then refuse anything whose meaning is unsure
+
+_OWN_KEYS = ("type", "name", "arguments", "answer", "thought")
+_LOOKALIKES = {  # the one table of keys models write for an action's own; compared lower-cased and stripped
+    **dict.fromkeys(("action", "tool", "tool_name", "function"), "name"),
+    **dict.fromkeys(("args", "argument", "kwargs", "parameters", "params", "input", "inputs", "action_input",
+                     "tool_input", "tool_args"), "arguments"),
+    **dict.fromkeys(("final_answer", "response", "output"), "answer"),
+}
+_CALL_IN_NAME = re.compile(r"[()\[\]{}\"'=\n\r]")
+_KEY_WORDS = "|".join(sorted({"type", "name", "arguments", "answer", *_LOOKALIKES}, key=len, reverse=True))
+# An action's key written in an object that cannot be read, also quoted as \" or \\\" (an action written
+# as a JSON string, or escaped once too often) or after a literal \n. The key is found first and its
+# quoting checked after it (bounded), so the search stays linear on long runs of quotes.
+_ACTION_KEY_TEXT = re.compile(rf"""(?:(?<![\w-])|(?<=\\[nrt]))(?:{_KEY_WORDS})(?:[\\"']|\s){{0,64}}:""", re.I)
+
+
 def _spelling(key: Any) -> Optional[str]:
     """A key as the parser compares it: lower-cased, without spaces around (``"Name "`` is ``name``)."""
     return key.strip().lower() if isinstance(key, str) else None
@@ -1535,25 +1601,6 @@ def _is_action(chunk: str, value: Any) -> bool:
     if isinstance(value, dict):
         return any(_meant_key(key) not in (None, "thought") for key in value)
     return bool(_ACTION_KEY_TEXT.search(chunk))
-
-
-def _objects(text: str):
-    """Each object (or array of objects) in text: its text, and its value or None when it cannot be read."""
-    pos = 0
-    while True:
-        first = _ACTION_START.search(text, pos)
-        if first is None:
-            return
-        scanner = _ActionScanner._at(text, first.start())
-        end = scanner.end or scanner.broken_at or len(text)  # a broken one ends where it broke
-        value = None
-        if scanner.end is not None:
-            try:
-                value = _decode(text[first.start():end], [])
-            except ActionFormatError:
-                pass
-        yield text[first.start():end], value
-        pos = end
 
 
 def _check_rest(rest: str, action: Any, opened: bool, repairs: list) -> None:
@@ -1806,59 +1853,35 @@ def parse_action(text: str) -> Action:
         exc.text = text
         raise
 
-def _example_arguments(tool: Optional[Tool]) -> str:
-    samples = {"string": "...", "integer": 1, "number": 1.5, "boolean": True, "array": [], "object": {}}
-    properties = tool.parameters.get("properties", {}) if tool else {}
-    example = {}
-    for key, schema in properties.items():
-        kind = schema.get("type")
-        kind = kind[0] if isinstance(kind, list) else kind
-        example[key] = schema["enum"][0] if schema.get("enum") else samples.get(kind, "...")
-    return json.dumps(example, ensure_ascii=False)
+# -- Demo ------------------------------------------------------------------------------
+# the calculator and clock tools, and the offline planner that MockLLM runs without a script
+
+def _format_number(value: int | float) -> str:
+    return str(value) if isinstance(value, int) else f"{value:.15g}"
 
 
-def _render_prompt(template: Optional[str], registry: ToolRegistry) -> str:
-    """The system prompt: SYSTEM_PROMPT filled in, or a custom one with ``{tools}`` replaced."""
-    lines = [f"- {t.name}: {t.description} {json.dumps(t.parameters, ensure_ascii=False, separators=(',', ':'))}"
-             for t in registry]
-    listing = "\n".join(lines) or "(none: answer directly with the final shape)"
-    if template is not None:
-        return template.replace("{tools}", listing)
-    first = next(iter(registry), None)
-    return SYSTEM_PROMPT.format(tools=listing, example_name=first.name if first else "tool_name",
-                                example_arguments=_example_arguments(first), observation=_OBSERVATION)
+def _calculator(expression: str) -> str:
+    """Evaluate an arithmetic expression: + - * / // % **, parentheses, sqrt, log, sin, pi, ...
 
-
-def _observation(text: str, step: int, max_steps: int) -> str:
-    """The user message that carries a result back: the marker, the text, and where the run stands."""
-    last = "; your next reply is the last: give the final answer" if step + 1 == max_steps else ""
-    return f"{_OBSERVATION} {text}\n(step {step} of {max_steps}{last})"
-
-
-def _observation_result(message: str) -> Optional[str]:
-    """The text an ``_observation`` message carries, without its marker and budget line; None for any other."""
-    if not message.startswith(_OBSERVATION):
-        return None
-    text = message[len(_OBSERVATION):]
-    body, newline, last = text.rpartition("\n")
-    return (body if newline and last.startswith("(step") else text).strip()
-
-
-# -- Models ----------------------------------------------------------------------------
-
-class LLM(Protocol):
-    """Anything with ``chat(messages) -> str`` drives the agent.
-
-    Optional, read when present: the keyword options ``response_schema``,
-    ``temperature``, ``max_seconds`` and ``frequency_penalty`` of ``chat`` (passed only to a ``chat`` that
-    names them or takes ``**kwargs``), and, about the last call, ``last_usage`` (a
-    dict with ``prompt_tokens`` and ``completion_tokens``, or None),
-    ``last_finish_reason`` (``"length"``: cut off at the token limit; ``"repetition"``:
-    stopped for repeating itself), ``last_reasoning`` (a separate reasoning field,
-    never parsed) and ``last_stopped_early``.
+    Args:
+        expression: The arithmetic to evaluate, e.g. "(128*3+40)/4".
     """
+    return _format_number(safe_eval(expression))
 
-    def chat(self, messages: list[dict]) -> str: ...
+
+def _clock() -> str:
+    """The current date and time in UTC."""
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+
+
+_CALCULATOR, _CLOCK = "calculator", "clock"   # the demo tools' names, which the offline planner calls
+
+
+def _demo_tools() -> ToolRegistry:
+    registry = ToolRegistry()
+    registry.register(_calculator, name=_CALCULATOR)
+    registry.register(_clock, name=_CLOCK)
+    return registry
 
 
 _TIME_WORDS = re.compile(r"\b(?:time|date|clock|today|now)\b", re.I)
@@ -1879,12 +1902,46 @@ def _compose_answer(plan: list, results: list) -> str:
     if not plan:
         return ("I am the offline demo model: I can only tell the time and do arithmetic. "
                 "Set OPENAI_MODEL (see the README) to use a real model.")
-    if len(plan) == 1 and plan[0][0] == "calculator":
+    if len(plan) == 1 and plan[0][0] == _CALCULATOR:
         return results[0]
-    parts = [f"the time is {result}" if name == "clock" else f"{args['expression']} = {result}"
+    parts = [f"the time is {result}" if name == _CLOCK else f"{args['expression']} = {result}"
              for (name, args), result in zip(plan, results)]
     sentence = ", and ".join(parts)
     return sentence[0].upper() + sentence[1:] + "."
+
+
+def _offline_reply(messages: list[dict]) -> str:
+    """The offline planner's next reply: the clock for a question about the time, the calculator for each
+    arithmetic expression in the task, then a final answer from the observations."""
+    task_at = max(i for i, m in enumerate(messages)
+                  if m["role"] == "user" and _observation_result(m["content"]) is None)
+    task = messages[task_at]["content"]
+    results = [_observation_result(m["content"]) for m in messages[task_at + 1:] if m["role"] == "user"]
+    plan = [(_CLOCK, {})] if _TIME_WORDS.search(task) else []
+    plan += [(_CALCULATOR, {"expression": expr}) for expr in _find_arithmetic(task)]
+    if len(results) < len(plan):
+        name, arguments = plan[len(results)]
+        thought = "I need the current time." if name == _CLOCK else f"I will compute {arguments['expression']}."
+        return json.dumps({"type": "tool_call", "thought": thought, "name": name, "arguments": arguments})
+    return json.dumps({"type": "final", "thought": "I have everything I need.",
+                       "answer": _compose_answer(plan, results)})
+
+# -- Models ----------------------------------------------------------------------------
+# the LLM protocol, and MockLLM, a scripted model for tests, replays and the demo
+
+class LLM(Protocol):
+    """Anything with ``chat(messages) -> str`` drives the agent.
+
+    Optional, read when present: the keyword options ``response_schema``,
+    ``temperature``, ``max_seconds`` and ``frequency_penalty`` of ``chat`` (passed only to a ``chat`` that
+    names them or takes ``**kwargs``), and, about the last call, ``last_usage`` (a
+    dict with ``prompt_tokens`` and ``completion_tokens``, or None),
+    ``last_finish_reason`` (``"length"``: cut off at the token limit; ``"repetition"``:
+    stopped for repeating itself), ``last_reasoning`` (a separate reasoning field,
+    never parsed) and ``last_stopped_early``.
+    """
+
+    def chat(self, messages: list[dict]) -> str: ...
 
 
 def _trace_steps(path: str) -> list:
@@ -1947,7 +2004,7 @@ class MockLLM:
         self.calls.append([dict(message) for message in messages])
         self.options.append(dict(options))
         if self.replies is None:
-            return self._plan(messages)
+            return _offline_reply(messages)
         if len(self.calls) > len(self.replies):
             raise LLMError(f"MockLLM ran out of scripted replies after {len(self.replies)}")
         index = len(self.calls) - 1
@@ -1957,20 +2014,8 @@ class MockLLM:
             raise reply
         return reply(messages) if callable(reply) else reply
 
-    def _plan(self, messages: list) -> str:
-        task_at = max(i for i, m in enumerate(messages)
-                      if m["role"] == "user" and _observation_result(m["content"]) is None)
-        task = messages[task_at]["content"]
-        results = [_observation_result(m["content"]) for m in messages[task_at + 1:] if m["role"] == "user"]
-        plan = [("clock", {})] if _TIME_WORDS.search(task) else []
-        plan += [("calculator", {"expression": expr}) for expr in _find_arithmetic(task)]
-        if len(results) < len(plan):
-            name, arguments = plan[len(results)]
-            thought = "I need the current time." if name == "clock" else f"I will compute {arguments['expression']}."
-            return json.dumps({"type": "tool_call", "thought": thought, "name": name, "arguments": arguments})
-        return json.dumps({"type": "final", "thought": "I have everything I need.",
-                           "answer": _compose_answer(plan, results)})
-
+# -- Talking to a server ---------------------------------------------------------------
+# what a request sends and what an answer means, for OpenAICompatLLM below
 
 _RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504}
 # Optional parameters a server may reject by name: each is dropped (max_tokens: renamed, when the server asks) once.
@@ -2129,25 +2174,6 @@ def _clean_key(api_key: Any) -> Optional[str]:
     return api_key.strip() or None
 
 
-def _read_error_body(exc: Any, deadline: Any, timeout: float) -> bytes:
-    """Up to _MAX_ERROR_BYTES of an error answer's body, read under the deadlines: a drip cannot hold the call."""
-    body, pieces, size = _Body(exc, deadline, math.inf, timeout), [], 0
-    try:
-        while size < _MAX_ERROR_BYTES:
-            piece = body.read()
-            if not piece:
-                break
-            pieces.append(piece)
-            size += len(piece)
-    except LLMError:
-        raise                                   # the request's deadline passed
-    except Exception:
-        pass                                    # a stall or a break: quote what came
-    finally:
-        exc.close()
-    return b"".join(pieces)[:_MAX_ERROR_BYTES]
-
-
 def _server_error(text: str, scrub: Callable[[str], str]) -> tuple:
     """The server's own message, scrubbed, and its error object (``{}`` if none) from an OpenAI, vLLM or llama.cpp body.
 
@@ -2279,8 +2305,8 @@ class _PerThread:
     def __set__(self, client: Any, value: Any) -> None:
         setattr(client._local, self.name, value)
 
-
-# -- HTTP plumbing: deadlines, server-sent events, urllib handlers (a first reader may skip this) --
+# -- HTTP plumbing: deadlines, server-sent events, urllib handlers (skip on first read) ----
+# every read is bounded by the request's deadline, events are read as they arrive, no redirect is followed
 
 class _Deadline:
     """When one request must be over: max_request_seconds after it starts, or the call's own end (internal)."""
@@ -2340,6 +2366,25 @@ class _Body:
             raise LLMError(f"the answer from {self._deadline.url} is over "
                            f"max_response_bytes={self._max_bytes}; refused")
         return piece
+
+
+def _read_error_body(exc: Any, deadline: Any, timeout: float) -> bytes:
+    """Up to _MAX_ERROR_BYTES of an error answer's body, read under the deadlines: a drip cannot hold the call."""
+    body, pieces, size = _Body(exc, deadline, math.inf, timeout), [], 0
+    try:
+        while size < _MAX_ERROR_BYTES:
+            piece = body.read()
+            if not piece:
+                break
+            pieces.append(piece)
+            size += len(piece)
+    except LLMError:
+        raise                                   # the request's deadline passed
+    except Exception:
+        pass                                    # a stall or a break: quote what came
+    finally:
+        exc.close()
+    return b"".join(pieces)[:_MAX_ERROR_BYTES]
 
 
 class _EventStream:
@@ -2510,8 +2555,8 @@ def _build_opener(url: str) -> Any:
     proxies = urllib.request.ProxyHandler({} if _is_loopback(url) else None)
     return urllib.request.build_opener(proxies, *(handler() for handler in _handler_classes()))
 
-
 # -- The client ------------------------------------------------------------------------
+# OpenAICompatLLM: chat over HTTP with streaming, early stop, retries and adaptation
 
 class OpenAICompatLLM:
     """A chat-completions client for any OpenAI-compatible server, over urllib.
@@ -2957,8 +3002,8 @@ class OpenAICompatLLM:
             shown = shown.replace(secret, "***")
         return shown
 
-
 # -- Loop ------------------------------------------------------------------------------
+# Agent.run is the loop; Step and AgentResult are its trace; run() is the one-call form
 
 STOP_REASONS = ("final", "max_steps", "repeat_limit", "format_errors", "time_limit", "token_limit", "llm_error")
 _CUT_OFF = ("your reply was cut off at the token limit before the JSON object was complete; "
@@ -3103,6 +3148,49 @@ class _RunState:
     schema: Optional[dict] = None         # the action schema, sent once the ladder's first rung is taken
     hot: bool = False                     # second rung: a raised temperature is sent
     failed: set[str] = field(default_factory=set)    # raw replies that could not be parsed
+
+    def append(self, role: str, content: str) -> None:
+        """Add a message to the conversation and count its characters."""
+        self.messages.append({"role": role, "content": content})
+        self.tail_chars += len(content)
+
+    def context(self) -> list[dict]:
+        """What is sent: the whole conversation, or, over the context budget, the oldest step pairs left out.
+
+        Over the budget, pairs are dropped from the front down to about 60% of it at
+        once, so the calls until the next trim share their prefix and a server can
+        reuse its processed prompt; each pair is dropped once (amortised O(1) per
+        step). The system prompt and the task are always sent, and the latest pair too.
+        """
+        if self.budget is None:
+            return self.messages
+        messages, head = self.messages, self.head
+        over_budget = self.head_chars + self.tail_chars > self.budget
+        if over_budget:
+            while (self.head_chars + self.tail_chars > self.budget * _TRIM_TO
+                   and len(messages) - head - self.dropped > 2):
+                first = head + self.dropped
+                self.tail_chars -= len(messages[first]["content"]) + len(messages[first + 1]["content"])
+                self.dropped += 2
+        sent = messages
+        if self.dropped:
+            task = messages[head - 1]
+            note = (f"\n\n[Note: {self.dropped // 2} earlier step(s) of this task were left out to save space; "
+                    "their results are no longer shown.]")
+            sent = messages[:head - 1] + [{"role": task["role"], "content": task["content"] + note}] + \
+                messages[head + self.dropped:]
+        return self._shorten_latest(sent) if over_budget else sent
+
+    def _shorten_latest(self, sent: list[dict]) -> list[dict]:
+        """A trim that left only the latest pair over its target: a reply that ran to the token limit.
+
+        That reply is sent as its head and tail, cut to the trim's target; result.messages keeps it whole.
+        """
+        over = self.head_chars + self.tail_chars - int(self.budget * _TRIM_TO)
+        if over <= 0 or len(sent) <= self.head or sent[-2]["role"] != "assistant":
+            return sent
+        reply = sent[-2]["content"]
+        return sent[:-2] + [{"role": "assistant", "content": _truncate(reply, max(200, len(reply) - over))}, sent[-1]]
 
 
 def _as_registry(tools: _Tools) -> ToolRegistry:
@@ -3255,18 +3343,27 @@ class Agent:
         step.reasoning = reasoning if isinstance(reasoning, str) and reasoning else None
         _log.debug("step %d: model call took %.3f s", step.index, step.llm_seconds)
         self._count_tokens(state, step.raw)
-        self._append(state, "assistant", step.raw)
+        state.append("assistant", step.raw)
         return None
+
+    def _count_tokens(self, state: _RunState, raw: str) -> None:
+        """Add the last call's tokens: the client's ``last_usage``, else an estimate at 4 characters a token."""
+        counts = _reported_usage(getattr(self.llm, "last_usage", None))
+        if counts is None:
+            counts = {"prompt_tokens": (state.head_chars + state.tail_chars) // 4, "completion_tokens": len(raw) // 4}
+            state.usage["estimated"] = True
+        state.usage["prompt_tokens"] += counts["prompt_tokens"]
+        state.usage["completion_tokens"] += counts["completion_tokens"]
 
     def _chat(self, state: _RunState, step: Step) -> Any:
         """One model call with this run's options; after a context overflow, trim and retry once."""
         try:
-            return self.llm.chat(self._context(state), **self._options(state))
+            return self.llm.chat(state.context(), **self._options(state))
         except LLMError as exc:
             if exc.kind != "context_overflow":
                 raise
             self._overflowed(state, step, exc)
-        return self.llm.chat(self._context(state), **self._options(state))
+        return self.llm.chat(state.context(), **self._options(state))
 
     def _options(self, state: _RunState) -> dict:
         """The per-call options for the next call: the ladder's rungs and what is left of max_seconds."""
@@ -3388,59 +3485,8 @@ class Agent:
     def _observe(self, state: _RunState, step: Step, text: str) -> Optional[str]:
         """Send text back as this step's observation; "max_steps" when that was the last step allowed."""
         step.observation = _observation(text, step.index, self.max_steps)
-        self._append(state, "user", step.observation)
+        state.append("user", step.observation)
         return "max_steps" if step.index >= self.max_steps else None
-
-    def _append(self, state: _RunState, role: str, content: str) -> None:
-        state.messages.append({"role": role, "content": content})
-        state.tail_chars += len(content)
-
-    def _context(self, state: _RunState) -> list:
-        """What is sent: the whole conversation, or, over the context budget, the oldest step pairs left out.
-
-        Over the budget, pairs are dropped from the front down to about 60% of it at
-        once, so the calls until the next trim share their prefix and a server can
-        reuse its processed prompt; each pair is dropped once (amortised O(1) per
-        step). The system prompt and the task are always sent, and the latest pair too.
-        """
-        if state.budget is None:
-            return state.messages
-        messages, head = state.messages, state.head
-        over_budget = state.head_chars + state.tail_chars > state.budget
-        if over_budget:
-            while (state.head_chars + state.tail_chars > state.budget * _TRIM_TO
-                   and len(messages) - head - state.dropped > 2):
-                first = head + state.dropped
-                state.tail_chars -= len(messages[first]["content"]) + len(messages[first + 1]["content"])
-                state.dropped += 2
-        sent = messages
-        if state.dropped:
-            task = messages[head - 1]
-            note = (f"\n\n[Note: {state.dropped // 2} earlier step(s) of this task were left out to save space; "
-                    "their results are no longer shown.]")
-            sent = messages[:head - 1] + [{"role": task["role"], "content": task["content"] + note}] + \
-                messages[head + state.dropped:]
-        return self._shorten_latest(state, sent) if over_budget else sent
-
-    def _shorten_latest(self, state: _RunState, sent: list) -> list:
-        """A trim that left only the latest pair over its target: a reply that ran to the token limit.
-
-        That reply is sent as its head and tail, cut to the trim's target; result.messages keeps it whole.
-        """
-        over = state.head_chars + state.tail_chars - int(state.budget * _TRIM_TO)
-        if over <= 0 or len(sent) <= state.head or sent[-2]["role"] != "assistant":
-            return sent
-        reply = sent[-2]["content"]
-        return sent[:-2] + [{"role": "assistant", "content": _truncate(reply, max(200, len(reply) - over))}, sent[-1]]
-
-    def _count_tokens(self, state: _RunState, raw: str) -> None:
-        """Add the last call's tokens: the client's ``last_usage``, else an estimate at 4 characters a token."""
-        counts = _reported_usage(getattr(self.llm, "last_usage", None))
-        if counts is None:
-            counts = {"prompt_tokens": (state.head_chars + state.tail_chars) // 4, "completion_tokens": len(raw) // 4}
-            state.usage["estimated"] = True
-        state.usage["prompt_tokens"] += counts["prompt_tokens"]
-        state.usage["completion_tokens"] += counts["completion_tokens"]
 
     def _finish(self, state: _RunState, stop: str) -> AgentResult:
         usage = dict(state.usage, total_tokens=state.usage["prompt_tokens"] + state.usage["completion_tokens"])
@@ -3459,33 +3505,6 @@ class Agent:
                            summary=summary)
 
 
-# -- Demo tools and the CLI ------------------------------------------------------------
-
-def _format_number(value: int | float) -> str:
-    return str(value) if isinstance(value, int) else f"{value:.15g}"
-
-
-def _calculator(expression: str) -> str:
-    """Evaluate an arithmetic expression: + - * / // % **, parentheses, sqrt, log, sin, pi, ...
-
-    Args:
-        expression: The arithmetic to evaluate, e.g. "(128*3+40)/4".
-    """
-    return _format_number(safe_eval(expression))
-
-
-def _clock() -> str:
-    """The current date and time in UTC."""
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-
-
-def _demo_tools() -> ToolRegistry:
-    registry = ToolRegistry()
-    registry.register(_calculator, name="calculator")
-    registry.register(_clock, name="clock")
-    return registry
-
-
 def run(task: str, llm: Optional[LLM] = None, tools: _Tools = None, **options: Any) -> AgentResult:
     """Run one task in one call: ``Agent(llm, tools, **options).run(task)``.
 
@@ -3495,6 +3514,8 @@ def run(task: str, llm: Optional[LLM] = None, tools: _Tools = None, **options: A
     return Agent(llm if llm is not None else MockLLM(), tools if tools is not None else _demo_tools(),
                  **options).run(task)
 
+# -- CLI -------------------------------------------------------------------------------
+# main() is python agent.py: parse the flags, build, run, print; the only place that prints
 
 _DEMO_TASK = "What time is it now, and what is (128*3+40)/4?"
 _EXIT_CODES = {"final": 0, "llm_error": 3}  # any other stop reason: 1
@@ -3647,6 +3668,14 @@ def _cli_model(args: argparse.Namespace) -> tuple:
     return llm, f"model {llm.model} at {llm.url}"
 
 
+def _cli_confirm(name: str, arguments: dict) -> bool:
+    if not sys.stdin.isatty():
+        return False  # nobody to ask: decline
+    sys.stderr.write(f"Run {name} {json.dumps(arguments)}? [y/N] ")
+    sys.stderr.flush()
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
 def _cli_agent(args: argparse.Namespace) -> tuple:
     """Build everything from the flags before anything is opened; ValueError/OSError/AgentError when bad."""
     if args.task is not None and not args.task.strip():
@@ -3735,14 +3764,6 @@ def _cli_on_step(args: argparse.Namespace, trace: Optional[_Trace],
         if not args.quiet:
             _cli_say(_cli_progress(step))
     return on_step
-
-
-def _cli_confirm(name: str, arguments: dict) -> bool:
-    if not sys.stdin.isatty():
-        return False  # nobody to ask: decline
-    sys.stderr.write(f"Run {name} {json.dumps(arguments)}? [y/N] ")
-    sys.stderr.flush()
-    return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
 def _cli_hint(agent: Agent, result: AgentResult) -> Optional[str]:

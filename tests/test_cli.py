@@ -126,16 +126,16 @@ def test_json_schema_flag_sends_the_action_schema(capsys):
 
 
 def test_ctrl_c_stops_keeps_the_trace_and_exits_130(tmp_path, monkeypatch, capsys):
-    plan = agent.MockLLM._plan
+    plan = agent._offline_reply
     calls = []
 
-    def interrupted(self, messages):
+    def interrupted(messages):
         calls.append(1)
         if len(calls) == 2:
             raise KeyboardInterrupt
-        return plan(self, messages)
+        return plan(messages)
 
-    monkeypatch.setattr(agent.MockLLM, "_plan", interrupted)
+    monkeypatch.setattr(agent, "_offline_reply", interrupted)
     path = tmp_path / "trace.jsonl"
     assert main(["--quiet", "--trace", str(path)]) == 130
     lines = [json.loads(line) for line in path.read_text().splitlines()]
