@@ -4,10 +4,11 @@ import os
 import time
 
 import pytest
+from conftest import make_tools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent import Action, ActionFormatError, Agent, MockLLM, ToolRegistry, _ActionScanner, parse_action
+from agent import Action, ActionFormatError, Agent, MockLLM, _ActionScanner, parse_action
 
 
 CORPUS_PATH = os.path.join(os.path.dirname(__file__), "data", "replies.jsonl")
@@ -297,25 +298,9 @@ def test_parse_returns_an_action_or_raises_action_format_error(text):
 
 # -- action schema and system prompt ------------------------------------------------------
 
-def demo_registry():
-    registry = ToolRegistry()
-
-    @registry.register
-    def calculator(expression: str) -> str:
-        """Evaluate arithmetic."""
-        return expression
-
-    @registry.register
-    def get_weather(city: str, unit: str = "c") -> str:
-        """Current weather of a city."""
-        return city
-
-    return registry
-
-
 def test_actions_built_from_each_schema_branch_parse_back_unchanged():
-    registry = demo_registry()
-    samples = {"calculator": {"expression": "2*21"}, "get_weather": {"city": "Paris", "unit": "f"}}
+    registry = make_tools()
+    samples = {"echo": {"text": "hi"}, "add": {"a": 2, "b": 40}, "fail": {}, "delete": {"path": "/tmp/x"}}
     for branch in registry.action_schema()["anyOf"]:
         props = branch["properties"]
         kind = props["type"]["const"]
@@ -332,18 +317,18 @@ def test_actions_built_from_each_schema_branch_parse_back_unchanged():
 
 
 def test_system_prompt_states_both_shapes_lists_tools_and_is_short():
-    prompt = Agent(MockLLM([]), demo_registry()).system_prompt
+    prompt = Agent(MockLLM([]), make_tools()).system_prompt
     assert '"type": "tool_call"' in prompt and '"type": "final"' in prompt
-    assert '"name": "calculator", "arguments": {"expression": "..."}' in prompt
-    assert "- get_weather: Current weather of a city. {" in prompt
-    assert '"required":["city"]' in prompt
+    assert '"name": "echo", "arguments": {"text": "..."}' in prompt   # the first tool is the example
+    assert "- add: Add two integers. {" in prompt
+    assert '"required":["a","b"]' in prompt
     assert "[OBSERVATION]" in prompt and "exactly one JSON object" in prompt
     assert len(prompt) < 1500
 
 
 def test_custom_system_prompt_gets_the_tool_listing():
-    agent = Agent(MockLLM([]), demo_registry(), system_prompt="Be brief. {tools} JSON like {\"a\": 1}.")
-    assert agent.system_prompt.startswith("Be brief. - calculator: Evaluate arithmetic.")
+    agent = Agent(MockLLM([]), make_tools(), system_prompt="Be brief. {tools} JSON like {\"a\": 1}.")
+    assert agent.system_prompt.startswith("Be brief. - echo: Echo text back.")
     assert agent.system_prompt.endswith('JSON like {"a": 1}.')
 
 
