@@ -71,17 +71,22 @@ def test_stopped_without_answer_exits_1(capsys):
     (["--base-url", "http://localhost:1/v1"], "no model named"),
     (["--model", "m", "--base-url", "localhost:1"], "must start with http"),
     (["--trace", "/no/such/dir/trace.jsonl"], "No such file"),
+    (["--max-context-chars", "10"], "invalid max_context_chars 10"),
+    (["--system-prompt", "/no/such/prompt.txt"], "No such file"),
 ])
 def test_bad_configuration_exits_2_with_one_line(capsys, argv, words):
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert words in err and err.startswith("agent.py: ")
+    assert words in err and err.startswith("agent.py: ") and err.count("\n") == 1
 
 
-def test_a_number_out_of_range_is_bad_usage_naming_the_rule(capsys):
-    assert main(["--max-steps", "0"]) == 2
-    assert "agent.py: error: argument --max-steps: invalid max_steps 0 (must be an integer >= 1)" in \
-        capsys.readouterr().err
+@pytest.mark.parametrize("flag, words", [
+    ("--max-steps", "invalid max_steps 0 (must be an integer >= 1)"),
+    ("--max-seconds", "invalid max_seconds 0.0 (must be a finite number > 0)"),
+])
+def test_a_number_out_of_range_is_bad_usage_naming_the_rule(capsys, flag, words):
+    assert main([flag, "0"]) == 2
+    assert f"agent.py: error: argument {flag}: {words}" in capsys.readouterr().err
 
 
 def test_bad_usage_exits_2_and_there_is_no_key_flag(capsys):
@@ -318,16 +323,6 @@ def test_run_options_reach_the_agent_and_the_client():
     assert (built.llm.timeout, built.max_seconds, built.max_context_chars, built.constrain) == (5, 30, 4000, "never")
     assert agent._cli_agent(agent._cli_parser().parse_args(["--json-schema"]))[0].constrain == "always"
     assert agent._cli_agent(agent._cli_parser().parse_args([]))[0].constrain == "auto"
-
-
-@pytest.mark.parametrize("argv, words", [
-    (["--max-context-chars", "10"], "invalid max_context_chars 10"),
-    (["--max-seconds", "0"], "invalid max_seconds 0"),
-    (["--system-prompt", "/no/such/prompt.txt"], "No such file"),
-])
-def test_bad_run_options_exit_2(capsys, argv, words):
-    assert main(argv) == 2
-    assert words in capsys.readouterr().err
 
 
 def test_help_documents_every_flag(capsys):
