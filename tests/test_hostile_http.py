@@ -453,6 +453,7 @@ def test_real_replies_of_smollm2_fire_exactly_where_they_looped(size):
 
     The others (some repeat a few times) do not.
     """
+    assert {reply["finish_reason"] == "repetition" for reply in REAL_REPLIES} == {True, False}  # both kinds
     for reply in REAL_REPLIES:
         looped = reply["finish_reason"] == "repetition"
         assert _repeating_tail(reply["raw"]) == looped and streamed_fires(reply["raw"], size) == looped, reply["raw"]

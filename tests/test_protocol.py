@@ -27,10 +27,16 @@ def check_parse(reply, kind, name=None, arguments=None, answer=None, repairs=Non
 
 # -- the corpus -----------------------------------------------------------------------
 
-def test_corpus_is_large_and_mixed():
-    accepted = [e for e in CORPUS if "expect" in e]
-    refused = [e for e in CORPUS if "refuse" in e]
-    assert len(CORPUS) >= 60 and len(accepted) >= 30 and len(refused) >= 30
+def test_the_parser_accepts_thirty_corpus_replies_and_refuses_thirty_as_labelled():
+    outcomes = []
+    for entry in CORPUS:
+        try:
+            parse_action(entry["reply"])
+            outcomes.append("expect")
+        except ActionFormatError:
+            outcomes.append("refuse")
+        assert outcomes[-1] in entry, entry["label"]
+    assert outcomes.count("expect") >= 30 and outcomes.count("refuse") >= 30
 
 
 @pytest.mark.parametrize("entry", CORPUS, ids=[e["label"] for e in CORPUS])
@@ -224,10 +230,14 @@ def dump(value, layout="compact", quotes='"', defect=None, trailing=False, depth
     return text + (" " if inline else outer) + closer
 
 
-def test_the_layouts_include_json_dumps_own_indentation():
-    value = {"a": [1, {"b": None}], "c": "x"}
-    for layout, indent in [("indent1", 1), ("indent2", 2), ("indent4", 4), ("tabs", "\t"), ("compact", None)]:
-        assert dump(value, layout) == json.dumps(value, indent=indent)
+@pytest.mark.parametrize("layout, indent", [("indent1", 1), ("indent2", 2), ("indent4", 4), ("tabs", "\t"),
+                                           ("compact", None)])
+def test_json_dumps_own_indentation_is_read_without_repairs(layout, indent):
+    action = {"type": "tool_call", "thought": "t", "name": "f", "arguments": {"a": [1, {"b": None}], "c": "x"}}
+    text = json.dumps(action, indent=indent)
+    assert dump(action, layout) == text   # so the packaging property below tries what json.dumps writes
+    parsed = parse_action(text)
+    assert (parsed.kind, parsed.name, parsed.arguments, parsed.repairs) == ("tool_call", "f", action["arguments"], ())
 
 
 prose = st.text(alphabet=st.characters(blacklist_characters="{[`<\\\"'", blacklist_categories=("Cs",)),
