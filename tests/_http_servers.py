@@ -1,5 +1,9 @@
 """Local HTTP servers for the client tests: each request is answered by a script that writes raw bytes.
 
+conftest.py's serve fixture starts a ScriptedServer; the scripts: chat_answer (a whole completion),
+error_answer, json_answer (any body), stream_of (server-sent events, e.g. from llama_cpp_stream,
+vllm_stream, ollama_stream) and drips (a raw answer that never ends); client() connects to one.
+
 The chunk shapes follow what llama.cpp, vLLM and Ollama send on /v1/chat/completions
 with "stream": true (their documentation and server code): a role chunk, content
 deltas, a chunk with finish_reason, a usage chunk when stream_options.include_usage

@@ -2,6 +2,8 @@
 import io
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 
@@ -437,29 +439,25 @@ def test_an_unknown_model_gets_a_hint_naming_it(capsys, serve):
     assert "agent.py: hint: unknown model 'qwen9'" in capsys.readouterr().err
 
 
-def test_the_readme_command_line_examples_run_as_written():
-    import re
-    import shlex
-
+def readme_commands():
+    """The commands in the README's command-line block (what follows a command on its line is a comment)."""
     readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
     block = readme[readme.index("## The command line"):].split("```")[1]
-    commands = [re.split(r"\s{2,}", line)[0] for line in block.splitlines() if line.startswith("python agent.py")]
+    return [re.split(r"\s{2,}", line)[0] for line in block.splitlines() if line.startswith("python agent.py")]
+
+
+def test_the_readme_command_line_examples_run_as_written():
+    commands = readme_commands()
     offline = [command for command in commands if "--base-url" not in command and "--model" not in command]
     assert len(commands) == 6 and len(offline) == 3
-    env = offline_env()
     for command in offline:
-        done = subprocess.run([sys.executable, *shlex.split(command)[1:]], cwd=ROOT, env=env, capture_output=True,
-                              text=True, stdin=subprocess.DEVNULL, timeout=60)
+        done = subprocess.run([sys.executable, *shlex.split(command)[1:]], cwd=ROOT, env=offline_env(),
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
         assert done.returncode == 0, (command, done.stderr)
 
 
 def test_the_readme_server_examples_run_against_a_local_server(models_server, capsys):
-    import re
-    import shlex
-
-    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
-    block = readme[readme.index("## The command line"):].split("```")[1]
-    commands = [re.split(r"\s{2,}", line)[0] for line in block.splitlines() if "--base-url" in line]
+    commands = [command for command in readme_commands() if "--base-url" in command]
     assert len(commands) == 3
     for command in commands:
         server = models_server(["the-one-model"])

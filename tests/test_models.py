@@ -2,6 +2,7 @@
 import json
 
 import pytest
+from conftest import final
 
 from agent import Agent, LLMError, MockLLM, _demo_tools
 
@@ -47,11 +48,11 @@ def test_planner_answers_from_what_it_computed_or_explains_itself(task, answer):
 
 
 def test_from_trace_replays_a_saved_result(tmp_path):
-    original = Agent(MockLLM(["oops", '{"type": "final", "answer": "ok"}']), _demo_tools()).run("t")
+    original = Agent(MockLLM(["oops", final("ok")]), _demo_tools()).run("t")
     path = tmp_path / "result.json"
     original.save(str(path))
     replay = MockLLM.from_trace(str(path))
-    assert replay.replies == ["oops", '{"type": "final", "answer": "ok"}']
+    assert replay.replies == ["oops", final("ok")]
     again = Agent(replay, _demo_tools()).run("t")
     assert [s.raw for s in again.steps] == [s.raw for s in original.steps]
     assert [s.observation for s in again.steps] == [s.observation for s in original.steps]
