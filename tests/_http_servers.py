@@ -1,5 +1,9 @@
 """Local HTTP servers for the client tests: each request is answered by a script that writes raw bytes.
 
+conftest.py's serve fixture starts a ScriptedServer; the scripts: chat_answer (a whole completion),
+error_answer, json_answer (any body), stream_of (server-sent events, e.g. from llama_cpp_stream,
+vllm_stream, ollama_stream) and drips (a raw answer that never ends); client() connects to one.
+
 The chunk shapes follow what llama.cpp, vLLM and Ollama send on /v1/chat/completions
 with "stream": true (their documentation and server code): a role chunk, content
 deltas, a chunk with finish_reason, a usage chunk when stream_options.include_usage
@@ -10,6 +14,17 @@ import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from agent import OpenAICompatLLM
+
+KEY = "sk-test-SECRET-0123456789"
+
+
+def client(server, model="m", **options):
+    """An OpenAICompatLLM for model at server, with KEY and no real waiting between retries."""
+    options.setdefault("api_key", KEY)
+    options.setdefault("sleep", lambda seconds: None)
+    return OpenAICompatLLM(model, server.base_url, **options)
 
 
 def chunk(delta=None, finish=None, usage=None, choices=True, **extra):
@@ -135,11 +150,11 @@ def stream_of(events, status=200, pause=0.0, chunked=True):
     return script
 
 
-def json_answer(data, status=200, headers=None):
-    """A script that sends one whole JSON body with its Content-Length."""
+def json_answer(data, status=200, headers=None, content_type="application/json"):
+    """A script that sends one whole body (JSON unless content_type says otherwise) with its Content-Length."""
     def script(ex):
         ex.handler.send_response(status)
-        ex.handler.send_header("Content-Type", "application/json")
+        ex.handler.send_header("Content-Type", content_type)
         ex.handler.send_header("Content-Length", str(len(data)))
         for name, value in (headers or {}).items():
             ex.handler.send_header(name, value)
@@ -148,13 +163,36 @@ def json_answer(data, status=200, headers=None):
     return script
 
 
+def chat_answer(content="hi", **options):
+    """A script that answers with a whole chat.completion holding content (options as for completion)."""
+    return json_answer(completion(content, **options))
+
+
+def error_answer(status, message, headers=None):
+    """A script that sends an OpenAI-style error body with the status."""
+    return json_answer(json.dumps({"error": {"message": message, "type": "invalid_request_error"}}).encode(),
+                       status, headers)
+
+
+def drips(head, unit, every=0.01, cap=5.0):
+    """A script that writes a raw head, then one unit at a time, until the client hangs up or cap seconds pass."""
+    def script(ex):
+        ex.write_raw(head)
+        end = time.monotonic() + cap
+        while time.monotonic() < end and not ex.closed_by_client:
+            ex.write_raw(unit)
+            ex.pause(every)
+        ex.handler.close_connection = True
+    return script
+
+
 class ScriptedServer:
     """Runs each request's script in turn (the last one repeats).
 
-    Records the requests (a GET's body is None) and the hang-ups.
+    Records the requests (method, path, headers, and body: None for a GET) and the hang-ups.
     """
 
-    def __init__(self, scripts):
+    def __init__(self, scripts, host="127.0.0.1"):
         self.scripts = list(scripts)
         self.requests = []
         self.exchanges = []
@@ -172,7 +210,8 @@ class ScriptedServer:
                 self.answer(None)
 
             def answer(self, body):
-                server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                server.requests.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
+                                        "body": body})
                 script = server.scripts.pop(0) if len(server.scripts) > 1 else server.scripts[0]
                 exchange = Exchange(self, body)
                 server.exchanges.append(exchange)
@@ -190,9 +229,9 @@ class ScriptedServer:
             def handle_error(self, request, client_address):
                 pass  # a client that hung up early is part of the script
 
-        self.httpd = Quiet(("127.0.0.1", 0), Handler)
+        self.httpd = Quiet((host, 0), Handler)
         self.port = self.httpd.server_address[1]
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.base_url = f"http://{host}:{self.port}/v1"
         # shutdown() waits up to one poll interval: 2 ms, not 10, over a hundred servers
         threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.002}, daemon=True).start()
 

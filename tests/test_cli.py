@@ -2,27 +2,23 @@
 import io
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 
 import pytest
+from _http_servers import chat_answer, drips, error_answer, json_answer
+from conftest import ROOT, call, final, offline_env, replay_file
 
 import agent
 from agent import main
-from test_http_client import FakeServer, completion, error
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-@pytest.fixture(autouse=True)
-def no_model_configured(monkeypatch):
-    for name in ("OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("no_model_configured")
 
 
 def test_python_agent_py_runs_the_offline_demo_on_a_fresh_machine():
-    env = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI_")}
-    done = subprocess.run([sys.executable, "agent.py"], cwd=ROOT, env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "agent.py"], cwd=ROOT, env=offline_env(), capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
     assert "106" in done.stdout and len(done.stdout.strip().splitlines()) == 1
@@ -77,17 +73,22 @@ def test_stopped_without_answer_exits_1(capsys):
     (["--base-url", "http://localhost:1/v1"], "no model named"),
     (["--model", "m", "--base-url", "localhost:1"], "must start with http"),
     (["--trace", "/no/such/dir/trace.jsonl"], "No such file"),
+    (["--system-prompt", "/no/such/prompt.txt"], "No such file"),
 ])
 def test_bad_configuration_exits_2_with_one_line(capsys, argv, words):
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert words in err and err.startswith("agent.py: ")
+    assert words in err and err.startswith("agent.py: ") and err.count("\n") == 1
 
 
-def test_a_number_out_of_range_is_bad_usage_naming_the_rule(capsys):
-    assert main(["--max-steps", "0"]) == 2
-    assert "agent.py: error: argument --max-steps: invalid max_steps 0 (must be an integer >= 1)" in \
-        capsys.readouterr().err
+@pytest.mark.parametrize("flag, words", [
+    ("--max-steps", "invalid max_steps 0 (must be an integer >= 1)"),
+    ("--max-seconds", "invalid max_seconds 0.0 (must be a finite number > 0)"),
+    ("--max-context-chars", "invalid max_context_chars 0 (must be an integer >= 1000)"),   # the Agent's own rule
+])
+def test_a_number_out_of_range_is_bad_usage_naming_the_rule(capsys, flag, words):
+    assert main([flag, "0"]) == 2
+    assert f"agent.py: error: argument {flag}: {words}" in capsys.readouterr().err
 
 
 def test_bad_usage_exits_2_and_there_is_no_key_flag(capsys):
@@ -96,15 +97,10 @@ def test_bad_usage_exits_2_and_there_is_no_key_flag(capsys):
     assert "OPENAI_API_KEY" in capsys.readouterr().out
 
 
-def test_endpoint_failure_exits_3_and_keeps_the_trace(tmp_path, capsys):
-    server = FakeServer([completion('{"type": "tool_call", "name": "clock", "arguments": {}}'),
-                         error(401, "Invalid key")])
-    try:
-        path = tmp_path / "trace.jsonl"
-        code = main(["--model", "m", "--base-url", server.base_url, "--trace", str(path), "What time is it?"])
-    finally:
-        server.close()
-    assert code == 3
+def test_endpoint_failure_exits_3_and_keeps_the_trace(tmp_path, capsys, serve):
+    server = serve(chat_answer(call("clock")), error_answer(401, "Invalid key"))
+    path = tmp_path / "trace.jsonl"
+    assert main(["--model", "m", "--base-url", server.base_url, "--trace", str(path), "What time is it?"]) == 3
     err = capsys.readouterr().err
     assert "stopped (llm_error)" in err and "HTTP 401" in err and "check OPENAI_API_KEY" in err
     events = [json.loads(line) for line in path.read_text().splitlines()]
@@ -112,13 +108,10 @@ def test_endpoint_failure_exits_3_and_keeps_the_trace(tmp_path, capsys):
     assert events[0]["action"]["name"] == "clock" and "HTTP 401" in events[1]["error"]
 
 
-def test_json_schema_flag_sends_the_action_schema(capsys):
-    server = FakeServer([completion('{"type": "final", "thought": "t", "answer": "hi"}')])
-    try:
-        assert main(["--quiet", "--model", "m", "--base-url", server.base_url, "--json-schema",
-                     "--temperature", "0.3", "--max-tokens", "99", "Say hi"]) == 0
-    finally:
-        server.close()
+def test_json_schema_flag_sends_the_action_schema(capsys, serve):
+    server = serve(chat_answer(final("hi")))
+    assert main(["--quiet", "--model", "m", "--base-url", server.base_url, "--json-schema",
+                 "--temperature", "0.3", "--max-tokens", "99", "Say hi"]) == 0
     body = server.requests[0]["body"]
     assert body["response_format"]["json_schema"]["schema"] == agent._demo_tools().action_schema()
     assert (body["temperature"], body["max_tokens"]) == (0.3, 99)
@@ -178,22 +171,6 @@ def test_confirmation_asks_on_a_terminal(monkeypatch, capsys):
 
 
 # -- the CLI for real runs -------------------------------------------------------------------
-
-def call(name, thought="t", **arguments):
-    return json.dumps({"type": "tool_call", "thought": thought, "name": name, "arguments": arguments})
-
-
-def final(answer, thought="done"):
-    return json.dumps({"type": "final", "thought": thought, "answer": answer})
-
-
-def replay_file(tmp_path, *replies, finish_reasons=None):
-    path = tmp_path / "replies.jsonl"
-    reasons = finish_reasons or [None] * len(replies)
-    path.write_text("".join(json.dumps({"event": "step", "index": i + 1, "raw": raw, "finish_reason": reason}) + "\n"
-                            for i, (raw, reason) in enumerate(zip(replies, reasons))))
-    return str(path)
-
 
 def progress_lines(err):
     return [line for line in err.splitlines() if line.startswith("[step ")]
@@ -350,16 +327,6 @@ def test_run_options_reach_the_agent_and_the_client():
     assert agent._cli_agent(agent._cli_parser().parse_args([]))[0].constrain == "auto"
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["--max-context-chars", "10"], "invalid max_context_chars 10"),
-    (["--max-seconds", "0"], "invalid max_seconds 0"),
-    (["--system-prompt", "/no/such/prompt.txt"], "No such file"),
-])
-def test_bad_run_options_exit_2(capsys, argv, words):
-    assert main(argv) == 2
-    assert words in capsys.readouterr().err
-
-
 def test_help_documents_every_flag(capsys):
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
@@ -372,59 +339,22 @@ def test_help_documents_every_flag(capsys):
 
 # -- a base URL with no model: GET /models ----------------------------------------------------
 
-class ModelsServer:
-    """GET /v1/models answers with the given model ids; POST answers a final answer; records the requests."""
+def models_listing(models, status=200, headers=None):
+    """A script: GET /v1/models lists the model ids (with status and headers); a chat request gets the answer hi."""
+    listing = json.dumps({"object": "list", "data": [{"id": m, "object": "model"} for m in models]}).encode()
+    answers = {"GET": json_answer(listing, status, headers), "POST": chat_answer(final("hi"))}
+    return lambda ex: answers[ex.handler.command](ex)
 
-    def __init__(self, models, status=200, headers=None, host="127.0.0.1"):
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-        import threading
 
-        self.requests = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):
-                server.requests.append(("GET", self.path, dict(self.headers)))
-                self.reply(status, {"object": "list", "data": [{"id": m, "object": "model"} for m in models]})
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append(("POST", self.path, body))
-                self.reply(200, json.loads(completion(final("hi"))[2]))
-
-            def reply(self, code, data):
-                raw = json.dumps(data).encode()
-                self.send_response(code)
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer((host, 0), Handler)
-        self.base_url = f"http://{host}:{self.httpd.server_address[1]}/v1"
-        # shutdown() waits up to one poll interval: 2 ms, not 10, over a hundred servers
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.002}, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+def routes(server):
+    """What the server was asked, in order: (method, path) pairs."""
+    return [(request["method"], request["path"]) for request in server.requests]
 
 
 @pytest.fixture
-def models_server():
-    servers = []
-
-    def start(*args, **kwargs):
-        servers.append(ModelsServer(*args, **kwargs))
-        return servers[-1]
-    yield start
-    for server in servers:
-        server.close()
+def models_server(serve):
+    """Start a server for models_listing(models, ...) (on host, 127.0.0.1 unless given)."""
+    return lambda models, host="127.0.0.1", **options: serve(models_listing(models, **options), host=host)
 
 
 @pytest.mark.parametrize("from_env", [False, True])
@@ -438,8 +368,8 @@ def test_a_base_url_alone_uses_the_one_model_served(models_server, monkeypatch, 
     assert main(argv) == 0
     captured = capsys.readouterr()
     assert captured.out == "hi\n" and "model smollm2-135m-instruct at" in captured.err
-    assert [r[:2] for r in server.requests] == [("GET", "/v1/models"), ("POST", "/v1/chat/completions")]
-    assert server.requests[1][2]["model"] == "smollm2-135m-instruct"
+    assert routes(server) == [("GET", "/v1/models"), ("POST", "/v1/chat/completions")]
+    assert server.requests[1]["body"]["model"] == "smollm2-135m-instruct"
 
 
 @pytest.mark.parametrize("models, words", [
@@ -451,7 +381,7 @@ def test_a_base_url_serving_several_or_no_models_says_which(models_server, capsy
     assert main(["--base-url", server.base_url, "t"]) == 2
     err = capsys.readouterr().err
     assert "no model named" in err and words in err and "pass --model NAME" in err
-    assert [r[0] for r in server.requests] == ["GET"]
+    assert routes(server) == [("GET", "/v1/models")]
 
 
 def test_the_models_query_follows_no_redirect(models_server, monkeypatch, capsys):
@@ -481,26 +411,15 @@ def test_the_models_query_takes_any_loopback_address_direct_with_the_client_key_
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRET-0123456789")
     assert main(["--base-url", server.base_url, "--max-steps", "1", "t"]) == 0
-    assert proxy.requests == [] and [r[:2] for r in server.requests] == [("GET", "/v1/models"),
-                                                                      ("POST", "/v1/chat/completions")]
-    assert server.requests[0][2]["Authorization"] == "Bearer sk-test-SECRET-0123456789"
+    assert proxy.requests == [] and routes(server) == [("GET", "/v1/models"), ("POST", "/v1/chat/completions")]
+    assert server.requests[0]["headers"]["Authorization"] == "Bearer sk-test-SECRET-0123456789"
 
 
-def test_the_models_query_has_a_deadline(capsys):
-    from _http_servers import ScriptedServer
-
-    def drips(ex):                  # a listing that never ends: one byte of its declared length at a time
-        ex.write_raw(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
-        for _ in range(200):
-            ex.write_raw(b" ")
-            ex.pause(0.01)
-        ex.handler.close_connection = True
-
-    server = ScriptedServer([drips])
-    try:
-        assert main(["--base-url", server.base_url, "--timeout", "0.15", "t"]) == 2
-    finally:
-        server.close()
+def test_the_models_query_has_a_deadline(capsys, serve):
+    # a listing that never ends: one byte of its declared length at a time
+    server = serve(drips(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n", b" ",
+                         cap=2.0))
+    assert main(["--base-url", server.base_url, "--timeout", "0.15", "t"]) == 2
     err = capsys.readouterr().err
     assert "no model named" in err and "within timeout=0.15" in err
 
@@ -514,38 +433,31 @@ def test_only_literal_loopback_addresses_and_localhost_count_as_loopback(url, lo
     assert agent._is_loopback(url) is loopback
 
 
-def test_an_unknown_model_gets_a_hint_naming_it(capsys):
-    server = FakeServer([error(404, "model 'qwen9' not found")])
-    try:
-        assert main(["--model", "qwen9", "--base-url", server.base_url, "t"]) == 3
-    finally:
-        server.close()
+def test_an_unknown_model_gets_a_hint_naming_it(capsys, serve):
+    server = serve(error_answer(404, "model 'qwen9' not found"))
+    assert main(["--model", "qwen9", "--base-url", server.base_url, "t"]) == 3
     assert "agent.py: hint: unknown model 'qwen9'" in capsys.readouterr().err
 
 
-def test_the_readme_command_line_examples_run_as_written():
-    import re
-    import shlex
-
+def readme_commands():
+    """The commands in the README's command-line block (what follows a command on its line is a comment)."""
     readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
     block = readme[readme.index("## The command line"):].split("```")[1]
-    commands = [re.split(r"\s{2,}", line)[0] for line in block.splitlines() if line.startswith("python agent.py")]
+    return [re.split(r"\s{2,}", line)[0] for line in block.splitlines() if line.startswith("python agent.py")]
+
+
+def test_the_readme_command_line_examples_run_as_written():
+    commands = readme_commands()
     offline = [command for command in commands if "--base-url" not in command and "--model" not in command]
     assert len(commands) == 6 and len(offline) == 3
-    env = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI_")}
     for command in offline:
-        done = subprocess.run([sys.executable, *shlex.split(command)[1:]], cwd=ROOT, env=env, capture_output=True,
-                              text=True, stdin=subprocess.DEVNULL, timeout=60)
+        done = subprocess.run([sys.executable, *shlex.split(command)[1:]], cwd=ROOT, env=offline_env(),
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
         assert done.returncode == 0, (command, done.stderr)
 
 
 def test_the_readme_server_examples_run_against_a_local_server(models_server, capsys):
-    import re
-    import shlex
-
-    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
-    block = readme[readme.index("## The command line"):].split("```")[1]
-    commands = [re.split(r"\s{2,}", line)[0] for line in block.splitlines() if "--base-url" in line]
+    commands = [command for command in readme_commands() if "--base-url" in command]
     assert len(commands) == 3
     for command in commands:
         server = models_server(["the-one-model"])

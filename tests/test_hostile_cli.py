@@ -6,27 +6,15 @@ import subprocess
 import sys
 
 import pytest
+from _http_servers import json_answer
+from conftest import ROOT, call, final, offline_env, replay_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agent
 from agent import MockLLM, main
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-@pytest.fixture(autouse=True)
-def no_model_configured(monkeypatch):
-    for name in ("OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-
-
-def final(answer, thought="done"):
-    return json.dumps({"type": "final", "thought": thought, "answer": answer})
-
-
-def call(name, thought="t", **arguments):
-    return json.dumps({"type": "tool_call", "thought": thought, "name": name, "arguments": arguments})
+pytestmark = pytest.mark.usefixtures("no_model_configured")
 
 
 def scripted(monkeypatch, *replies):
@@ -34,7 +22,7 @@ def scripted(monkeypatch, *replies):
 
 
 def run_cli(*argv, env=None, **kwargs):
-    env = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI_")} | (env or {})
+    env = {**offline_env(), **(env or {})}
     return subprocess.run([sys.executable, "agent.py", *argv], cwd=ROOT, env=env, capture_output=True, timeout=60,
                           **kwargs)
 
@@ -137,11 +125,9 @@ def wait_for(path: str) -> str:
 def test_output_piped_into_head_stops_quietly(tmp_path, also_stderr):
     tools, go = tmp_path / "wait_tools.py", tmp_path / "go"
     tools.write_text(WAIT_TOOL)
-    replies = tmp_path / "replies.jsonl"
-    replies.write_text("".join(json.dumps({"event": "step", "raw": raw}) + "\n"
-                               for raw in (call("wait_for", path=str(go)), final("x" * 1000))))
+    replies = replay_file(tmp_path, call("wait_for", path=str(go)), final("x" * 1000))
     stderr = subprocess.STDOUT if also_stderr else subprocess.PIPE
-    done = subprocess.Popen([sys.executable, "agent.py", "--tools", str(tools), "--replay", str(replies), "t"],
+    done = subprocess.Popen([sys.executable, "agent.py", "--tools", str(tools), "--replay", replies, "t"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr)
     done.stdout.close()  # the reader goes away while the tool runs, before anything is printed after it
     go.write_text("")
@@ -153,11 +139,9 @@ def test_output_piped_into_head_stops_quietly(tmp_path, also_stderr):
 # -- item 3: every writer survives any str, lone surrogates included -------------------------
 
 def test_a_lone_surrogate_in_the_answer_reaches_stdout_and_the_trace(tmp_path):
-    replies = tmp_path / "replies.jsonl"
-    replies.write_text(json.dumps({"event": "step", "raw": '{"type": "final", "thought": "\\udc80", '
-                                                          '"answer": "smile \\ud83d"}'}) + "\n")
+    replies = replay_file(tmp_path, '{"type": "final", "thought": "\\udc80", "answer": "smile \\ud83d"}')
     trace = tmp_path / "trace.jsonl"
-    done = run_cli("--trace", str(trace), "--replay", str(replies), "t")
+    done = run_cli("--trace", str(trace), "--replay", replies, "t")
     assert done.returncode == 0, done.stderr
     assert done.stdout == b"smile \\ud83d\n" and b"Traceback" not in done.stderr
     lines = [json.loads(line) for line in trace.read_text(encoding="utf-8").split("\n") if line]
@@ -167,11 +151,9 @@ def test_a_lone_surrogate_in_the_answer_reaches_stdout_and_the_trace(tmp_path):
 def test_undecodable_tool_output_survives_stderr_and_the_trace(tmp_path):
     tools = tmp_path / "fs_tools.py"
     tools.write_text('def listing() -> str:\n    """Names of files."""\n    return "caf\\udce9.txt"\n')
-    replies = tmp_path / "replies.jsonl"
-    replies.write_text("".join(json.dumps({"event": "step", "raw": raw}) + "\n"
-                               for raw in (call("listing", thought="caf\udce9"), final("caf\udce9.txt"))))
+    replies = replay_file(tmp_path, call("listing", thought="caf\udce9"), final("caf\udce9.txt"))
     trace = tmp_path / "trace.jsonl"
-    done = run_cli("--json", "--tools", str(tools), "--trace", str(trace), "--replay", str(replies), "t",
+    done = run_cli("--json", "--tools", str(tools), "--trace", str(trace), "--replay", replies, "t",
                    env={"PYTHONIOENCODING": "ascii"})
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["answer"] == "caf\udce9.txt"
@@ -233,15 +215,10 @@ def test_control_characters_in_progress_lines_are_shown_escaped(monkeypatch, cap
     assert "\\x1b]0;PWNED\\x07" in err and not any(char in err for char in CONTROLS)
 
 
-def test_control_characters_in_served_model_names_are_shown_escaped(capsys):
-    from _http_servers import ScriptedServer, json_answer
-
+def test_control_characters_in_served_model_names_are_shown_escaped(capsys, serve):
     listing = json.dumps({"data": [{"id": "a" + HOSTILE}, {"id": "b"}]}).encode()
-    server = ScriptedServer([json_answer(listing)])
-    try:
-        assert main(["--base-url", server.base_url, "t"]) == 2
-    finally:
-        server.close()
+    server = serve(json_answer(listing))
+    assert main(["--base-url", server.base_url, "t"]) == 2
     err = capsys.readouterr().err
     assert "it serves a" in err and not any(char in err for char in CONTROLS)
 

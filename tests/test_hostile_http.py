@@ -4,25 +4,13 @@ import json
 import logging
 
 import pytest
-from _http_servers import completion, json_answer
+from _http_servers import KEY, chat_answer, client, completion, error_answer, json_answer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent import LLMError, OpenAICompatLLM, _repeating_tail, _retry_after, _StreamState
 
-KEY = "sk-hostile-SECRET-0123456789"
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello"}]
-
-
-def client(server, **options):
-    options.setdefault("api_key", KEY)
-    options.setdefault("sleep", lambda seconds: None)
-    return OpenAICompatLLM("m", server.base_url, **options)
-
-
-def error_answer(status, message, headers=None):
-    return json_answer(json.dumps({"error": {"message": message, "type": "invalid_request_error"}}).encode(),
-                       status, headers)
 
 
 class Response(io.BytesIO):
@@ -53,7 +41,7 @@ class Opener:
 
 @pytest.mark.parametrize("raw_key", [KEY + "\n", KEY + "\r\n", f"  {KEY}\t", "\ufeff" + KEY])
 def test_surrounding_whitespace_is_stripped_from_the_key(serve, raw_key):
-    server = serve(json_answer(completion("ok")))
+    server = serve(chat_answer("ok"))
     assert client(server, api_key=raw_key.lstrip("\ufeff") if raw_key[0] == "\ufeff" else raw_key).chat(
         MESSAGES) == "ok"
     assert server.requests[0]["headers"]["Authorization"] == f"Bearer {KEY}"
@@ -107,16 +95,9 @@ def u_escaped(text):
     return "".join(f"\\u{ord(char):04x}" for char in text)
 
 
-def raw_answer(status, body, headers=(), content_type="application/json"):
-    def script(ex):
-        ex.handler.send_response(status)
-        ex.handler.send_header("Content-Type", content_type)
-        ex.handler.send_header("Content-Length", str(len(body)))
-        for name, value in headers:
-            ex.handler.send_header(name, value)
-        ex.handler.end_headers()
-        ex.handler.wfile.write(body)
-    return script
+def error_echo(status, message):
+    """A script that sends an error body holding message as it stands (already escaped)."""
+    return json_answer(('{"error": {"message": "' + message + '"}}').encode(), status)
 
 
 def sse_error(message):
@@ -128,16 +109,14 @@ def sse_error(message):
 
 
 ECHOES = {
-    "json_u_escape_401": raw_answer(401, ('{"error": {"message": "bad key ' + u_escaped(SLASHED_KEY) + '"}}').encode()),
-    "php_slash_escape_401": raw_answer(401, ('{"error": {"message": "bad key ' + SLASHED_KEY.replace("/", "\\/")
-                                             + '"}}').encode()),
-    "json_u_escape_500": raw_answer(500, ('{"error": {"message": "bad key ' + u_escaped(SLASHED_KEY) + '"}}').encode()),
-    "escaped_twice": raw_answer(400, ('{"error": {"message": "bad key ' + u_escaped(SLASHED_KEY).replace("\\", "\\\\")
-                                      + '"}}').encode()),
+    "json_u_escape_401": error_echo(401, "bad key " + u_escaped(SLASHED_KEY)),
+    "php_slash_escape_401": error_echo(401, "bad key " + SLASHED_KEY.replace("/", "\\/")),
+    "json_u_escape_500": error_echo(500, "bad key " + u_escaped(SLASHED_KEY)),
+    "escaped_twice": error_echo(400, "bad key " + u_escaped(SLASHED_KEY).replace("\\", "\\\\")),
     "sse_error_u_escape": sse_error("bad key " + u_escaped(SLASHED_KEY)),
-    "percent_encoded_location": raw_answer(302, b"", [("Location", "http://127.0.0.1:1/x?k=" + SLASHED_KEY.replace(
-        "/", "%2F").replace("+", "%2B"))]),
-    "not_json_at_all": raw_answer(200, ('{"choices": "' + u_escaped(SLASHED_KEY) + '"').encode()),
+    "percent_encoded_location": json_answer(b"", 302, {"Location": "http://127.0.0.1:1/x?k=" + SLASHED_KEY.replace(
+        "/", "%2F").replace("+", "%2B")}),
+    "not_json_at_all": json_answer(('{"choices": "' + u_escaped(SLASHED_KEY) + '"').encode()),
 }
 
 
@@ -157,7 +136,7 @@ def test_a_key_the_server_echoes_escaped_is_scrubbed_after_decoding(serve, name,
 
 @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
 def test_a_redirect_is_an_error_naming_the_location_and_the_key_stays_home(serve, status):
-    elsewhere = serve(json_answer(completion('{"type": "tool_call", "name": "delete_everything"}')))
+    elsewhere = serve(chat_answer('{"type": "tool_call", "name": "delete_everything"}'))
     target = f"http://127.0.0.1:{elsewhere.port}/v1/chat/completions"
 
     def redirect(ex):
@@ -198,7 +177,7 @@ def test_every_adaptation_at_once_still_ends(serve):
 def test_response_format_falls_back_to_json_object_then_none_and_remembers(serve):
     server = serve(error_answer(400, "response_format json_schema is not supported with this model"),
                    error_answer(400, "response_format type json_object is unavailable now"),
-                   json_answer(completion("a")), json_answer(completion("b")))
+                   chat_answer("a"), chat_answer("b"))
     llm = client(server, response_schema={"type": "object"})
     assert llm.chat(MESSAGES) == "a" and llm.chat(MESSAGES) == "b"
     formats = [r["body"].get("response_format", {}).get("type") for r in server.requests]
@@ -207,7 +186,7 @@ def test_response_format_falls_back_to_json_object_then_none_and_remembers(serve
 
 def test_a_template_without_a_system_role_gets_it_folded_in_once(serve):
     server = serve(error_answer(500, "Jinja exception: System role not supported"),
-                   json_answer(completion("a")), json_answer(completion("b")))
+                   chat_answer("a"), chat_answer("b"))
     llm = client(server)
     assert llm.chat(MESSAGES) == "a" and llm.chat(MESSAGES) == "b"
     assert server.requests[1]["body"]["messages"] == [{"role": "user", "content": "Be brief.\n\nhello"}]
@@ -273,7 +252,7 @@ def test_retry_after_is_a_bounded_number_or_none(value):
 
 def test_retry_after_nan_is_ignored(serve):
     sleeps = []
-    server = serve(error_answer(429, "slow down", {"Retry-After": "nan"}), json_answer(completion("ok")))
+    server = serve(error_answer(429, "slow down", {"Retry-After": "nan"}), chat_answer("ok"))
     assert client(server, sleep=sleeps.append).chat(MESSAGES) == "ok"
     assert len(sleeps) == 1 and 0 < sleeps[0] <= 0.5
 
@@ -282,7 +261,7 @@ def test_retry_after_nan_is_ignored(serve):
 
 def test_a_short_placeholder_key_is_not_scrubbed_from_messages(serve):
     server = serve(error_answer(400, "Unsupported parameter: 'max_tokens' is not supported with this model. "
-                                     "Use 'max_completion_tokens' instead."), json_answer(completion("ok")))
+                                     "Use 'max_completion_tokens' instead."), chat_answer("ok"))
     assert client(server, api_key="x", max_tokens=10, stream=False).chat(MESSAGES) == "ok"
     assert server.requests[1]["body"]["max_completion_tokens"] == 10
 
@@ -379,12 +358,12 @@ def test_a_fresh_request_is_built_for_every_attempt():
 
 
 def test_a_loopback_server_is_reached_without_the_proxy(serve, monkeypatch):
-    proxy = serve(json_answer(completion("from the proxy")))
+    proxy = serve(chat_answer("from the proxy"))
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
     monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{proxy.port}")
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
-    server = serve(json_answer(completion("direct")))
+    server = serve(chat_answer("direct"))
     assert client(server).chat(MESSAGES) == "direct" and proxy.requests == []
 
 
@@ -474,6 +453,7 @@ def test_real_replies_of_smollm2_fire_exactly_where_they_looped(size):
 
     The others (some repeat a few times) do not.
     """
+    assert {reply["finish_reason"] == "repetition" for reply in REAL_REPLIES} == {True, False}  # both kinds
     for reply in REAL_REPLIES:
         looped = reply["finish_reason"] == "repetition"
         assert _repeating_tail(reply["raw"]) == looped and streamed_fires(reply["raw"], size) == looped, reply["raw"]
@@ -507,7 +487,7 @@ def test_a_row_of_one_value_repeated_is_never_a_loop(value, times, separator, si
 
 def test_a_rejected_per_call_frequency_penalty_is_dropped_and_remembered(serve):
     server = serve(error_answer(400, "Unsupported parameter: 'frequency_penalty'"),
-                   json_answer(completion("a")), json_answer(completion("b")))
+                   chat_answer("a"), chat_answer("b"))
     llm = client(server, stream=False)
     assert llm.chat(MESSAGES, frequency_penalty=0.5) == "a"
     assert llm.chat(MESSAGES, frequency_penalty=0.5) == "b"

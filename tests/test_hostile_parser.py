@@ -168,7 +168,7 @@ def test_every_backslash_either_means_one_thing_or_is_refused(char, quote):
 
 # -- issue #11.9: duplicate keys ----------------------------------------------------------
 
-@pytest.mark.parametrize("reply, key", [
+DUPLICATE_KEYS = [  # (reply, the key it holds twice with different values)
     ('{"type": "tool_call", "name": "read_file", "name": "delete_file", "arguments": {"path": "/x"}}', "name"),
     ('{"type": "tool_call", "name": "read_file", "arguments": {"path": "/data/x", "path": "/"}}', "path"),
     ('{"type": "final", "answer": "yes", "answer": "no"}', "answer"),
@@ -176,14 +176,7 @@ def test_every_backslash_either_means_one_thing_or_is_refused(char, quote):
     ("{'type': 'tool_call', 'name': 'f', 'arguments': {'a': {'b': 1, 'b': 2}}}", "b"),
     ('{"type": "tool_call", "name": "f", "arguments": "{\\"p\\": 1, \\"p\\": 2}"}', "p"),
     ('[{"type": "final", "answer": 1, "answer": true}]', "answer"),
-])
-def test_conflicting_duplicate_keys_are_refused_naming_the_key(reply, key):
-    refused(reply, f'"{key}"', "twice")
-
-
-def test_identical_duplicate_keys_are_accepted_and_tagged():
-    action = parse_action('{"type": "final", "answer": "x", "answer": "x"}')
-    assert action.answer == "x" and "duplicate_key" in action.repairs
+]
 
 
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.sampled_from([0.5, 1.0, 2.0]),
@@ -448,21 +441,29 @@ def test_a_draft_inside_any_unknown_tag_is_never_run(lead, tag, gap, nested_thin
 
 # -- review 1.2: one key under two spellings the parser reads as one ---------------------------
 
-@pytest.mark.parametrize("reply, key", [
+SPELLED_TWICE = [  # (reply, the key it holds under two spellings with different values)
     ('{"type": "tool_call", "name": "read_file", "Name": "delete_file", "arguments": {}}', "name"),
     ('{"type": "tool_call", "name": "rm", "arguments": {"path": "/tmp/x"}, "arguments ": {"path": "/"}}', "arguments"),
     ('{"type": "final", "answer": "yes", "ANSWER": "no"}', "answer"),
     ('{"type": "final", "Type": "tool_call", "name": "f", "answer": "x"}', "type"),
     ("{'name': 'read_file', ' name ': 'delete_file', 'arguments': {}}", "name"),
-])
-def test_one_key_under_two_spellings_with_different_values_is_refused(reply, key):
+]
+
+
+@pytest.mark.parametrize("reply, key", DUPLICATE_KEYS + SPELLED_TWICE)
+def test_one_key_given_twice_with_different_values_is_refused_naming_the_key(reply, key):
     refused(reply, f'"{key}"', "twice")
 
 
-def test_one_key_under_two_spellings_with_the_same_value_is_read_once():
-    reply = '{"type": "tool_call", "name": "f", "Name": "f", "arguments": {"a": 1}, "Arguments": {"a": 1}}'
+@pytest.mark.parametrize("reply, name, arguments, answer", [
+    ('{"type": "final", "answer": "x", "answer": "x"}', None, {}, "x"),
+    ('{"type": "tool_call", "name": "f", "Name": "f", "arguments": {"a": 1}, "Arguments": {"a": 1}}', "f", {"a": 1},
+     None),
+], ids=["the same spelling", "two spellings"])
+def test_one_key_given_twice_with_the_same_value_is_read_once_and_tagged(reply, name, arguments, answer):
     action = parse_action(reply)
-    assert (action.name, action.arguments) == ("f", {"a": 1}) and "duplicate_key" in action.repairs
+    assert (action.name, action.arguments, action.answer) == (name, arguments, answer)
+    assert "duplicate_key" in action.repairs
 
 
 def spellings(key):

@@ -14,6 +14,7 @@ import time
 import warnings
 
 import pytest
+from conftest import call, final, make_tools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -46,11 +47,10 @@ def test_thread_count_returns_to_start_after_a_thousand_runs(quick_idle):
         """Upper-case the text."""
         return text.upper()
 
-    reply = '{"type": "tool_call", "thought": "", "name": "shout", "arguments": {"text": "hi"}}'
     before = threading.active_count()
     for _ in range(500):
         assert agent.run("What is 6 * 7?").answer is not None  # a new registry every call
-        result = Agent(MockLLM([reply, '{"type": "final", "thought": "", "answer": "HI"}']), [shout]).run("go")
+        result = Agent(MockLLM([call("shout", text="hi"), final("HI")]), [shout]).run("go")
         assert result.steps[0].observation.startswith("[OBSERVATION] HI")
         assert tool_threads() <= 2  # idle workers are reused across registries, not piled up
     assert wait_until(lambda: threading.active_count() == before)
@@ -209,7 +209,7 @@ def test_a_model_call_that_spends_the_budget_stops_the_run_before_the_tool(clock
 
     def slow_model(messages):
         clock[0] += 0.06  # spends the whole max_seconds
-        return '{"type": "tool_call", "thought": "", "name": "act", "arguments": {}}'
+        return call("act")
 
     result = Agent(MockLLM([slow_model]), [act], max_seconds=0.05).run("act")
     assert ran == []
@@ -222,9 +222,7 @@ def test_a_sliver_of_budget_left_still_ends_the_run_with_time_limit():
     ran = []
     registry = ToolRegistry()
     registry.register(lambda: ran.append(1) or "ran", name="act")
-    reply = '{"type": "tool_call", "thought": "", "name": "act", "arguments": {}}'
-    result = Agent(MockLLM([reply, '{"type": "final", "thought": "", "answer": "x"}']), registry,
-                   max_seconds=0.03).run("act")
+    result = Agent(MockLLM([call("act"), final("x")]), registry, max_seconds=0.03).run("act")
     assert ran == [] and "was not started" in result.steps[0].error
     assert result.stop_reason == "time_limit" and len(result.steps) == 1
 
@@ -296,9 +294,7 @@ def test_a_run_whose_model_and_tool_write_lone_surrogates_saves(tmp_path):
         """Names in a directory, one of them undecodable."""
         return b"report-\xff.txt".decode("utf-8", "surrogateescape")
 
-    replies = ['{"type": "tool_call", "thought": "look", "name": "list_dir", "arguments": {}}',
-               '{"type": "final", "thought": "", "answer": "found \\ud83d"}']
-    result = Agent(MockLLM(replies), [list_dir]).run("list it")
+    result = Agent(MockLLM([call("list_dir"), final("found \ud83d")]), [list_dir]).run("list it")
     assert result.answer == "found \ud83d" and "report-\udcff.txt" in result.steps[0].observation
     result.save(tmp_path / "run.json")
     saved = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
@@ -306,22 +302,6 @@ def test_a_run_whose_model_and_tool_write_lone_surrogates_saves(tmp_path):
 
 
 # -- review 1: a slow confirm, out-of-range timeouts, call() raising, save() paths, huge ints --
-
-CALL = '{"type": "tool_call", "thought": "", "name": "delete_file", "arguments": {"path": "/x"}}'
-FINAL = '{"type": "final", "thought": "", "answer": "done"}'
-
-
-def deleting_registry(ran, **options):
-    registry = ToolRegistry(**options)
-
-    @registry.register(confirm=True)
-    def delete_file(path: str) -> str:
-        """Delete a file."""
-        ran.append(path)
-        return "deleted"
-
-    return registry
-
 
 def slow_yes(seconds):
     def confirm(name, arguments):
@@ -332,17 +312,17 @@ def slow_yes(seconds):
 
 def test_a_tool_is_not_started_when_confirm_spent_the_budget():
     ran = []
-    result = Agent(MockLLM([CALL, FINAL]), deleting_registry(ran), max_seconds=0.1,
+    result = Agent(MockLLM([call("delete", path="/x"), final("done")]), make_tools(ran), max_seconds=0.1,
                    confirm=slow_yes(0.1)).run("go")
     assert ran == []
     assert result.stop_reason == "time_limit" and len(result.steps) == 1
-    assert result.steps[0].error.startswith("ERROR: 'delete_file' was not started: only 0.00 s of the time budget")
+    assert result.steps[0].error.startswith("ERROR: 'delete' was not started: only 0.00 s of the time budget")
 
 
 def test_the_budget_is_a_deadline_that_confirm_does_not_move():
     ran = []
-    registry = deleting_registry(ran)
-    assert "was not started" in registry.call("delete_file", {"path": "/x"}, confirm=slow_yes(0.1), timeout=0.1)
+    registry = make_tools(ran)
+    assert "was not started" in registry.call("delete", {"path": "/x"}, confirm=slow_yes(0.1), timeout=0.1)
     assert ran == []
     release = threading.Event()
     registry.register(lambda: release.wait(5) and "late", name="slow", confirm=True)
@@ -387,9 +367,8 @@ def test_a_huge_finite_limit_is_no_limit_in_practice():
     registry.register(lambda: "ok", name="own", timeout=1e300)
     assert registry.call("note", {}) == "ok" and registry.call("own", {}) == "ok"
     assert registry.call("note", {}, timeout=float("inf")) == "ok"
-    reply = '{"type": "tool_call", "thought": "", "name": "note", "arguments": {}}'
-    result = Agent(MockLLM([reply, FINAL]), ToolRegistry(default_timeout=None), max_seconds=1e300).run("go")
-    assert result.stop_reason == "final"
+    result = Agent(MockLLM([call("note"), final("done")]), registry, max_seconds=1e300).run("go")
+    assert result.steps[0].observation.startswith("[OBSERVATION] ok") and result.stop_reason == "final"
 
 
 def test_a_tools_own_keyboard_interrupt_on_a_worker_is_an_observation():
@@ -401,8 +380,7 @@ def test_a_tools_own_keyboard_interrupt_on_a_worker_is_an_observation():
         raise KeyboardInterrupt("from the tool")
 
     assert registry.call("quit_now", {}).startswith("ERROR: 'quit_now' raised KeyboardInterrupt: from the tool")
-    result = Agent(MockLLM(['{"type": "tool_call", "thought": "", "name": "quit_now", "arguments": {}}', FINAL]),
-                   registry).run("go")
+    result = Agent(MockLLM([call("quit_now"), final("done")]), registry).run("go")
     assert result.stop_reason == "final" and "KeyboardInterrupt" in result.steps[0].error
 
 

@@ -1,102 +1,32 @@
 """OpenAICompatLLM against a real HTTP server on 127.0.0.1 that behaves like the real ones."""
 import json
 import socket
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from _http_servers import completion as body_of
+from _http_servers import KEY, chat_answer, client, error_answer, json_answer
+from conftest import call, final, make_tools
 
-from agent import Agent, LLMError, OpenAICompatLLM, ToolRegistry
-
-KEY = "sk-test-SECRET-0123456789"
-
-
-def completion(content="hi", finish="stop", usage=(5, 2), **message_extra):
-    """The scripted answer (status, headers, text) of a whole chat.completion body."""
-    return 200, {"Content-Type": "application/json"}, body_of(content, finish, usage, **message_extra).decode()
+from agent import Agent, LLMError, OpenAICompatLLM
 
 
-def error(status, message, headers=None):
-    body = json.dumps({"error": {"message": message, "type": "invalid_request_error", "code": None}})
-    return status, {"Content-Type": "application/json", **(headers or {})}, body
+def drop(ex):
+    """A script that hangs up without answering."""
+    ex.hang_up()
 
 
-class QuietServer(ThreadingHTTPServer):
-    def handle_error(self, request, client_address):
-        pass  # a client that hung up early is part of the script, not a failure
-
-
-class FakeServer:
-    """Answers each request with the next scripted response; records every request."""
-
-    def __init__(self, responses):
-        self.responses = list(responses)
-        self.requests = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length))
-                server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
-                response = server.responses.pop(0) if server.responses else completion("(script ended)")
-                if callable(response):
-                    response = response(body)
-                if response == "drop":
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    return
-                if isinstance(response, tuple) and response[0] == "slow":
-                    time.sleep(response[1])
-                    response = completion("late")
-                status, headers, text = response
-                data = text.encode()
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = QuietServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        # shutdown() waits up to one poll interval: 2 ms, not 10, over a hundred servers
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.002}, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-@pytest.fixture
-def serve():
-    servers = []
-
-    def start(*responses):
-        server = FakeServer(responses)
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.close()
-
-
-def client(server, sleeps=None, **options):
-    options.setdefault("api_key", KEY)
-    return OpenAICompatLLM("test-model", server.base_url, sleep=(sleeps.append if sleeps is not None else None)
-                           or (lambda s: None), **options)
+def late(seconds):
+    """A script that answers "late" after seconds of silence."""
+    def script(ex):
+        ex.pause(seconds)
+        chat_answer("late")(ex)
+    return script
 
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 
 
 def test_success_sends_the_openai_request_and_sums_usage(serve):
-    server = serve(completion("one", usage=(10, 3)), completion("two", usage=(20, 4)))
+    server = serve(chat_answer("one", usage=(10, 3)), chat_answer("two", usage=(20, 4)))
     llm = client(server, max_tokens=64, extra_body={"seed": 7}, headers={"X-Team": "agents"})
     assert llm.chat(MESSAGES) == "one"
     assert llm.chat(MESSAGES) == "two"
@@ -104,7 +34,7 @@ def test_success_sends_the_openai_request_and_sums_usage(serve):
     assert llm.last_finish_reason == "stop"
     request = server.requests[0]
     assert request["path"] == "/v1/chat/completions"
-    assert request["body"] == {"model": "test-model", "messages": MESSAGES, "temperature": 0.0, "stream": True,
+    assert request["body"] == {"model": "m", "messages": MESSAGES, "temperature": 0.0, "stream": True,
                                "stream_options": {"include_usage": True},
                                "max_tokens": 64, "stop": ["[OBSERVATION]"], "seed": 7}
     assert request["headers"]["Authorization"] == f"Bearer {KEY}"
@@ -114,42 +44,42 @@ def test_success_sends_the_openai_request_and_sums_usage(serve):
 
 
 def test_no_key_means_no_authorization_header(serve):
-    server = serve(completion())
+    server = serve(chat_answer())
     OpenAICompatLLM("m", server.base_url).chat(MESSAGES)
     assert "Authorization" not in server.requests[0]["headers"]
 
 
 @pytest.mark.parametrize("suffix", ["", "/", "/chat/completions"])
 def test_base_url_is_forgiving(serve, suffix):
-    server = serve(completion())
+    server = serve(chat_answer())
     OpenAICompatLLM("m", server.base_url + suffix).chat(MESSAGES)
     assert server.requests[0]["path"] == "/v1/chat/completions"
 
 
 def test_429_with_retry_after_then_success(serve):
     sleeps = []
-    server = serve(error(429, "Rate limit reached", {"Retry-After": "2"}), completion("ok"))
-    assert client(server, sleeps).chat(MESSAGES) == "ok"
+    server = serve(error_answer(429, "Rate limit reached", {"Retry-After": "2"}), chat_answer("ok"))
+    assert client(server, sleep=sleeps.append).chat(MESSAGES) == "ok"
     assert sleeps == [2.0] and len(server.requests) == 2
 
 
 def test_retry_after_as_http_date_is_capped(serve):
     sleeps = []
-    server = serve(error(503, "busy", {"Retry-After": "Wed, 21 Oct 2099 07:28:00 GMT"}), completion("ok"))
-    assert client(server, sleeps).chat(MESSAGES) == "ok"
+    server = serve(error_answer(503, "busy", {"Retry-After": "Wed, 21 Oct 2099 07:28:00 GMT"}), chat_answer("ok"))
+    assert client(server, sleep=sleeps.append).chat(MESSAGES) == "ok"
     assert sleeps == [60.0]
 
 
 def test_503_twice_then_success_with_backoff(serve):
     sleeps = []
-    server = serve(error(503, "overloaded"), error(503, "overloaded"), completion("ok"))
-    assert client(server, sleeps).chat(MESSAGES) == "ok"
+    server = serve(error_answer(503, "overloaded"), error_answer(503, "overloaded"), chat_answer("ok"))
+    assert client(server, sleep=sleeps.append).chat(MESSAGES) == "ok"
     assert len(sleeps) == 2
     assert 0.25 <= sleeps[0] <= 0.5 and 0.5 <= sleeps[1] <= 1.0  # exponential, with jitter
 
 
 def test_retries_run_out_with_the_status(serve):
-    server = serve(*[error(500, "internal")] * 3)
+    server = serve(error_answer(500, "internal"))  # the last script repeats
     with pytest.raises(LLMError) as info:
         client(server, max_retries=2).chat(MESSAGES)
     assert info.value.status == 500
@@ -157,18 +87,18 @@ def test_retries_run_out_with_the_status(serve):
 
 
 def test_dropped_connection_is_retried(serve):
-    server = serve("drop", completion("ok"))
+    server = serve(drop, chat_answer("ok"))
     assert client(server).chat(MESSAGES) == "ok"
 
 
 def test_a_slow_first_byte_is_waited_for_past_the_timeout(serve):
-    server = serve(("slow", 0.15))
+    server = serve(late(0.15))
     assert client(server, timeout=0.05).chat(MESSAGES) == "late"  # prompt processing (3x the timeout) is not a stall
     assert len(server.requests) == 1
 
 
 def test_max_request_seconds_bounds_the_first_byte_and_is_not_retried(serve):
-    server = serve(("slow", 1.0))
+    server = serve(late(1.0))
     with pytest.raises(LLMError, match="within max_request_seconds=0.15") as info:
         client(server, timeout=0.05, max_request_seconds=0.15).chat(MESSAGES)
     assert info.value.status is None and len(server.requests) == 1
@@ -187,7 +117,7 @@ def test_connection_refused_fails_after_retries():
 
 
 def test_401_fails_fast_with_server_message_and_hint(serve):
-    server = serve(error(401, f"Incorrect API key provided: {KEY}. You can find your API key at ..."))
+    server = serve(error_answer(401, f"Incorrect API key provided: {KEY}. You can find your API key at ..."))
     with pytest.raises(LLMError) as info:
         client(server).chat(MESSAGES)
     assert info.value.status == 401 and len(server.requests) == 1
@@ -196,63 +126,51 @@ def test_401_fails_fast_with_server_message_and_hint(serve):
 
 
 def test_404_hints_at_the_base_url(serve):
-    server = serve(error(404, "The model `nope` does not exist"))
+    server = serve(error_answer(404, "The model `nope` does not exist"))
     with pytest.raises(LLMError) as info:
-        client(server).chat(MESSAGES)
+        client(server, model="test-model").chat(MESSAGES)  # not named in the message (unlike "m")
     assert info.value.status == 404
     assert "does not exist" in str(info.value) and "ends in /v1" in str(info.value)
 
 
 @pytest.mark.parametrize("status", [400, 403, 422])
 def test_other_client_errors_fail_fast(serve, status):
-    server = serve(error(status, "bad thing"))
+    server = serve(error_answer(status, "bad thing"))
     with pytest.raises(LLMError) as info:
         client(server).chat(MESSAGES)
     assert info.value.status == status and len(server.requests) == 1
 
 
-def test_html_body_with_200_is_an_error_quoting_the_body(serve):
-    server = serve((200, {"Content-Type": "text/html"}, "<html><body>Welcome to nginx!</body></html>"))
-    with pytest.raises(LLMError, match="did not answer with JSON.*Welcome to nginx"):
-        client(server).chat(MESSAGES)
-
-
-def test_non_json_body_is_an_error(serve):
-    server = serve((200, {}, "upstream connect error"))
-    with pytest.raises(LLMError, match="upstream connect error"):
-        client(server).chat(MESSAGES)
-
-
-def test_missing_choices_is_an_error(serve):
-    server = serve((200, {}, json.dumps({"object": "list", "data": []})))
-    with pytest.raises(LLMError, match="without choices"):
-        client(server).chat(MESSAGES)
-
-
-def test_error_object_inside_a_200(serve):
-    server = serve((200, {}, json.dumps({"error": {"message": "model is loading"}})))
-    with pytest.raises(LLMError, match="model is loading"):
+@pytest.mark.parametrize("body, content_type, words", [
+    (b"<html><body>Welcome to nginx!</body></html>", "text/html", "did not answer with JSON.*Welcome to nginx"),
+    (b"upstream connect error", "application/json", "upstream connect error"),
+    (b'{"object": "list", "data": []}', "application/json", "without choices"),
+    (b'{"error": {"message": "model is loading"}}', "application/json", "model is loading"),
+], ids=["html", "not json", "no choices", "error object"])
+def test_a_200_that_is_not_a_completion_is_an_error_quoting_the_body(serve, body, content_type, words):
+    server = serve(json_answer(body, content_type=content_type))
+    with pytest.raises(LLMError, match=words):
         client(server).chat(MESSAGES)
 
 
 def test_null_content_reads_as_empty_and_reasoning_is_ignored(serve):
-    server = serve(completion(None, reasoning_content="secret thoughts"), completion("x", reasoning_content="r"))
+    server = serve(chat_answer(None, reasoning_content="secret thoughts"), chat_answer("x", reasoning_content="r"))
     llm = client(server)
     assert llm.chat(MESSAGES) == ""
     assert llm.chat(MESSAGES) == "x"
 
 
 def test_finish_reason_length_is_kept(serve):
-    server = serve(completion('{"type": "final", "ans', finish="length"))
+    server = serve(chat_answer('{"type": "final", "ans', finish="length"))
     llm = client(server)
     llm.chat(MESSAGES)
     assert llm.last_finish_reason == "length"
 
 
 def test_rejected_stop_is_dropped_and_cut_client_side(serve):
-    server = serve(error(400, "Unsupported parameter: 'stop' is not supported with this model."),
-                   completion('{"type": "final", "answer": "x"}\n[OBSERVATION] invented'),
-                   completion("y [OBSERVATION] z"))
+    server = serve(error_answer(400, "Unsupported parameter: 'stop' is not supported with this model."),
+                   chat_answer('{"type": "final", "answer": "x"}\n[OBSERVATION] invented'),
+                   chat_answer("y [OBSERVATION] z"))
     llm = client(server)
     assert llm.chat(MESSAGES) == '{"type": "final", "answer": "x"}\n'
     assert llm.chat(MESSAGES) == "y "
@@ -261,9 +179,8 @@ def test_rejected_stop_is_dropped_and_cut_client_side(serve):
 
 
 def test_response_schema_is_sent_as_json_schema_response_format(serve):
-    registry = ToolRegistry()
-    registry.register(lambda x: x, name="echo", parameters={"type": "object", "properties": {"x": {}}})
-    server = serve(completion())
+    registry = make_tools()
+    server = serve(chat_answer())
     client(server, response_schema=registry.action_schema()).chat(MESSAGES)
     response_format = server.requests[0]["body"]["response_format"]
     assert response_format == {"type": "json_schema",
@@ -271,7 +188,8 @@ def test_response_schema_is_sent_as_json_schema_response_format(serve):
 
 
 def test_key_never_in_repr_or_errors(serve):
-    server = serve(error(401, f"bad key {KEY}"), error(500, f"echo {KEY}"), (200, {}, f"<html>{KEY}</html>"))
+    server = serve(error_answer(401, f"bad key {KEY}"), error_answer(500, f"echo {KEY}"),
+                   json_answer(f"<html>{KEY}</html>".encode()))
     llm = client(server, max_retries=0)
     assert KEY not in repr(llm) and KEY not in str(llm)
     for _ in range(3):
@@ -309,20 +227,13 @@ def test_invalid_base_url_is_a_clear_error():
 
 
 def test_whole_agent_runs_over_http(serve):
-    calls = iter([json.dumps({"type": "tool_call", "thought": "add", "name": "add", "arguments": {"a": 2, "b": 40}}),
-                  json.dumps({"type": "final", "thought": "done", "answer": "42"})])
+    replies = iter([call("add", a=2, b=40), final("42")])
 
-    def scripted(body):
-        return completion(next(calls), usage=(len(json.dumps(body["messages"])) // 4, 12))
+    def scripted(ex):
+        chat_answer(next(replies), usage=(len(json.dumps(ex.body["messages"])) // 4, 12))(ex)
 
-    server = serve(scripted, scripted)
-    registry = ToolRegistry()
-
-    @registry.register
-    def add(a: int, b: int) -> int:
-        """Add two integers."""
-        return a + b
-
+    server = serve(scripted)
+    registry = make_tools()
     llm = client(server, response_schema=registry.action_schema())
     result = Agent(llm, registry).run("What is 2 + 40?")
     assert result.answer == "42" and result.stop_reason == "final"
@@ -334,7 +245,7 @@ def test_whole_agent_runs_over_http(serve):
 
 def test_key_is_scrubbed_before_long_bodies_are_cut(serve):
     padding = "x" * 190
-    server = serve((200, {}, f"<html>{padding}{KEY}</html>"), error(400, "y" * 290 + KEY))
+    server = serve(json_answer(f"<html>{padding}{KEY}</html>".encode()), error_answer(400, "y" * 290 + KEY))
     llm = client(server, max_retries=0)
     for _ in range(2):
         with pytest.raises(LLMError) as info:
@@ -343,8 +254,8 @@ def test_key_is_scrubbed_before_long_bodies_are_cut(serve):
 
 
 def test_rejected_temperature_is_dropped_and_remembered(serve):
-    server = serve(error(400, "Unsupported value: 'temperature' does not support 0.0 with this model. "
-                              "Only the default (1) value is supported."), completion("a"), completion("b"))
+    server = serve(error_answer(400, "Unsupported value: 'temperature' does not support 0.0 with this model. "
+                              "Only the default (1) value is supported."), chat_answer("a"), chat_answer("b"))
     llm = client(server)
     assert llm.chat(MESSAGES) == "a" and llm.chat(MESSAGES) == "b"
     assert "temperature" in server.requests[0]["body"]
@@ -353,15 +264,15 @@ def test_rejected_temperature_is_dropped_and_remembered(serve):
 
 
 def test_max_tokens_is_renamed_when_the_server_asks(serve):
-    server = serve(error(400, "Unsupported parameter: 'max_tokens' is not supported with this model. "
-                              "Use 'max_completion_tokens' instead."), completion("a"))
+    server = serve(error_answer(400, "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                              "Use 'max_completion_tokens' instead."), chat_answer("a"))
     assert client(server, max_tokens=100).chat(MESSAGES) == "a"
     body = server.requests[1]["body"]
     assert body["max_completion_tokens"] == 100 and "max_tokens" not in body
 
 
 def test_a_parameter_is_adapted_once_then_the_error_stands(serve):
-    rejection = error(400, "Unsupported parameter: 'stop' is not supported with this model.")
+    rejection = error_answer(400, "Unsupported parameter: 'stop' is not supported with this model.")
     server = serve(rejection, rejection)
     with pytest.raises(LLMError, match="'stop' is not supported") as info:
         client(server).chat(MESSAGES)
@@ -369,7 +280,7 @@ def test_a_parameter_is_adapted_once_then_the_error_stands(serve):
 
 
 def test_unrelated_400_is_not_retried(serve):
-    server = serve(error(400, "messages: roles must alternate"))
+    server = serve(error_answer(400, "messages: roles must alternate"))
     with pytest.raises(LLMError, match="roles must alternate"):
         client(server).chat(MESSAGES)
     assert len(server.requests) == 1

@@ -4,42 +4,11 @@ import logging
 import time
 
 import pytest
+from _http_servers import chat_answer
+from conftest import call, final, make_tools
 
 import agent as agent_module
 from agent import STOP_REASONS, Agent, LLMError, MockLLM, ToolRegistry
-
-
-def call(name, **arguments):
-    return json.dumps({"type": "tool_call", "thought": f"use {name}", "name": name, "arguments": arguments})
-
-
-def final(answer):
-    return json.dumps({"type": "final", "thought": "done", "answer": answer})
-
-
-def make_tools(log=None):
-    registry = ToolRegistry()
-
-    @registry.register
-    def add(a: int, b: int) -> int:
-        """Add two integers."""
-        if log is not None:
-            log.append((a, b))
-        return a + b
-
-    @registry.register
-    def fail() -> str:
-        """Always fails."""
-        raise RuntimeError("disk on fire")
-
-    @registry.register(confirm=True)
-    def delete(path: str) -> str:
-        """Delete a file (asks first)."""
-        if log is not None:
-            log.append(("delete", path))
-        return f"deleted {path}"
-
-    return registry
 
 
 def roles(result):
@@ -189,7 +158,7 @@ def test_repeated_call_is_not_run_again_and_gets_a_nudge():
     log = []
     replies = [call("add", a=1, b=2)] * 3 + [final("3")]
     result = Agent(MockLLM(replies), make_tools(log), max_repeats=2).run("t")
-    assert log == [(1, 2)]  # ran once
+    assert log == [("add", 1, 2)]  # ran once
     nudge = result.steps[1].observation
     assert "You already made this exact call in step 1; it was not run again. Its result:\n3" in nudge
     assert "Do not repeat it" in nudge
@@ -201,14 +170,14 @@ def test_arguments_in_another_order_are_the_same_call():
     replies = [call("add", a=1, b=2), json.dumps({"type": "tool_call", "name": "add", "arguments": {"b": 2, "a": 1}}),
                final("3")]
     Agent(MockLLM(replies), make_tools(log)).run("t")
-    assert log == [(1, 2)]
+    assert log == [("add", 1, 2)]
 
 
 def test_repeat_limit_stops_the_run():
     log = []
     result = Agent(MockLLM([call("add", a=1, b=2)] * 5), make_tools(log), max_repeats=2).run("t")
     assert result.stop_reason == "repeat_limit"
-    assert len(result.steps) == 4 and log == [(1, 2)]
+    assert len(result.steps) == 4 and log == [("add", 1, 2)]
     assert result.steps[-1].observation is None
     assert "repeated 3 times" in result.steps[-1].error
 
@@ -688,16 +657,11 @@ def test_the_budget_trims_in_chunks_so_calls_share_their_prefix():
 
 # -- the ladder and the loop check seen in real request bodies (OpenAICompatLLM) -----------
 
-def test_each_rung_changes_the_request_body():
-    from test_http_client import FakeServer, completion
-
+def test_each_rung_changes_the_request_body(serve):
     registry = make_tools()
-    server = FakeServer([completion("17 * 23 + 4 = 349"), completion("17 * 23 + 4 = 349"), completion(final("395"))])
-    try:
-        llm = agent_module.OpenAICompatLLM("m", server.base_url, temperature=0.0, sleep=lambda s: None)
-        result = Agent(llm, registry).run("What is 17 * 23 + 4?")
-    finally:
-        server.close()
+    server = serve(chat_answer("17 * 23 + 4 = 349"), chat_answer("17 * 23 + 4 = 349"), chat_answer(final("395")))
+    llm = agent_module.OpenAICompatLLM("m", server.base_url, temperature=0.0, sleep=lambda s: None)
+    result = Agent(llm, registry).run("What is 17 * 23 + 4?")
     bodies = [request["body"] for request in server.requests]
     assert "response_format" not in bodies[0] and bodies[0]["temperature"] == 0.0
     assert bodies[1]["response_format"]["json_schema"]["schema"] == registry.action_schema()

@@ -2,6 +2,7 @@
 import json
 
 import pytest
+from conftest import final
 
 from agent import Agent, LLMError, MockLLM, _demo_tools
 
@@ -36,27 +37,22 @@ def test_planner_calls_calculator_then_answers():
     assert (call.name, call.arguments) == ("calculator", {"expression": "17 * 23 + 4"})
 
 
-def test_planner_handles_several_expressions_and_caret():
-    result = Agent(MockLLM(), _demo_tools()).run("Compute 2^10 and then 3*(4+5).")
-    assert result.answer == "2**10 = 1024, and 3*(4+5) = 27."
-
-
-def test_planner_without_arithmetic_explains_itself():
-    result = Agent(MockLLM(), _demo_tools()).run("Write a poem.")
-    assert "offline demo model" in result.answer and result.stop_reason == "final"
-
-
-def test_planner_reports_tool_errors():
-    result = Agent(MockLLM(), _demo_tools()).run("What is 1/0 + 2?")
-    assert result.answer.startswith("ERROR: 'calculator' raised UnsafeExpression: division by zero")
+@pytest.mark.parametrize("task, answer", [
+    ("Compute 2^10 and then 3*(4+5).", "2**10 = 1024, and 3*(4+5) = 27."),
+    ("Write a poem.", "I am the offline demo model"),
+    ("What is 1/0 + 2?", "ERROR: 'calculator' raised UnsafeExpression: division by zero"),
+], ids=["several expressions and a caret", "no arithmetic", "a tool error"])
+def test_planner_answers_from_what_it_computed_or_explains_itself(task, answer):
+    result = Agent(MockLLM(), _demo_tools()).run(task)
+    assert result.answer.startswith(answer) and result.stop_reason == "final"
 
 
 def test_from_trace_replays_a_saved_result(tmp_path):
-    original = Agent(MockLLM(["oops", '{"type": "final", "answer": "ok"}']), _demo_tools()).run("t")
+    original = Agent(MockLLM(["oops", final("ok")]), _demo_tools()).run("t")
     path = tmp_path / "result.json"
     original.save(str(path))
     replay = MockLLM.from_trace(str(path))
-    assert replay.replies == ["oops", '{"type": "final", "answer": "ok"}']
+    assert replay.replies == ["oops", final("ok")]
     again = Agent(replay, _demo_tools()).run("t")
     assert [s.raw for s in again.steps] == [s.raw for s in original.steps]
     assert [s.observation for s in again.steps] == [s.observation for s in original.steps]

@@ -1,21 +1,15 @@
 """The streaming client against real local servers that stream like llama.cpp, vLLM and Ollama, and misbehave."""
 import json
 import threading
-import time
 
 import pytest
-from _http_servers import (chunk, completion, event, json_answer, llama_cpp_stream,
-                           ollama_stream, stream_of, vllm_stream)
+from _http_servers import (chat_answer, chunk, client, drips, event, json_answer, llama_cpp_stream, ollama_stream,
+                           stream_of, vllm_stream)
 
-from agent import LLMError, OpenAICompatLLM, _repeating_tail
+from agent import LLMError, _repeating_tail
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 ACTION = '{"type": "final", "thought": "done", "answer": "42"}'
-
-
-def client(server, **options):
-    options.setdefault("sleep", lambda seconds: None)
-    return OpenAICompatLLM("m", server.base_url, "sk-stream-test-0123456789", **options)
 
 
 def pieces_of(text, size=7):
@@ -51,20 +45,20 @@ def test_ollama_stream_with_reasoning_and_no_usage(serve):
 
 
 def test_reasoning_in_a_whole_message_is_kept_and_never_returned(serve):
-    server = serve(json_answer(completion("x", reasoning_content="secret plan")))
+    server = serve(chat_answer("x", reasoning_content="secret plan"))
     llm = client(server)
     assert llm.chat(MESSAGES) == "x" and llm.last_reasoning == "secret plan"
 
 
 def test_a_plain_json_answer_to_a_streaming_request_is_read(serve):
-    server = serve(json_answer(completion(ACTION, finish="length", usage=(3, 4))))
+    server = serve(chat_answer(ACTION, finish="length", usage=(3, 4)))
     llm = client(server)
     assert llm.chat(MESSAGES) == ACTION
     assert (llm.last_finish_reason, llm.last_usage) == ("length", {"prompt_tokens": 3, "completion_tokens": 4})
 
 
 def test_stream_false_sends_no_stream_fields(serve):
-    server = serve(json_answer(completion("ok")))
+    server = serve(chat_answer("ok"))
     assert client(server, stream=False).chat(MESSAGES) == "ok"
     assert "stream" not in server.requests[0]["body"] and "stream_options" not in server.requests[0]["body"]
 
@@ -220,43 +214,26 @@ def test_a_generation_still_producing_tokens_is_never_cut_by_the_timeout(serve):
     assert client(server, timeout=0.05).chat(MESSAGES) == "token " * 12   # 16 events, ~0.16 s: 3x the timeout
 
 
-def test_max_request_seconds_bounds_a_drip_that_never_ends(serve):
-    def endless(ex):
-        ex.head()
-        while ex.write(event(chunk({"content": "."}))):
-            ex.pause(0.01)
+def endless_dots(ex):
+    """A script that streams "." every 10 ms until the client hangs up."""
+    ex.head()
+    while ex.write(event(chunk({"content": "."}))):
+        ex.pause(0.01)
 
-    server = serve(endless)
-    with pytest.raises(LLMError, match="max_request_seconds=0.15"):
-        client(server, timeout=1, max_request_seconds=0.15).chat(MESSAGES)
+
+@pytest.mark.parametrize("options, call_options, words", [
+    ({"max_request_seconds": 0.15}, {}, "max_request_seconds=0.15"),
+    ({}, {"max_seconds": 0.1}, "max_seconds"),           # the agent's time left, passed to one call
+])
+def test_a_drip_that_never_ends_is_cut_at_the_deadline_and_not_retried(serve, options, call_options, words):
+    server = serve(endless_dots)
+    with pytest.raises(LLMError, match=words):
+        client(server, timeout=1, **options).chat(MESSAGES, **call_options)
     assert server.client_closed.wait(5)
     assert len(server.requests) == 1
 
 
-def test_max_seconds_caps_one_call(serve):
-    def endless(ex):
-        ex.head()
-        while ex.write(event(chunk({"content": "."}))):
-            ex.pause(0.01)
-
-    server = serve(endless)
-    with pytest.raises(LLMError, match="max_seconds"):
-        client(server, timeout=1).chat(MESSAGES, max_seconds=0.1)
-
-
 # The review's finding 3: every read is bounded, whatever part of the answer drips or stalls
-def drips(head, unit, every=0.01, cap=5.0):
-    """A script that writes a raw head, then one unit at a time, until the client hangs up or cap seconds pass."""
-    def script(ex):
-        ex.write_raw(head)
-        end = time.monotonic() + cap
-        while time.monotonic() < end and not ex.closed_by_client:
-            ex.write_raw(unit)
-            ex.pause(every)
-        ex.handler.close_connection = True
-    return script
-
-
 DRIPS = {
     "error_body": (b"HTTP/1.1 500 Oops\r\nContent-Length: 100000\r\n\r\n", b"x"),
     "error_body_400": (b"HTTP/1.1 400 Bad\r\nContent-Length: 100000\r\n\r\n", b"x"),
@@ -341,7 +318,7 @@ def rejects(param):
 
 
 def test_a_rejected_stream_falls_back_to_plain_requests_once(serve):
-    server = serve(rejects("stream"), json_answer(completion("a")), json_answer(completion("b")))
+    server = serve(rejects("stream"), chat_answer("a"), chat_answer("b"))
     llm = client(server)
     assert llm.chat(MESSAGES) == "a" and llm.chat(MESSAGES) == "b"
     assert [("stream" in r["body"], "stream_options" in r["body"]) for r in server.requests] == [

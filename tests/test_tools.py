@@ -527,7 +527,8 @@ def test_async_tool_schema_is_inferred_like_a_plain_function():
     assert tool.parameters["required"] == ["url"]
 
 
-def test_async_tool_is_awaited_on_a_worker_and_inline():
+@pytest.mark.parametrize("timeout, same_thread", [(5.0, False), (None, True)], ids=["on a worker", "inline"])
+def test_async_tool_is_awaited(timeout, same_thread):
     import asyncio
 
     async def double(n: int) -> dict:
@@ -535,12 +536,11 @@ def test_async_tool_is_awaited_on_a_worker_and_inline():
         await asyncio.sleep(0)
         return {"n": 2 * n, "thread": threading.get_ident()}
 
-    for timeout, same_thread in ((5.0, False), (None, True)):
-        registry = ToolRegistry(default_timeout=timeout)
-        registry.register(double)
-        result = json.loads(registry.call("double", {"n": 21}))
-        assert result["n"] == 42
-        assert (result["thread"] == threading.get_ident()) is same_thread
+    registry = ToolRegistry(default_timeout=timeout)
+    registry.register(double)
+    result = json.loads(registry.call("double", {"n": 21}))
+    assert result["n"] == 42
+    assert (result["thread"] == threading.get_ident()) is same_thread
 
 
 def test_async_tool_errors_and_timeouts_become_observations():
