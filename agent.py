@@ -2206,6 +2206,13 @@ def _error_status(details: dict) -> Optional[int]:
     return 500 if details.get("type") == "server_error" else None
 
 
+def _names_model(message: str, model: Any) -> bool:
+    """Whether a server's message names the model as a whole word: model "m" is not named by "not found"."""
+    if not isinstance(model, str) or not model:
+        return False
+    return re.search(rf"(?<![\w.:/-]){re.escape(model)}(?![\w.:/-])", message) is not None
+
+
 def _first_number(pattern: re.Pattern, text: str) -> Optional[int]:
     match = pattern.search(text)
     return next((int(group) for group in match.groups() if group), None) if match else None
@@ -2967,7 +2974,7 @@ class OpenAICompatLLM:
         if status == 401 and self._key_withheld:
             return ("OPENAI_API_KEY was not sent over plain http:// to this host; pass allow_http_key=True "
                     "(CLI --allow-http-key) to send it")
-        if status == 404 and self.model in message:
+        if status == 404 and _names_model(message, self.model):
             return f"unknown model {self.model!r}: check the model name"
         return _STATUS_HINTS.get(status, "the request was refused")
 
@@ -3770,7 +3777,7 @@ def _cli_hint(agent: Agent, result: AgentResult) -> Optional[str]:
     """The likely cause of a failed run, when the error names one."""
     error = (result.steps[-1].error or "") if result.steps else ""
     model = getattr(agent.llm, "model", None)
-    if result.stop_reason == "llm_error" and "HTTP 404" in error and model and repr(model)[1:-1] in error:
+    if result.stop_reason == "llm_error" and "HTTP 404" in error and _names_model(error, model):
         return f"unknown model {model!r}: the server does not serve it (GET /models lists what it serves)"
     if result.stop_reason == "llm_error" and "Connection refused" in error:
         return "nothing answers at that address: is the server running, and is the port right?"

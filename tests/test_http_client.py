@@ -125,12 +125,19 @@ def test_401_fails_fast_with_server_message_and_hint(serve):
     assert KEY not in str(info.value)
 
 
-def test_404_hints_at_the_base_url(serve):
-    server = serve(error_answer(404, "The model `nope` does not exist"))
+@pytest.mark.parametrize("model, message, named", [
+    ("m", "The model `nope` does not exist", False),            # "m" is inside words, never a word itself
+    ("llama3", "model 'llama3.1:8b' not found", False),         # a longer name that starts with it
+    ("nope", "The model `nope` does not exist", True),
+    ("llama3.1:8b", "model 'llama3.1:8b' not found", True),
+])
+def test_404_hints_at_the_model_only_when_the_message_names_it(serve, model, message, named):
+    server = serve(error_answer(404, message))
     with pytest.raises(LLMError) as info:
-        client(server, model="test-model").chat(MESSAGES)  # not named in the message (unlike "m")
-    assert info.value.status == 404
-    assert "does not exist" in str(info.value) and "ends in /v1" in str(info.value)
+        client(server, model=model).chat(MESSAGES)
+    assert info.value.status == 404 and message in str(info.value)
+    assert (f"unknown model {model!r}" in str(info.value)) == named
+    assert ("ends in /v1" in str(info.value)) != named
 
 
 @pytest.mark.parametrize("status", [400, 403, 422])
