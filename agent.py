@@ -83,6 +83,7 @@ __version__ = "0.1.0"
 
 _log = logging.getLogger("agent")
 
+
 # -- Errors ----------------------------------------------------------------------------
 # the exception tree, and the one check of every numeric option
 
@@ -156,6 +157,7 @@ def _check_setting(name: str, value: Any, optional: bool = False) -> None:
         return
     rule = f"{'an integer' if integer else 'a finite number'} {'>=' if inclusive else '>'} {low}"
     raise ValueError(f"invalid {name} {_text(value, repr)} (must be {rule}{', or None' if optional else ''})")
+
 
 # -- Calculator ------------------------------------------------------------------------
 # safe_eval, arithmetic over an ast whitelist (the demo's calculator tool)
@@ -413,6 +415,7 @@ def safe_eval(expr: str) -> int | float:
         raise UnsafeExpression("division by zero", expr) from None
     except ArithmeticError as exc:  # OverflowError
         raise UnsafeExpression(f"result too large: {exc}", expr) from None
+
 
 # -- Tools -----------------------------------------------------------------------------
 # from a plain function to a described, validated, time-limited call (ToolRegistry)
@@ -997,6 +1000,7 @@ class ToolRegistry:
 
 _Tools = Union[ToolRegistry, Iterable[Union[Tool, Callable[..., Any]]], None]   # what Agent and run take as tools
 
+
 # -- Protocol --------------------------------------------------------------------------
 # what the model is told (SYSTEM_PROMPT), what it sends (Action), what comes back (observations)
 
@@ -1015,6 +1019,8 @@ class Action:
 _CALL_SHAPE = '{"type": "tool_call", "thought": "...", "name": "<tool name>", "arguments": {...}}'
 _FINAL_SHAPE = '{"type": "final", "thought": "...", "answer": "..."}'
 _BOTH_SHAPES = f"{_CALL_SHAPE} or {_FINAL_SHAPE}"
+_OBSERVATION = "[OBSERVATION]"   # starts every message that carries a tool's result back to the model
+
 SYSTEM_PROMPT = """\
 You solve the user's task step by step, using tools when they help.
 
@@ -1029,8 +1035,6 @@ write {observation} yourself; send one action and wait for it.
 
 Tools (name: description; arguments as JSON Schema):
 {tools}"""
-
-_OBSERVATION = "[OBSERVATION]"   # starts every message that carries a tool's result back to the model
 
 
 def _example_arguments(tool: Optional[Tool]) -> str:
@@ -1069,6 +1073,7 @@ def _observation_result(message: str) -> Optional[str]:
     text = message[len(_OBSERVATION):]
     body, newline, last = text.rpartition("\n")
     return (body if newline and last.startswith("(step") else text).strip()
+
 
 # -- Reading near-JSON: the parser's lexer and the streaming scanner (skip on first read) ----
 # _ActionScanner finds where a reply's action ends (the streaming client uses it too); _read_value reads it
@@ -1563,6 +1568,7 @@ def _objects(text: str):
         yield text[first.start():end], value
         pos = end
 
+
 # -- Parsing an action -----------------------------------------------------------------
 # parse_action: find the action in a reply, then refuse anything whose meaning is unsure
 
@@ -1853,6 +1859,7 @@ def parse_action(text: str) -> Action:
         exc.text = text
         raise
 
+
 # -- Demo ------------------------------------------------------------------------------
 # the calculator and clock tools, and the offline planner that MockLLM runs without a script
 
@@ -1925,6 +1932,7 @@ def _offline_reply(messages: list[dict]) -> str:
         return json.dumps({"type": "tool_call", "thought": thought, "name": name, "arguments": arguments})
     return json.dumps({"type": "final", "thought": "I have everything I need.",
                        "answer": _compose_answer(plan, results)})
+
 
 # -- Models ----------------------------------------------------------------------------
 # the LLM protocol, and MockLLM, a scripted model for tests, replays and the demo
@@ -2013,6 +2021,7 @@ class MockLLM:
         if isinstance(reply, BaseException):
             raise reply
         return reply(messages) if callable(reply) else reply
+
 
 # -- Talking to a server ---------------------------------------------------------------
 # what a request sends and what an answer means, for OpenAICompatLLM below
@@ -2312,6 +2321,7 @@ class _PerThread:
     def __set__(self, client: Any, value: Any) -> None:
         setattr(client._local, self.name, value)
 
+
 # -- HTTP plumbing: deadlines, server-sent events, urllib handlers (skip on first read) ----
 # every read is bounded by the request's deadline, events are read as they arrive, no redirect is followed
 
@@ -2561,6 +2571,7 @@ def _build_opener(url: str) -> Any:
 
     proxies = urllib.request.ProxyHandler({} if _is_loopback(url) else None)
     return urllib.request.build_opener(proxies, *(handler() for handler in _handler_classes()))
+
 
 # -- The client ------------------------------------------------------------------------
 # OpenAICompatLLM: chat over HTTP with streaming, early stop, retries and adaptation
@@ -3008,6 +3019,7 @@ class OpenAICompatLLM:
         for secret in secrets:
             shown = shown.replace(secret, "***")
         return shown
+
 
 # -- Loop ------------------------------------------------------------------------------
 # Agent.run is the loop; Step and AgentResult are its trace; run() is the one-call form
@@ -3520,6 +3532,7 @@ def run(task: str, llm: Optional[LLM] = None, tools: _Tools = None, **options: A
     """
     return Agent(llm if llm is not None else MockLLM(), tools if tools is not None else _demo_tools(),
                  **options).run(task)
+
 
 # -- CLI -------------------------------------------------------------------------------
 # main() is python agent.py: parse the flags, build, run, print; the only place that prints
