@@ -134,13 +134,22 @@ def _text(value: Any, show: Callable[[Any], str] = str) -> str:
         return f"<{type(value).__name__} that cannot be shown>"
 
 
-_SETTINGS = {   # name: (an integer?, the lowest value, allowed itself?): every numeric option, classes and CLI
+class _Rule(typing.NamedTuple):
+    """What values a numeric option takes (internal)."""
+
+    integer: bool       # an int (else any finite number)
+    low: float          # the lowest value
+    inclusive: bool     # whether low itself is allowed
+
+
+_SETTINGS = {name: _Rule(*rule) for name, rule in {   # every numeric option of every class, and the CLI's
     "max_steps": (True, 1, True), "max_repeats": (True, 0, True), "max_format_errors": (True, 0, True),
     "max_observation_chars": (True, 200, True), "max_context_chars": (True, 1000, True),
     "max_total_tokens": (True, 1, True), "max_retries": (True, 0, True), "max_response_bytes": (True, 1, True),
     "max_tokens": (True, 1, True), "temperature": (False, 0, True), "timeout": (False, 0, False),
     "default_timeout": (False, 0, False), "max_request_seconds": (False, 0, False), "max_seconds": (False, 0, False),
-}
+    "max_thought_chars": (True, 1, True),
+}.items()}
 
 
 def _check_setting(name: str, value: Any, optional: bool = False) -> None:
@@ -269,10 +278,6 @@ def _literal(value):
     raise UnsafeExpression(f"{kind} not allowed in a calculation")
 
 
-class _TokenError(Exception):
-    """tokenize could not read the text (internal; tokenize's own error class is imported lazily)."""
-
-
 def _top_level_operators(text: str) -> list:
     """(start, end, symbol) of each binary + - * / // % outside brackets, found with tokenize."""
     lines = io.StringIO(text).readlines()
@@ -290,7 +295,7 @@ def _top_level_operators(text: str) -> list:
             # A + or - right after an operand is binary; after an operator or "(" it is unary.
             after_operand = token.type in operand_types or token.string in _CLOSERS
     except (tokenize.TokenError, SyntaxError) as exc:
-        raise _TokenError(exc) from None
+        raise SyntaxError(f"{exc}") from None
     return cuts
 
 
@@ -407,7 +412,7 @@ def safe_eval(expr: str) -> int | float:
     except UnsafeExpression as exc:
         exc.expression = expr
         raise
-    except (SyntaxError, ValueError, TypeError, _TokenError) as exc:
+    except (SyntaxError, ValueError, TypeError) as exc:
         raise UnsafeExpression(f"not a valid arithmetic expression: {exc}", expr) from None
     except (RecursionError, MemoryError):
         raise UnsafeExpression("expression is nested too deeply", expr) from None
@@ -894,8 +899,7 @@ class ToolRegistry:
         ``max_thought_chars`` (None: no cap), so a thought that repeats itself
         ends instead of running to the token limit. ValueError for a cap below 1.
         """
-        if max_thought_chars is not None and (type(max_thought_chars) is not int or max_thought_chars < 1):
-            raise ValueError(f"invalid max_thought_chars {max_thought_chars!r} (must be an integer >= 1 or None)")
+        _check_setting("max_thought_chars", max_thought_chars, optional=True)
         thought: dict = {"type": "string"}
         if max_thought_chars is not None:
             thought["maxLength"] = max_thought_chars
@@ -2514,7 +2518,7 @@ class _TimedReader(io.RawIOBase):
 class _TimedConnection:
     """Mixed into http.client's connections: the response is read through a _TimedReader (internal)."""
 
-    def __init__(self, *args: argparse.Namespace, timing: Optional[tuple] = None, **kwargs: argparse.Namespace) -> None:
+    def __init__(self, *args: Any, timing: Optional[tuple] = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.timing = timing                                # (timeout, deadline) of the request
 
@@ -2523,7 +2527,7 @@ class _TimedConnection:
             reader = _TimedReader(self.sock, *self.timing)
             base = type(self).response_class
 
-            def response_class(sock: Any, *args: argparse.Namespace, **kwargs: argparse.Namespace) -> Any:
+            def response_class(sock: Any, *args: Any, **kwargs: Any) -> Any:
                 response = base(reader, *args, **kwargs)
                 response.agent_reader = reader              # _Body marks the body's first byte
                 return response
@@ -2558,7 +2562,7 @@ def _handler_classes() -> list:
                                 context=self._context)
 
     class NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args: argparse.Namespace, **kwargs: argparse.Namespace) -> None:
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
             return None   # following would carry the key to another host; the 3xx becomes an HTTPError
 
     _HANDLERS[:] = [HTTPHandler, HTTPSHandler, NoRedirect]
@@ -2677,8 +2681,10 @@ class OpenAICompatLLM:
         only; a client built with its own ``response_schema`` keeps it. ``max_seconds``
         caps the whole call, retries included.
         """
-        if max_seconds is not None and not max_seconds > 0:
-            raise LLMError(f"no time left for a model call (max_seconds={max_seconds!r})")
+        try:
+            _check_setting("max_seconds", max_seconds, optional=True)   # the agent passes what is left: maybe 0
+        except ValueError as exc:
+            raise LLMError(f"no time left for a model call: {exc}") from None
         call_end = time.monotonic() + max_seconds if max_seconds is not None else math.inf
         while True:
             try:
@@ -3573,7 +3579,7 @@ def _cli_number(name: str) -> Callable[[str], Any]:
 
     def parse(text: str) -> Any:
         try:
-            value = int(text) if _SETTINGS[name][0] else float(text)
+            value = int(text) if _SETTINGS[name].integer else float(text)
         except ValueError:
             value = text
         try:

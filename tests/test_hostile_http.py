@@ -492,3 +492,10 @@ def test_a_rejected_per_call_frequency_penalty_is_dropped_and_remembered(serve):
     assert llm.chat(MESSAGES, frequency_penalty=0.5) == "a"
     assert llm.chat(MESSAGES, frequency_penalty=0.5) == "b"
     assert [("frequency_penalty" in r["body"]) for r in server.requests] == [True, False, False]
+
+
+@pytest.mark.parametrize("max_seconds", ["5", True, float("inf"), float("nan"), 0, -1])
+def test_a_bad_or_spent_max_seconds_is_an_llm_error_before_any_request(max_seconds):
+    llm = OpenAICompatLLM("m", "http://127.0.0.1:9/v1", opener=object())   # an opener that cannot open
+    with pytest.raises(LLMError, match="no time left for a model call: invalid max_seconds"):
+        llm.chat([{"role": "user", "content": "hi"}], max_seconds=max_seconds)

@@ -303,7 +303,7 @@ _OWNERS = {
     "max_steps": Agent, "max_repeats": Agent, "max_format_errors": Agent, "max_observation_chars": Agent,
     "max_context_chars": Agent, "max_total_tokens": Agent, "max_seconds": Agent, "max_retries": "client",
     "max_response_bytes": "client", "max_tokens": "client", "temperature": "client", "timeout": "client",
-    "max_request_seconds": "client", "default_timeout": ToolRegistry,
+    "max_request_seconds": "client", "default_timeout": ToolRegistry, "max_thought_chars": "schema",
 }
 
 
@@ -312,6 +312,8 @@ def _build(option, value):
         return Agent(MockLLM([]), **{option: value})
     if _OWNERS[option] is ToolRegistry:
         return ToolRegistry(**{option: value})
+    if _OWNERS[option] == "schema":
+        return ToolRegistry().action_schema(**{option: value})
     return agent_module.OpenAICompatLLM("m", "http://127.0.0.1:9/v1", **{option: value})
 
 
