@@ -1613,17 +1613,14 @@ def _is_action(chunk: str, value: Any) -> bool:
     return bool(_ACTION_KEY_TEXT.search(chunk))
 
 
-def _check_rest(rest: str, action: Any, opened: bool, repairs: list) -> None:
-    """Read what follows the action: prose and an invented observation are ignored. Another, different
-    action is refused after prose; when the reply opened with its action, that one runs (``extra_actions``)."""
-    tail = _OBSERVATION_TAIL.search(rest)
-    if tail:
-        rest = rest[:tail.start()]
-        _note(repairs, "observation_tail")
+def _check_others(action: Any, others: Iterable, opened: bool, repairs: list) -> None:
+    """Judge the objects beside the action, each (its text, its value or None): one that is not an action is
+    ignored, a copy of the action is dropped, and a different action is refused after prose; when the reply
+    opened with its action, that one runs and the rest are not (``extra_actions``)."""
     first = None
-    for chunk, value in _objects(rest):
+    for chunk, value in others:
         if not _is_action(chunk, value):
-            continue  # braces in prose, not an action
+            continue  # braces in prose, or data beside the action: not an action
         first = first or _canonical(action)
         if value is not None and _canonical(value) == first:
             _note(repairs, "duplicate_action")
@@ -1635,24 +1632,29 @@ def _check_rest(rest: str, action: Any, opened: bool, repairs: list) -> None:
         else:
             raise _refuse("your reply holds two different actions; send one action per reply and "
                           f"wait for its {_OBSERVATION}")
+
+
+def _check_rest(rest: str, action: Any, opened: bool, repairs: list) -> None:
+    """Read what follows the action: prose and an invented observation are ignored; other objects are judged
+    by _check_others."""
+    tail = _OBSERVATION_TAIL.search(rest)
+    if tail:
+        rest = rest[:tail.start()]
+        _note(repairs, "observation_tail")
+    _check_others(action, _objects(rest), opened, repairs)
     if rest.strip().strip("`").strip():
         _note(repairs, "trailing_prose")
 
 
 def _one_object(value: Any, opened: bool, repairs: list) -> dict:
-    """The action from a value: an object, or the first of an array of them."""
+    """The action from a value: an object, or the first of an array of them (the others judged by
+    _check_others, as the objects after an action are)."""
     if not isinstance(value, list):
         return value
     if not value or not isinstance(value[0], dict):
         raise _refuse("expected one JSON object, found an array")
     _note(repairs, "array")
-    first = _canonical(value[0])
-    if not all(_canonical(item) == first for item in value[1:]):
-        if not opened:
-            raise _refuse(f"expected one JSON object, found an array of {len(value)}; send one action per reply")
-        _note(repairs, "extra_actions")
-    elif len(value) > 1:
-        _note(repairs, "duplicate_action")
+    _check_others(value[0], (("", item) for item in value[1:]), opened, repairs)
     return value[0]
 
 
@@ -1712,8 +1714,9 @@ def _check_spellings(obj: dict, repairs: list) -> None:
 
 def _check_one_kind(obj: dict) -> None:
     """The one check that an action is a call or an answer, never both: a name or arguments, and an answer,
-    each holding a value, are refused whatever the "type" says."""
-    if (_present(obj, "name") or _present(obj, "arguments")) and _present(obj, "answer"):
+    each holding a value under any spelling or look-alike of its key, are refused whatever "type" says."""
+    meant = {_meant_key(key) for key in obj if _present(obj, key)}
+    if meant & {"name", "arguments"} and "answer" in meant:
         raise _refuse("your reply has both an answer and a tool call; send one of them")
 
 

@@ -291,7 +291,7 @@ def test_arguments_under_another_key_are_refused_naming_arguments(key, arguments
 def test_extra_keys_beside_real_arguments_or_a_final_answer_stay_ignored():
     action = parse_action('{"type": "tool_call", "name": "f", "arguments": {"a": 1}, "meta": {"b": 2}}')
     assert action.arguments == {"a": 1}
-    assert parse_action('{"type": "final", "answer": "x", "Arguments": {"a": 1}, "meta": {}}').answer == "x"
+    assert parse_action('{"type": "final", "answer": "x", "meta": {"a": 1}}').answer == "x"
     assert parse_action('{"type": "tool_call", "name": "f", "meta": {}, "note": null, "answer": ""}').arguments == {}
 
 
@@ -640,6 +640,7 @@ _KIND_VALUES = {"name": ("f",), "arguments": ({"x": 1},), "answer": ("42",)}
 @pytest.mark.parametrize("arguments", ["absent", None, "value"])
 @pytest.mark.parametrize("answer", ["absent", None, "value"])
 def test_both_an_answer_and_a_call_is_refused_whatever_the_type_says(kind, name, arguments, answer):
+    # (its twin below checks other spellings and look-alikes of the keys)
     obj = {} if kind is None else {"type": kind}
     for key, state in (("name", name), ("arguments", arguments), ("answer", answer)):
         if state != "absent":
@@ -652,3 +653,27 @@ def test_both_an_answer_and_a_call_is_refused_whatever_the_type_says(kind, name,
         return
     assert not both, obj
     assert action.kind == (kind or ("final" if answer == "value" or (name == arguments == "absent") else "tool_call"))
+
+
+@pytest.mark.parametrize("reply", [
+    '{"name": "f", "Answer": "x"}',                                  # the call would run, the answer be dropped
+    '{"Name": "f", "answer": "x"}',
+    '{"tool": "f", "answer": "x"}',
+    '{"type": "final", "answer": "x", "Arguments": {"a": 1}}',
+    '{"type": "tool_call", "name": "f", "arguments": {}, "final_answer": "x"}',
+])
+def test_both_an_answer_and_a_call_under_any_spelling_of_their_keys_is_refused(reply):
+    refused(reply, "both an answer and a tool call")
+
+
+@pytest.mark.parametrize("opening", ["", "Here: "])
+def test_data_beside_the_action_is_judged_alike_in_an_array_and_after_it(opening):
+    call = '{"name": "f", "arguments": {}}'
+    for reply in (f"{opening}{call} {{\"x\": 1}}", f"{opening}[{call}, {{\"x\": 1}}]"):
+        action = parse_action(reply)
+        assert action.name == "f" and "extra_actions" not in action.repairs, reply
+    for reply in (f'{opening}{call} {{"name": "g"}}', f'{opening}[{call}, {{"name": "g"}}]'):
+        if opening:
+            refused(reply, "two different actions")
+        else:
+            assert "extra_actions" in parse_action(reply).repairs
