@@ -134,6 +134,16 @@ def _text(value: Any, show: Callable[[Any], str] = str) -> str:
         return f"<{type(value).__name__} that cannot be shown>"
 
 
+def _is_int(value: Any) -> bool:
+    """An int that is not a bool (``True`` is an int to Python, never a count or a status to us)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    """An int or a float that is not a bool."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 class _Rule(typing.NamedTuple):
     """What values a numeric option takes (internal)."""
 
@@ -161,7 +171,7 @@ def _check_setting(name: str, value: Any, optional: bool = False) -> None:
         return
     integer, low, inclusive = _SETTINGS[name]
     # Comparisons, not math.isfinite: nan fails them, and so does an int too large for a float.
-    if (not isinstance(value, bool) and isinstance(value, int if integer else (int, float))
+    if ((_is_int(value) if integer else _is_number(value))
             and (value >= low if inclusive else value > low) and (integer or value <= sys.float_info.max)):
         return
     rule = f"{'an integer' if integer else 'a finite number'} {'>=' if inclusive else '>'} {low}"
@@ -589,6 +599,20 @@ def _is_type(value: Any, kind: str) -> bool:
     return expected is None or type(value) is expected
 
 
+def _same_json(a: Any, b: Any) -> bool:
+    """Equality as JSON Schema's enum and const mean it: numbers by value (2 is 2.0), a boolean never a
+    number, arrays and objects item by item."""
+    if _is_number(a) and _is_number(b):
+        return a == b
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list):
+        return len(a) == len(b) and all(map(_same_json, a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same_json(a[key], b[key]) for key in a)
+    return a == b
+
+
 def _validate(value: Any, schema: dict, path: str) -> Any:
     """Check value against the JSON Schema subset tools use; return it with integral floats as ints.
 
@@ -603,9 +627,9 @@ def _validate(value: Any, schema: dict, path: str) -> Any:
             raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got {_shown(value)}")
         if matched == "integer":
             value = int(value)
-    if "enum" in schema and not any(value == v and type(value) is type(v) for v in schema["enum"]):
+    if "enum" in schema and not any(_same_json(value, v) for v in schema["enum"]):
         raise _ArgumentError(f"parameter {path!r} must be one of {json.dumps(schema['enum'])}, got {_shown(value)}")
-    if "const" in schema and value != schema["const"]:
+    if "const" in schema and not _same_json(value, schema["const"]):
         raise _ArgumentError(f"parameter {path!r} must be {json.dumps(schema['const'])}, got {_shown(value)}")
     if "anyOf" in schema:
         value = _validate_any_of(value, schema["anyOf"], path)
@@ -2217,7 +2241,7 @@ def _unescaped(text: str) -> str:
 def _error_status(details: dict) -> Optional[int]:
     """The HTTP status an error object inside a 200 answer stands for, when it says."""
     code = details.get("code")
-    if isinstance(code, int) and not isinstance(code, bool) and 400 <= code <= 599:
+    if _is_int(code) and 400 <= code <= 599:
         return code
     return 500 if details.get("type") == "server_error" else None
 
@@ -2241,7 +2265,7 @@ def _overflow(message: str, details: dict) -> Optional[tuple]:
     counts = []
     for key, pattern in (("n_ctx", _N_CTX), ("n_prompt_tokens", _N_PROMPT)):
         value = details.get(key)
-        counts.append(value if isinstance(value, int) and not isinstance(value, bool) else
+        counts.append(value if _is_int(value) else
                       _first_number(pattern, message))
     return tuple(counts)
 
@@ -2286,9 +2310,9 @@ def _reported_usage(usage: Any) -> Optional[dict]:
     if not isinstance(usage, dict):
         return None
     counts = {key: usage.get(key) for key in ("prompt_tokens", "completion_tokens")}
-    if not any(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in counts.values()):
+    if not any(_is_int(v) and v >= 0 for v in counts.values()):
         return None
-    return {key: v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0 for key, v in counts.items()}
+    return {key: v if _is_int(v) and v >= 0 else 0 for key, v in counts.items()}
 
 
 def _fold_system(messages: list) -> list:
@@ -3107,7 +3131,7 @@ class AgentResult:
             return {key if isinstance(key, str) else _text(key): plain(item) for key, item in value.items()}
         if isinstance(value, (list, tuple)):
             return [AgentResult._plain(item) for item in value]
-        if isinstance(value, int) and not isinstance(value, bool):
+        if _is_int(value):
             try:
                 int.__repr__(value)  # as json writes it: Python 3.11+ refuses ints over 4,300 digits
             except ValueError:
@@ -3402,8 +3426,7 @@ class Agent:
                 options["frequency_penalty"] = _CONSTRAINED_PENALTY
         if state.hot:
             configured = getattr(self.llm, "temperature", None)
-            numeric = isinstance(configured, (int, float)) and not isinstance(configured, bool)
-            options["temperature"] = max(_HOT_TEMPERATURE, configured) if numeric else _HOT_TEMPERATURE
+            options["temperature"] = max(_HOT_TEMPERATURE, configured) if _is_number(configured) else _HOT_TEMPERATURE
         if self.max_seconds is not None and "max_seconds" in self._accepts:
             options["max_seconds"] = max(0.0, self.max_seconds - (_now() - state.started))
         return options
@@ -3416,7 +3439,7 @@ class Agent:
             raise LLMError(f"{exc} (the conversation still does not fit the model's context window; "
                            "set a smaller max_context_chars)", exc.status, exc.kind) from None
         n_ctx, n_prompt = getattr(exc, "n_ctx", None), getattr(exc, "n_prompt_tokens", None)
-        if all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in (n_ctx, n_prompt)):
+        if all(_is_int(n) and n > 0 for n in (n_ctx, n_prompt)):
             state.budget = sent * n_ctx // n_prompt
         else:
             state.budget = sent * 3 // 4

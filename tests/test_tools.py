@@ -598,3 +598,15 @@ def test_one_type_table_describes_hints_and_names_values():
     registry = ToolRegistry()
     registry.register(f)
     assert "must be null, got boolean true" in registry.call("f", dict(a="", b=True, c=1, d=1.0, e=[], g={}, h=True))
+
+
+@pytest.mark.parametrize("schema, value, ok", [
+    ({"const": 1}, True, False), ({"enum": [1]}, True, False),          # a boolean is never a number
+    ({"const": 2.0}, 2, True), ({"enum": [2.0]}, 2, True),              # numbers compare by value
+    ({"const": [1, {"a": True}]}, [1.0, {"a": True}], True), ({"const": [1]}, [True], False),
+    ({"enum": ["1"]}, 1, False),
+])
+def test_enum_and_const_use_one_equality(schema, value, ok):
+    registry = ToolRegistry()
+    registry.register(lambda x: "ran", name="f", parameters={"type": "object", "properties": {"x": schema}})
+    assert (registry.call("f", {"x": value}) == "ran") == ok
