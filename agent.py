@@ -2214,6 +2214,12 @@ def _clean_key(api_key: Any) -> Optional[str]:
     return api_key.strip() or None
 
 
+def _quoted(text: str, scrub: Callable[[str], str]) -> str:
+    """A body that holds no message of its own, as an error quotes it: scrubbed, its start, on one line."""
+    text = text.strip()
+    return repr(scrub(text)[:200]) if text else "(empty body)"
+
+
 def _server_error(text: str, scrub: Callable[[str], str]) -> tuple:
     """The server's own message, scrubbed, and its error object (``{}`` if none) from an OpenAI, vLLM or llama.cpp body.
 
@@ -2223,7 +2229,7 @@ def _server_error(text: str, scrub: Callable[[str], str]) -> tuple:
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
-        return scrub(text)[:200] or "(empty body)", {}
+        return _quoted(text, scrub), {}
     error = data.get("error", data) if isinstance(data, dict) else data
     details = error if isinstance(error, dict) else {}
     message = (details.get("message") or details.get("detail") or error) if details else error
@@ -2738,21 +2744,23 @@ class OpenAICompatLLM:
             response = self._open(None, False, deadline)
             try:
                 body = _Body(response, deadline, self.max_response_bytes, self.timeout)
-                data = json.loads(b"".join(iter(body.read, b"")).decode("utf-8", errors="replace"))
+                text = b"".join(iter(body.read, b"")).decode("utf-8", errors="replace")
             finally:
                 response.close()
         except _Retryable as exc:
             raise LLMError(str(exc), exc.status) from None
-        except (ValueError, RecursionError):
-            raise LLMError(f"{url} did not answer with JSON (is the base URL right?)") from None
         except LLMError:
             raise
         except Exception as exc:   # anything unforeseen may carry the key: scrub it and say what it was
             raise LLMError(f"unexpected {type(exc).__name__} while asking {url}: "
                            f"{self._scrub(str(exc))[:300]}") from None
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            raise self._unreadable("did not answer with JSON (is the base URL right?)", text, url) from None
         listed = data.get("data") if isinstance(data, dict) else None
         if not isinstance(listed, list):
-            raise LLMError(f"{url} did not answer with a list of models")
+            raise self._unreadable("did not answer with a list of models", text, url)
         return [entry["id"] for entry in listed if isinstance(entry, dict) and isinstance(entry.get("id"), str)]
 
     def _adapt(self, exc: LLMError, body: dict) -> bool:
@@ -2990,9 +2998,9 @@ class OpenAICompatLLM:
         return _Reply(_text_of(message.get("content")), _reasoning_of(message),
                       finish if isinstance(finish, str) else None, _reported_usage(data.get("usage")))
 
-    def _unreadable(self, problem: str, text: str) -> LLMError:
+    def _unreadable(self, problem: str, text: str, url: Optional[str] = None) -> LLMError:
         """The error for an answer that holds no reply, quoting its start, scrubbed."""
-        return LLMError(f"{self.url} {problem}: {self._scrub(text)[:200]!r}")
+        return LLMError(f"{url or self.url} {problem}: {_quoted(text, self._scrub)}")
 
     def _fail(self, status: Optional[int], text: str, headers: Any = None, url: Optional[str] = None) -> None:
         """Raise what a server's error means: _Retryable when another attempt may help, else LLMError."""

@@ -308,3 +308,12 @@ def test_certificate_failure_fails_fast_through_an_injected_opener():
     with pytest.raises(LLMError, match="TLS certificate .* could not be verified"):
         llm.chat(MESSAGES)
     assert Opener.calls == 1
+
+
+@pytest.mark.parametrize("status", [200, 400])
+def test_a_body_without_a_message_is_quoted_alike_on_one_line(serve, status):
+    page = b"<html>\n<body>Bad gateway</body>\n</html>"
+    server = serve(json_answer(page, status, content_type="text/html"))
+    with pytest.raises(LLMError) as info:
+        client(server, max_retries=0).chat(MESSAGES)
+    assert "'<html>\\n<body>Bad gateway</body>\\n</html>'" in str(info.value) and "\n" not in str(info.value)
