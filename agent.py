@@ -1047,6 +1047,7 @@ class Action:
 _CALL_SHAPE = '{"type": "tool_call", "thought": "...", "name": "<tool name>", "arguments": {...}}'
 _FINAL_SHAPE = '{"type": "final", "thought": "...", "answer": "..."}'
 _BOTH_SHAPES = f"{_CALL_SHAPE} or {_FINAL_SHAPE}"
+_ASK_FOR_SHAPE = "Reply with exactly one JSON object: "   # ends every message about a reply that cannot be used
 _OBSERVATION = "[OBSERVATION]"   # starts every message that carries a tool's result back to the model
 
 SYSTEM_PROMPT = """\
@@ -1103,6 +1104,29 @@ def _observation_result(message: str) -> Optional[str]:
     return (body if newline and last.startswith("(step") else text).strip()
 
 
+def _ask(problem: str, shape: str = _BOTH_SHAPES) -> str:
+    """What the model is told about a reply that cannot be used: the problem, then the exact shape to send."""
+    return f"{problem}. {_ASK_FOR_SHAPE}{shape}"
+
+
+def _refuse(problem: str, shape: str = _BOTH_SHAPES) -> ActionFormatError:
+    return ActionFormatError(_ask(problem, shape))
+
+
+def _note(repairs: list, tag: str) -> None:
+    """Record a repair once."""
+    if tag not in repairs:
+        repairs.append(tag)
+
+
+def _canonical(value: Any) -> str:
+    """A JSON value as text that is equal for equal values (1, 1.0 and true are three different values).
+
+    Compare a value against many others through this, computed once: serialising it
+    again per comparison makes the work grow with the square of the reply."""
+    return json.dumps(value, sort_keys=True)
+
+
 # -- Reading near-JSON: the parser's lexer and the streaming scanner (skip on first read) ----
 # _ActionScanner finds where a reply's action ends (the streaming client uses it too); _read_value reads it
 
@@ -1149,24 +1173,6 @@ _PYTHON_WORDS = {"True": "true", "False": "false", "None": "null"}
 _JSON_ESCAPES = set('"\\/bfnrt')
 _PYTHON_ESCAPES = set("\\'\"abfnrtv01234567xNuU\n")   # a backslash and a line break is a line continuation
 _STRING_PIECE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|u[0-9a-fA-F]{4}|[0-7]{1,3}|.)|[\x00-\x1f]", re.S)
-
-
-def _refuse(problem: str, shape: str = _BOTH_SHAPES) -> ActionFormatError:
-    return ActionFormatError(f"{problem}. Reply with exactly one JSON object: {shape}")
-
-
-def _note(repairs: list, tag: str) -> None:
-    """Record a repair once."""
-    if tag not in repairs:
-        repairs.append(tag)
-
-
-def _canonical(value: Any) -> str:
-    """A JSON value as text that is equal for equal values (1, 1.0 and true are three different values).
-
-    Compare a value against many others through this, computed once: serialising it
-    again per comparison makes the work grow with the square of the reply."""
-    return json.dumps(value, sort_keys=True)
 
 
 def _may_be_packaging(rest: str) -> bool:
@@ -3066,10 +3072,10 @@ class OpenAICompatLLM:
 # Agent.run is the loop; Step and AgentResult are its trace; run() is the one-call form
 
 STOP_REASONS = ("final", "max_steps", "repeat_limit", "format_errors", "time_limit", "token_limit", "llm_error")
-_CUT_OFF = ("your reply was cut off at the token limit before the JSON object was complete; "
-            f"send a shorter reply with a one-sentence thought. Reply with exactly one JSON object: {_BOTH_SHAPES}")
-_REPEATED = ("your reply kept repeating the same text, so it was stopped; write one short JSON object and "
-             f"nothing else. Reply with exactly one JSON object: {_BOTH_SHAPES}")
+_CUT_OFF = _ask("your reply was cut off at the token limit before the JSON object was complete; "
+                "send a shorter reply with a one-sentence thought")
+_REPEATED = _ask("your reply kept repeating the same text, so it was stopped; write one short JSON object and "
+                 "nothing else")
 _ONE_ACTION = "(Your reply held more than one action: only the first was run. Send one action per reply.)"
 _CONSTRAIN_MODES = ("auto", "always", "never")
 _CHAT_OPTIONS = ("response_schema", "temperature", "max_seconds", "frequency_penalty")  # per-call options it may pass
@@ -3758,7 +3764,7 @@ def _cli_progress(step: Step) -> str:
     if step.raw is None:
         what = f"model failed: {_short(step.error, 200)}"
     elif action is None:
-        reason = (step.error or "").split(". Reply with exactly one JSON object", 1)[0]
+        reason = (step.error or "").split(f". {_ASK_FOR_SHAPE}", 1)[0]
         what = f"unparseable reply {_short(step.raw, 50)!r}: {_short(reason, 90)}"
     elif action.kind == "final":
         what = f"final answer: {_short(action.answer)}"
