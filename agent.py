@@ -71,7 +71,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 # The HTTP stack (http.client, urllib.request, socket, ssl) is imported where it is used: importing it
 # costs more than agent.py itself, and the offline demo and the tests of the other sections never need it.
-# asyncio is imported only by the first async tool, for the same reason.
+# asyncio (by the first async tool) and email.utils (for a Retry-After date) are deferred for the same reason.
 
 
 __all__ = [
@@ -1957,8 +1957,9 @@ def _compose_answer(plan: list, results: list) -> str:
 def _offline_reply(messages: list[dict]) -> str:
     """The offline planner's next reply: the clock for a question about the time, the calculator for each
     arithmetic expression in the task, then a final answer from the observations."""
-    task_at = max(i for i, m in enumerate(messages)
-                  if m["role"] == "user" and _observation_result(m["content"]) is None)
+    users = [i for i, m in enumerate(messages) if m["role"] == "user"] or [len(messages) - 1]
+    # the task is the last user message that is not an observation (a task may itself look like one)
+    task_at = max((i for i in users if _observation_result(messages[i]["content"]) is None), default=users[0])
     task = messages[task_at]["content"]
     results = [_observation_result(m["content"]) for m in messages[task_at + 1:] if m["role"] == "user"]
     plan = [(_CLOCK, {})] if _TIME_WORDS.search(task) else []
@@ -3083,7 +3084,7 @@ _HOT_TEMPERATURE = 0.7     # at least this once a failed reply repeats: a determ
 # Sent with the schema: under constrained decoding small models loop inside a string until the token
 # limit; on SmolLM2-135M this took valid replies from 6-8 to 12 of 12 (bench/real_tasks.py --first-call).
 _CONSTRAINED_PENALTY = 0.5
-_now = time.monotonic      # the loop's clock: every time limit of a run is read from it (tests replace it)
+_now = time.monotonic      # the loop's clock for max_seconds and step times (tests replace it); tools keep their own
 _TRIM_TO = 0.6             # over budget, trim to this share of it, so later calls share their prefix
 
 
@@ -3630,6 +3631,11 @@ def _cli_number(name: str) -> Callable[[str], Any]:
     return parse
 
 
+def _default(cls: type, name: str) -> Any:
+    """The default of a constructor argument: the CLI shows and uses the library's own."""
+    return inspect.signature(cls).parameters[name].default
+
+
 def _cli_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agent.py", description="A ReAct agent for models without native function calling. "
@@ -3641,11 +3647,13 @@ def _cli_parser() -> argparse.ArgumentParser:
     add("task", nargs="?", help=f"the task (default: {_DEMO_TASK!r})")
     add("--model", help="model name (default: $OPENAI_MODEL; with only a base URL, the one model the server serves)")
     add("--base-url", help="OpenAI-compatible base URL ending in /v1 (default: $OPENAI_BASE_URL)")
-    add("--temperature", type=_cli_number("temperature"), help="sampling temperature (default 0)")
+    add("--temperature", type=_cli_number("temperature"),
+        help=f"sampling temperature (default {_default(OpenAICompatLLM, 'temperature')})")
     add("--max-tokens", type=_cli_number("max_tokens"), help="token limit per reply")
     add("--timeout", type=_cli_number("timeout"), metavar="SECONDS",
-        help="connection and per-byte timeout of a request (default 60)")
-    add("--max-steps", type=_cli_number("max_steps"), default=10, help="model calls per task (default 10)")
+        help=f"connection and per-byte timeout of a request (default {_default(OpenAICompatLLM, 'timeout')})")
+    add("--max-steps", type=_cli_number("max_steps"), default=_default(Agent, "max_steps"),
+        help=f"model calls per task (default {_default(Agent, 'max_steps')})")
     add("--max-seconds", type=_cli_number("max_seconds"), help="time budget of a task, model calls included")
     add("--max-context-chars", type=_cli_number("max_context_chars"),
         help="characters of conversation sent per call (default: all)")

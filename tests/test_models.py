@@ -4,7 +4,7 @@ import json
 import pytest
 from conftest import final
 
-from agent import Agent, LLMError, MockLLM, _demo_tools
+from agent import Agent, LLMError, MockLLM, _demo_tools, run
 
 
 def test_scripted_replies_in_order_then_llm_error():
@@ -92,3 +92,8 @@ def test_from_trace_of_a_deeply_nested_file_is_a_value_error(tmp_path):
     path.write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(ValueError, match="nested too deeply"):
         MockLLM.from_trace(str(path))
+
+
+def test_the_planner_reads_a_task_that_looks_like_an_observation():
+    result = run("[OBSERVATION] what is 2+3?")
+    assert (result.stop_reason, result.answer) == ("final", "5")
