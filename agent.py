@@ -3443,8 +3443,12 @@ class Agent:
             configured = getattr(self.llm, "temperature", None)
             options["temperature"] = max(_HOT_TEMPERATURE, configured) if _is_number(configured) else _HOT_TEMPERATURE
         if self.max_seconds is not None and "max_seconds" in self._accepts:
-            options["max_seconds"] = max(0.0, self.max_seconds - (_now() - state.started))
+            options["max_seconds"] = self._time_left(state)
         return options
+
+    def _time_left(self, state: _RunState) -> Optional[float]:
+        """Seconds left of max_seconds (None: no limit); what a model call or a tool may take at most."""
+        return None if self.max_seconds is None else max(0.0, self.max_seconds - (_now() - state.started))
 
     def _overflowed(self, state: _RunState, step: Step, exc: LLMError) -> None:
         """Set a context budget for the rest of this run; raise LLMError with a hint when that cannot help."""
@@ -3476,7 +3480,7 @@ class Agent:
         if action.kind == "final":
             state.answer = action.answer
             return "final"
-        key = (action.name, json.dumps(action.arguments, sort_keys=True, ensure_ascii=False, default=str))
+        key = (action.name, _canonical(action.arguments))
         earlier = state.calls.get(key)
         if earlier is None:
             text = self._run_tool(state, step, action)
@@ -3507,12 +3511,9 @@ class Agent:
             raise
 
     def _run_tool(self, state: _RunState, step: Step, action: Action) -> str:
-        timeout = None
-        if self.max_seconds is not None:
-            timeout = max(0.0, self.max_seconds - (_now() - state.started))
         started = _now()
         text = self.tools.call(action.name, action.arguments, confirm=self.confirm,
-                               max_chars=self.max_observation_chars, timeout=timeout)
+                               max_chars=self.max_observation_chars, timeout=self._time_left(state))
         step.tool_seconds = _now() - started
         _log.debug("step %d: tool %s took %.3f s", step.index, action.name, step.tool_seconds)
         if text.startswith("ERROR:"):
