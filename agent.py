@@ -23,17 +23,18 @@ Quick start::
 Protocol: the model sends ``{"type": "tool_call", "thought": ..., "name": ..., "arguments": {...}}``
 or ``{"type": "final", "thought": ..., "answer": ...}``; results come back as ``[OBSERVATION] ...``.
 
-Map of this file, in the order the data flows (each section uses only the ones above it):
+Map of this file, in the order the data flows (each section uses only the ones above it;
+a ruler ``# -- Section, part`` starts a part of a section):
 
-- Errors: ``AgentError`` and its four children; ``_check_setting``, the one check of numeric options.
+- Errors: ``AgentError`` and its four children; ``_check_setting`` checks numeric options.
 - Calculator: ``safe_eval``, arithmetic over an ``ast`` whitelist.
 - Tools: ``Tool.from_function`` describes a function; ``ToolRegistry.call`` validates and runs it
   on a shared worker pool under a time limit; ``action_schema`` describes every valid reply.
-- Protocol: ``SYSTEM_PROMPT`` and ``_render_prompt``; ``Action``; ``_observation``, the message back.
-  Under it, the near-JSON lexer (``_ActionScanner``, skip on first read), then ``parse_action``.
+- Protocol: ``SYSTEM_PROMPT``, ``Action``, ``_observation`` (the message back), ``_refuse``; then
+  the near-JSON lexer (``_ActionScanner``; skip on first read); then ``parse_action``.
 - Demo: the ``calculator`` and ``clock`` tools and the offline planner ``MockLLM`` runs.
-- Models: the ``LLM`` protocol, ``MockLLM``, and ``OpenAICompatLLM``, which talks HTTP (its
-  plumbing -- deadlines, server-sent events -- sits under its own ruler).
+- Models: the ``LLM`` protocol and ``MockLLM``; then ``OpenAICompatLLM``, which talks HTTP, after
+  its helpers (what an answer means) and its plumbing (deadlines, server-sent events; skip on first read).
 - Loop: ``Agent.run`` is the loop; ``Step`` and ``AgentResult`` are its trace; ``run`` is one call.
 - CLI: ``main`` is ``python agent.py``.
 """
@@ -85,7 +86,7 @@ _log = logging.getLogger("agent")
 
 
 # -- Errors ----------------------------------------------------------------------------
-# the exception tree, and the one check of every numeric option
+# the exception tree; the one check of numeric options (every constructor's, chat's max_seconds, the CLI's)
 
 class AgentError(Exception):
     """Base class of every error agent.py raises on purpose."""
@@ -1030,7 +1031,7 @@ _Tools = Union[ToolRegistry, Iterable[Union[Tool, Callable[..., Any]]], None]   
 
 
 # -- Protocol --------------------------------------------------------------------------
-# what the model is told (SYSTEM_PROMPT), what it sends (Action), what comes back (observations)
+# what the model is told (SYSTEM_PROMPT), what it sends (Action), what comes back (_observation, _refuse)
 
 @dataclass(frozen=True)
 class Action:
@@ -1127,7 +1128,7 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-# -- Reading near-JSON: the parser's lexer and the streaming scanner (skip on first read) ----
+# -- Protocol, reading near-JSON: the lexer (skip on first read) -----------------------
 # _ActionScanner finds where a reply's action ends (the streaming client uses it too); _read_value reads it
 
 _MAX_REPLY_CHARS = 200_000   # a longer reply is refused before any scanning
@@ -1603,8 +1604,8 @@ def _objects(text: str):
         pos = end
 
 
-# -- Parsing an action -----------------------------------------------------------------
-# parse_action: find the action in a reply, then refuse anything whose meaning is unsure
+# -- Protocol, parsing: parse_action ---------------------------------------------------
+# find the action in a reply, read it, and refuse anything whose meaning is unsure
 
 _OWN_KEYS = ("type", "name", "arguments", "answer", "thought")
 _LOOKALIKES = {  # the one table of keys models write for an action's own; compared lower-cased and stripped
@@ -2061,8 +2062,8 @@ class MockLLM:
         return reply(messages) if callable(reply) else reply
 
 
-# -- Talking to a server ---------------------------------------------------------------
-# what a request sends and what an answer means, for OpenAICompatLLM below
+# -- Models, talking to a server -------------------------------------------------------
+# what a request sends and what an answer means (the loop also reads _repeating_tail and _reported_usage)
 
 _RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504}
 # Optional parameters a server may reject by name: each is dropped (max_tokens: renamed, when the server asks) once.
@@ -2366,7 +2367,7 @@ class _PerThread:
         setattr(client._local, self.name, value)
 
 
-# -- HTTP plumbing: deadlines, server-sent events, urllib handlers (skip on first read) ----
+# -- Models, HTTP plumbing (skip on first read) ----------------------------------------
 # every read is bounded by the request's deadline, events are read as they arrive, no redirect is followed
 
 class _Deadline:
@@ -2617,8 +2618,8 @@ def _build_opener(url: str) -> Any:
     return urllib.request.build_opener(proxies, *(handler() for handler in _handler_classes()))
 
 
-# -- The client ------------------------------------------------------------------------
-# OpenAICompatLLM: chat over HTTP with streaming, early stop, retries and adaptation
+# -- Models, the client: OpenAICompatLLM -----------------------------------------------
+# chat over HTTP with streaming, early stop, retries, adaptation; the API key never leaves in a message
 
 class OpenAICompatLLM:
     """A chat-completions client for any OpenAI-compatible server, over urllib.
