@@ -902,7 +902,7 @@ class ToolRegistry:
     def __contains__(self, name: object) -> bool:
         return name in self._tools
 
-    def __iter__(self):
+    def __iter__(self) -> typing.Iterator[Tool]:
         return iter(list(self._tools.values()))
 
     def __len__(self) -> int:
@@ -1042,7 +1042,7 @@ class Action:
     arguments: dict = field(default_factory=dict)
     answer: Optional[str] = None           # final answer text (final)
     thought: Optional[str] = None
-    repairs: tuple = ()                    # short tags of local repairs; () when the text was clean
+    repairs: tuple[str, ...] = ()          # short tags of local repairs; () when the text was clean
 
 
 _CALL_SHAPE = '{"type": "tool_call", "thought": "...", "name": "<tool name>", "arguments": {...}}'
@@ -2014,6 +2014,9 @@ def _trace_steps(path: str) -> list:
     return steps
 
 
+_Scripted = Union[str, Callable[[list[dict]], str], BaseException]   # one reply of MockLLM's script
+
+
 class MockLLM:
     """A scripted model for tests and the offline demo.
 
@@ -2025,10 +2028,10 @@ class MockLLM:
     arithmetic expression in the task, then a final answer from the observations.
     """
 
-    def __init__(self, replies: Optional[Iterable] = None) -> None:
+    def __init__(self, replies: Optional[Iterable[_Scripted]] = None) -> None:
         self.replies = None if replies is None else list(replies)
-        self.calls: list = []
-        self.options: list = []              # the per-call options of each call, e.g. response_schema
+        self.calls: list[list[dict]] = []    # a copy of the messages of each call
+        self.options: list[dict] = []        # the per-call options of each call, e.g. response_schema
         self.last_finish_reason: Optional[str] = None
         self._finish_reasons: list = []      # what each reply reports as its finish_reason (a replay)
 
@@ -2645,8 +2648,8 @@ class OpenAICompatLLM:
                  max_retries: int = 3, stop: Optional[Iterable[str]] = (_OBSERVATION,),
                  extra_body: Optional[dict] = None, headers: Optional[dict] = None, opener: Any = None,
                  sleep: Callable[[float], None] = time.sleep, response_schema: Optional[dict] = None,
-                 stream: bool = True, on_delta: Optional[Callable] = None, early_stop: bool = True,
-                 repetition_stop: bool = True,
+                 stream: bool = True, on_delta: Optional[Callable[[Optional[str]], None]] = None,
+                 early_stop: bool = True, repetition_stop: bool = True,
                  max_request_seconds: float = 600, max_response_bytes: int = 8 * 1024 * 1024,
                  allow_http_key: bool = False, organization: Optional[str] = None,
                  project: Optional[str] = None) -> None:
