@@ -1746,6 +1746,8 @@ def _check_spellings(obj: dict, repairs: list) -> None:
 def _check_one_kind(obj: dict) -> None:
     """The one check that an action is a call or an answer, never both: a name or arguments, and an answer,
     each holding a value under any spelling or look-alike of its key, are refused whatever "type" says."""
+    if "answer" not in obj and all(key in _OWN_KEYS for key in obj):
+        return  # the common call: the action's own keys and no answer
     meant = [key if key in _OWN_KEYS else _meant_key(key) for key in obj if _present(obj, key)]
     if "answer" in meant and ("name" in meant or "arguments" in meant):
         raise _refuse("your reply has both an answer and a tool call; send one of them")
