@@ -305,6 +305,15 @@ def test_a_misspelled_key_is_named(reply, words):
     refused(reply, words)
 
 
+def refused_beside_a_call(obj, key):
+    """A value under key beside a call without arguments is refused, naming "arguments" and the key; under a
+    look-alike of "answer" ("output", "Response") the answer-and-call check refuses it first."""
+    if agent._meant_key(key) == "answer":
+        refused(json.dumps(obj), "both an answer and a tool call")
+    else:
+        refused(json.dumps(obj), '"arguments"', json.dumps(key, ensure_ascii=False)[:20])
+
+
 @DEEP
 @given(st.text(min_size=1, max_size=12).filter(lambda k: k not in ("type", "name", "arguments", "answer", "thought")),
        st.dictionaries(st.text(max_size=4), st.integers(), min_size=1, max_size=2),
@@ -314,10 +323,7 @@ def test_an_object_under_any_other_key_is_never_dropped(key, value, arguments, m
     if not missing:
         obj["arguments"] = arguments
     obj[key] = value
-    if agent._meant_key(key) == "answer":   # "output", "Response": the one answer-and-call check refuses it first
-        refused(json.dumps(obj), "both an answer and a tool call")
-    else:
-        refused(json.dumps(obj), '"arguments"', json.dumps(key, ensure_ascii=False)[:20])
+    refused_beside_a_call(obj, key)
 
 
 # -- issue #11.12: an unclosed think block holds no action --------------------------------
@@ -516,10 +522,7 @@ def test_any_other_key_holding_a_value_beside_missing_arguments_is_refused(key, 
     if arguments != "missing":
         obj["arguments"] = arguments
     obj[key] = value
-    if agent._meant_key(key) == "answer":   # "output", "Response": the one answer-and-call check refuses it first
-        refused(json.dumps(obj), "both an answer and a tool call")
-    else:
-        refused(json.dumps(obj), '"arguments"', json.dumps(key, ensure_ascii=False)[:20])
+    refused_beside_a_call(obj, key)
 
 
 @DEEP
