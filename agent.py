@@ -173,10 +173,12 @@ def _check_setting(name: str, value: Any, optional: bool = False) -> None:
     integer, low, inclusive = _SETTINGS[name]
     # Comparisons, not math.isfinite: nan fails them, and so does an int too large for a float.
     if ((_is_int(value) if integer else _is_number(value))
-            and (value >= low if inclusive else value > low) and (integer or value <= sys.float_info.max)):
+            and (value >= low if inclusive else value > low) and value <= sys.float_info.max):
         return
     rule = f"{'an integer' if integer else 'a finite number'} {'>=' if inclusive else '>'} {low}"
-    raise ValueError(f"invalid {name} {_text(value, repr)} (must be {rule}{', or None' if optional else ''})")
+    shown = _text(value, repr)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    raise ValueError(f"invalid {name} {shown} (must be {rule}{', or None' if optional else ''})")
 
 
 # -- Calculator ------------------------------------------------------------------------
@@ -1622,9 +1624,10 @@ _KEY_WORDS = "|".join(sorted({"type", "name", "arguments", "answer", *_LOOKALIKE
 _ACTION_KEY_TEXT = re.compile(rf"""(?:(?<![\w-])|(?<=\\[nrt]))(?:{_KEY_WORDS})(?:[\\"']|\s){{0,64}}:""", re.I)
 
 
-def _spelling(key: Any) -> Optional[str]:
-    """A key as the parser compares it: lower-cased, without spaces around (``"Name "`` is ``name``)."""
-    return key.strip().lower() if isinstance(key, str) else None
+def _spelling(word: Any) -> Optional[str]:
+    """A key or a "type" as the parser compares it: lower-cased, stripped, inner spaces and hyphens as
+    underscores (``"Name "`` is ``name``, ``"Final Answer"`` is ``final_answer``, ``"tool-call"`` is ``tool_call``)."""
+    return word.strip().lower().replace(" ", "_").replace("-", "_") if isinstance(word, str) else None
 
 
 def _meant_key(key: Any) -> Optional[str]:
@@ -1685,7 +1688,10 @@ def _one_object(value: Any, opened: bool, repairs: list) -> dict:
     if not value or not isinstance(value[0], dict):
         raise _refuse("expected one JSON object, found an array")
     _note(repairs, "array")
-    _check_others(value[0], (("", item) for item in value[1:]), opened, repairs)
+    # a string in the array is read as text after the action is: for the objects written in it
+    others = itertools.chain.from_iterable(_objects(item) if isinstance(item, str) else [("", item)]
+                                           for item in value[1:])
+    _check_others(value[0], others, opened, repairs)
     return value[0]
 
 
@@ -1744,12 +1750,14 @@ def _check_spellings(obj: dict, repairs: list) -> None:
 
 
 def _check_one_kind(obj: dict) -> None:
-    """The one check that an action is a call or an answer, never both: a name or arguments, and an answer,
-    each holding a value under any spelling or look-alike of its key, are refused whatever "type" says."""
+    """The one check that an action is a call or an answer, never both, whatever "type" says: a name or
+    arguments (under any spelling of the key) and an answer (under any spelling, or a look-alike such as
+    "final_answer" or "output"), each holding a value, are refused. A look-alike of a call's key beside an
+    answer ("input" echoing the question) runs nothing, so it is left to the final answer."""
     if "answer" not in obj and all(key in _OWN_KEYS for key in obj):
         return  # the common call: the action's own keys and no answer
-    meant = [key if key in _OWN_KEYS else _meant_key(key) for key in obj if _present(obj, key)]
-    if "answer" in meant and ("name" in meant or "arguments" in meant):
+    call = any(_spelling(key) in ("name", "arguments") and _present(obj, key) for key in obj)
+    if call and any(_meant_key(key) == "answer" and _present(obj, key) for key in obj):
         raise _refuse("your reply has both an answer and a tool call; send one of them")
 
 
@@ -1757,7 +1765,7 @@ def _action_kind(obj: dict, repairs: list) -> str:
     """"tool_call" or "final": from "type", else from the keys a call or an answer has."""
     if "type" in obj:
         kind = obj["type"]
-        normal = kind.strip().lower().replace("-", "_").replace(" ", "_") if isinstance(kind, str) else None
+        normal = _spelling(kind)
         if normal not in ("tool_call", "final"):
             raise _refuse(f'unknown "type" {json.dumps(kind, ensure_ascii=False)[:40]}: use "tool_call" or "final"')
         if normal != kind:
@@ -1957,14 +1965,29 @@ def _compose_answer(plan: list, results: list) -> str:
     return sentence[0].upper() + sentence[1:] + "."
 
 
+def _task_index(messages: list[dict]) -> Optional[int]:
+    """Where the current task is: the last user message that does not answer a reply other than a final
+    answer (an observation does; a task may even look like one). None when there is no user message."""
+    for i in range(len(messages) - 1, -1, -1):
+        before = messages[i - 1] if i else {}
+        if messages[i]["role"] == "user" and (before.get("role") != "assistant" or _is_final(before["content"])):
+            return i
+    return None
+
+
+def _is_final(reply: str) -> bool:
+    try:
+        return parse_action(reply).kind == "final"
+    except ActionFormatError:
+        return False
+
+
 def _offline_reply(messages: list[dict]) -> str:
     """The offline planner's next reply: the clock for a question about the time, the calculator for each
     arithmetic expression in the task, then a final answer from the observations."""
-    users = [i for i, m in enumerate(messages) if m["role"] == "user"] or [len(messages) - 1]
-    # the task is the last user message that is not an observation (a task may itself look like one)
-    task_at = max((i for i in users if _observation_result(messages[i]["content"]) is None), default=users[0])
-    task = messages[task_at]["content"]
-    results = [_observation_result(m["content"]) for m in messages[task_at + 1:] if m["role"] == "user"]
+    task_at = _task_index(messages)
+    task = messages[task_at]["content"] if task_at is not None else ""
+    results = [_observation_result(m["content"]) or "" for m in messages[(task_at or 0) + 1:] if m["role"] == "user"]
     plan = [(_CLOCK, {})] if _TIME_WORDS.search(task) else []
     plan += [(_CALCULATOR, {"expression": expr}) for expr in _find_arithmetic(task)]
     if len(results) < len(plan):
@@ -2269,7 +2292,8 @@ def _names_model(message: str, model: Any) -> bool:
     """Whether a server's message names the model as a whole word: model "m" is not named by "not found"."""
     if not isinstance(model, str) or not model:
         return False
-    return re.search(rf"(?<![\w.:/-]){re.escape(model)}(?![\w.:/-])", message) is not None
+    # Not inside a longer name: no name character may touch it, nor a "." or ":" that goes on ("llama3.1").
+    return re.search(rf"(?<![\w.:/-]){re.escape(model)}(?![\w/-]|[.:][\w/-])", message) is not None
 
 
 def _first_number(pattern: re.Pattern, text: str) -> Optional[int]:
@@ -2551,7 +2575,7 @@ class _TimedReader(io.RawIOBase):
         left = self._deadline.end - time.monotonic()
         if left <= 0:
             raise socket.timeout("the request's deadline has passed")
-        self._sock.settimeout(left if self.first_byte else min(self._timeout, left))
+        self._sock.settimeout(min(left if self.first_byte else min(self._timeout, left), threading.TIMEOUT_MAX))
         count = self._raw.readinto(buffer)
         self.first_byte = self.first_byte and not count
         return count
@@ -2727,10 +2751,12 @@ class OpenAICompatLLM:
         only; a client built with its own ``response_schema`` keeps it. ``max_seconds``
         caps the whole call, retries included.
         """
+        if _is_number(max_seconds) and max_seconds <= 0:   # the agent passes what is left of its budget
+            raise LLMError(f"no time left for a model call (max_seconds={max_seconds!r})")
         try:
-            _check_setting("max_seconds", max_seconds, optional=True)   # the agent passes what is left: maybe 0
+            _check_setting("max_seconds", max_seconds, optional=True)
         except ValueError as exc:
-            raise LLMError(f"no time left for a model call: {exc}") from None
+            raise LLMError(str(exc)) from None
         call_end = time.monotonic() + max_seconds if max_seconds is not None else math.inf
         while True:
             try:
@@ -2908,7 +2934,7 @@ class OpenAICompatLLM:
         request.timing = (self.timeout, deadline)   # a fresh Request per attempt: urllib's proxy code edits it
         opener = self._opener or _build_opener(deadline.url)
         try:
-            return opener.open(request, timeout=min(self.timeout, deadline.left()))
+            return opener.open(request, timeout=min(self.timeout, deadline.left(), threading.TIMEOUT_MAX))
         except urllib.error.HTTPError as exc:
             text = _read_error_body(exc, deadline, self.timeout).decode("utf-8", errors="replace")
             self._fail(exc.code, text, exc.headers, deadline.url)

@@ -1,6 +1,7 @@
 """The HTTP client under hostile servers and careless configuration (issue #11, client items 1, 2, 7, 8, 15, 17)."""
 import io
 import json
+import re
 import logging
 
 import pytest
@@ -494,8 +495,18 @@ def test_a_rejected_per_call_frequency_penalty_is_dropped_and_remembered(serve):
     assert [("frequency_penalty" in r["body"]) for r in server.requests] == [True, False, False]
 
 
-@pytest.mark.parametrize("max_seconds", ["5", True, float("inf"), float("nan"), 0, -1])
-def test_a_bad_or_spent_max_seconds_is_an_llm_error_before_any_request(max_seconds):
+@pytest.mark.parametrize("max_seconds, words", [
+    ("5", "invalid max_seconds '5'"), (True, "invalid max_seconds True"), (float("inf"), "invalid max_seconds inf"),
+    (float("nan"), "invalid max_seconds nan"), (0, "no time left for a model call"),
+    (-1.5, "no time left for a model call"),
+])
+def test_a_bad_or_spent_max_seconds_is_an_llm_error_before_any_request(max_seconds, words):
     llm = OpenAICompatLLM("m", "http://127.0.0.1:9/v1", opener=object())   # an opener that cannot open
-    with pytest.raises(LLMError, match="no time left for a model call: invalid max_seconds"):
+    with pytest.raises(LLMError, match=re.escape(words)):
         llm.chat([{"role": "user", "content": "hi"}], max_seconds=max_seconds)
+
+
+def test_the_largest_finite_time_limits_are_no_limits_in_practice(serve):
+    server = serve(chat_answer("hi"))
+    llm = client(server, timeout=1e308, max_request_seconds=1e308)   # sockets take at most threading.TIMEOUT_MAX
+    assert llm.chat([{"role": "user", "content": "hi"}], max_seconds=1e308) == "hi"

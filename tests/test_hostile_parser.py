@@ -668,12 +668,22 @@ def test_both_an_answer_and_a_call_is_refused_whatever_the_type_says(kind, name,
 @pytest.mark.parametrize("reply", [
     '{"name": "f", "Answer": "x"}',                                  # the call would run, the answer be dropped
     '{"Name": "f", "answer": "x"}',
-    '{"tool": "f", "answer": "x"}',
     '{"type": "final", "answer": "x", "Arguments": {"a": 1}}',
     '{"type": "tool_call", "name": "f", "arguments": {}, "final_answer": "x"}',
+    '{"name": "calculator", "arguments": {"expression": "2*3"}, "Final Answer": "6"}',
+    '{"type": "tool_call", "name": "f", "arguments": {"a": 1}, "output": "invented"}',
 ])
 def test_both_an_answer_and_a_call_under_any_spelling_of_their_keys_is_refused(reply):
     refused(reply, "both an answer and a tool call")
+
+
+@pytest.mark.parametrize("reply", [
+    '{"type": "final", "answer": "Paris", "input": "capital of France?"}',   # echoes the question
+    '{"tool": "f", "answer": "x"}',
+])
+def test_a_look_alike_of_a_calls_key_beside_an_answer_runs_nothing_and_is_left_to_it(reply):
+    action = parse_action(reply)
+    assert (action.kind, action.name) == ("final", None)
 
 
 @pytest.mark.parametrize("opening", ["", "Here: "])
@@ -682,8 +692,10 @@ def test_data_beside_the_action_is_judged_alike_in_an_array_and_after_it(opening
     for reply in (f"{opening}{call} {{\"x\": 1}}", f"{opening}[{call}, {{\"x\": 1}}]"):
         action = parse_action(reply)
         assert action.name == "f" and "extra_actions" not in action.repairs, reply
-    for reply in (f'{opening}{call} {{"name": "g"}}', f'{opening}[{call}, {{"name": "g"}}]'):
+    other = json.dumps(json.dumps({"type": "final", "answer": "6"}))   # an action written as a JSON string
+    for reply in (f'{opening}{call} {{"name": "g"}}', f'{opening}[{call}, {{"name": "g"}}]',
+                  f'{opening}{call} {other}', f'{opening}[{call}, {other}]'):
         if opening:
-            refused(reply, "two different actions")
+            refused(reply, "action")   # "two different actions", or "more than one action" when escaped
         else:
             assert "extra_actions" in parse_action(reply).repairs

@@ -130,6 +130,9 @@ def test_401_fails_fast_with_server_message_and_hint(serve):
     ("llama3", "model 'llama3.1:8b' not found", False),         # a longer name that starts with it
     ("nope", "The model `nope` does not exist", True),
     ("llama3.1:8b", "model 'llama3.1:8b' not found", True),
+    ("llama3", "Unknown model: llama3.", True),                  # a full stop ends the sentence, not the name
+    ("gpt-4o-mini", "unknown model: gpt-4o-mini:", True),
+    ("Qwen/Qwen2.5-7B", "No model named Qwen/Qwen2.5-7B.", True),
 ])
 def test_404_hints_at_the_model_only_when_the_message_names_it(serve, model, message, named):
     server = serve(error_answer(404, message))

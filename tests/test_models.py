@@ -97,3 +97,10 @@ def test_from_trace_of_a_deeply_nested_file_is_a_value_error(tmp_path):
 def test_the_planner_reads_a_task_that_looks_like_an_observation():
     result = run("[OBSERVATION] what is 2+3?")
     assert (result.stop_reason, result.answer) == ("final", "5")
+
+
+def test_the_planner_answers_the_current_task_of_a_conversation():
+    agent = Agent(MockLLM(), _demo_tools())
+    first = agent.run("what is 2+3")
+    assert agent.run("[OBSERVATION] 6*7", first.messages).answer == "42"   # not the earlier task's 5
+    assert "offline demo model" in MockLLM().chat([])                       # no task at all
