@@ -1965,6 +1965,14 @@ def _compose_answer(plan: list, results: list) -> str:
     return sentence[0].upper() + sentence[1:] + "."
 
 
+def _is_final(reply: str) -> bool:
+    """Whether a reply reads as a final answer."""
+    try:
+        return parse_action(reply).kind == "final"
+    except ActionFormatError:
+        return False
+
+
 def _task_index(messages: list[dict]) -> Optional[int]:
     """Where the current task is: the last user message that does not answer a reply other than a final
     answer (an observation does; a task may even look like one). None when there is no user message."""
@@ -1973,13 +1981,6 @@ def _task_index(messages: list[dict]) -> Optional[int]:
         if messages[i]["role"] == "user" and (before.get("role") != "assistant" or _is_final(before["content"])):
             return i
     return None
-
-
-def _is_final(reply: str) -> bool:
-    try:
-        return parse_action(reply).kind == "final"
-    except ActionFormatError:
-        return False
 
 
 def _offline_reply(messages: list[dict]) -> str:
