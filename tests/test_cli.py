@@ -472,3 +472,16 @@ def test_allow_http_key_reaches_the_client(monkeypatch):
     assert agent._cli_agent(agent._cli_parser().parse_args(argv))[0].llm.allow_http_key is False
     built, _ = agent._cli_agent(agent._cli_parser().parse_args(argv + ["--allow-http-key"]))
     assert built.llm.allow_http_key is True
+
+
+def test_the_cli_shows_and_uses_the_librarys_own_defaults(monkeypatch):
+    import inspect
+
+    monkeypatch.setattr(agent.Agent.__init__, "__kwdefaults__", {**agent.Agent.__init__.__kwdefaults__, "max_steps": 7})
+    agent_defaults = inspect.signature(agent.Agent).parameters
+    client_defaults = inspect.signature(agent.OpenAICompatLLM).parameters
+    assert agent._cli_parser().parse_args([]).max_steps == agent_defaults["max_steps"].default == 7
+    help_text = " ".join(agent._cli_parser().format_help().split())
+    assert f"(default {client_defaults['timeout'].default})" in help_text
+    assert f"(default {client_defaults['temperature'].default})" in help_text
+    assert f"model calls per task (default {agent_defaults['max_steps'].default})" in help_text
