@@ -2228,6 +2228,29 @@ def _models_url(chat_url: str) -> str:
     return urlunsplit(parts._replace(path=parts.path[:-len("/chat/completions")] + "/models"))
 
 
+def _userinfo(base_url: Any) -> tuple:
+    """(the base URL without a user name and password, the URL as shown, the Basic credential or None).
+
+    A user name and password in the URL (``http://alice:S3cret@host/v1``) are sent as
+    Basic auth, as curl does: urllib would send nothing. The URL as shown has the
+    password as ``***``. Read by hand, so that no parse error can quote the password.
+    """
+    if not isinstance(base_url, str) or "://" not in base_url:
+        return base_url, base_url, None
+    scheme, _, rest = base_url.strip().partition("://")
+    end = min((at for at in map(rest.find, "/?#") if at >= 0), default=len(rest))
+    userinfo, at, host = rest[:end].rpartition("@")
+    if not at:
+        return base_url, base_url, None
+    import base64
+    from urllib.parse import unquote
+
+    user, colon, password = userinfo.partition(":")
+    shown = f"{scheme}://{user}{':***' if colon else ''}@{host}{rest[end:]}"
+    credential = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode("ascii")
+    return f"{scheme}://{host}{rest[end:]}", shown, credential
+
+
 def _is_loopback(url: str) -> bool:
     """True when url names a loopback host: a literal loopback IP (127.0.0.0/8, ::1) or exactly ``localhost``.
 
@@ -2279,6 +2302,89 @@ _ESCAPED = re.compile(r"\\u([0-9a-fA-F]{4})|\\(/)|%([0-9a-fA-F]{2})")   # JSON's
 def _unescaped(text: str) -> str:
     """text with JSON's \\uXXXX and \\/ escapes and URL percent-escapes decoded, so an escaped secret shows."""
     return _ESCAPED.sub(lambda m: m.group(2) or chr(int(m.group(1) or m.group(3), 16)), text)
+
+
+def _scrubbed(text: str, secrets: Iterable[Optional[str]]) -> str:
+    """text with every secret shown as ``***``: the one scrubber, for keys, passwords and header credentials.
+
+    A run of 8 or more characters that starts or ends a secret is hidden too (a server
+    that echoes all but the last 4 characters of a key). A server may echo a secret
+    escaped (``\\u0073k-...``, PHP's ``\\/``, ``%2F`` in a Location, escaped twice): when an
+    unescaped reading of the text holds one, that reading is shown, scrubbed. Secrets
+    shorter than 8 characters are placeholders (``"x"``, ``"none"``) and are left alone.
+
+    >>> _scrubbed("bad key sk-abcdefghij12345678 (sk-abcdefghij1234...)", ["sk-abcdefghij12345678"])
+    'bad key *** (***...)'
+    """
+    secrets = [secret for secret in secrets if isinstance(secret, str) and len(secret) >= _MIN_SECRET_CHARS]
+    readings = [text]
+    for _ in range(3 if secrets else 0):    # an escape escaped again (\\u005cu0073, %252F) takes another pass
+        readings.append(_unescaped(readings[-1]))
+    for reading in reversed(readings):
+        spans = sorted(span for secret in secrets for span in _secret_spans(reading, secret))
+        if spans:
+            shown, end = [], 0
+            for start, stop in spans:       # overlapping spans merge into one ***
+                if start > end or not shown:
+                    shown += [reading[end:start], "***"]
+                end = max(end, stop)
+            return "".join(shown) + reading[end:]
+    return text
+
+
+def _secret_spans(text: str, secret: str) -> list:
+    """(start, end) of each run of text that is secret, or 8 or more characters that start or end it."""
+    spans, size = [], _MIN_SECRET_CHARS
+    at = text.find(secret[:size])
+    while at >= 0:                          # from a match of its first characters, as far as it goes on
+        end = at + size
+        while end < len(text) and end - at < len(secret) and text[end] == secret[end - at]:
+            end += 1
+        spans.append((at, end))
+        at = text.find(secret[:size], at + 1)
+    end = text.find(secret[-size:]) + size
+    while end >= size:                      # from a match of its last characters, as far back as it goes
+        start = end - size
+        while start > 0 and end - start < len(secret) and text[start - 1] == secret[-(end - start) - 1]:
+            start -= 1
+        spans.append((start, end))
+        end = text.find(secret[-size:], end - size + 1) + size
+    return spans
+
+
+_CREDENTIAL_HEADER = re.compile(r"auth|key|token|secret|cookie|password|session|signature", re.I)
+_CREDENTIAL_PARTS = re.compile(r"[\s,;]+")   # "Bearer <token>", "a=<value>; b=<value>"
+
+
+def _header_secrets(headers: dict) -> list:
+    """The secrets in request headers, for ``_scrubbed``: every value, and the parts of a credential.
+
+    A header that can carry a credential (Authorization, Proxy-Authorization, api-key,
+    x-api-key, a cookie, any ``*-token``) also gives each part of its value (the token
+    after ``Bearer``/``Basic``/``Token``, a cookie's values) and what a Basic credential
+    decodes to (``user:password``, the password).
+    """
+    secrets = []
+    for name, value in headers.items():
+        if value is None:
+            continue
+        secrets.append(str(value).strip())
+        if _CREDENTIAL_HEADER.search(str(name)):
+            for part in _CREDENTIAL_PARTS.split(str(value)):
+                secrets += [part, part.partition("=")[2], *_basic_secrets(part)]   # a cookie's value
+    return secrets
+
+
+def _basic_secrets(credential: str) -> list:
+    """``user:password`` and the password a Basic credential decodes to; [] when it is not one."""
+    import base64
+    import binascii
+
+    try:
+        decoded = base64.b64decode(credential, validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):    # not base64, or not text
+        return []
+    return [decoded, decoded.partition(":")[2]] if ":" in decoded else []
 
 
 def _error_status(details: dict) -> Optional[int]:
@@ -2686,8 +2792,12 @@ class OpenAICompatLLM:
                             "max_response_bytes": max_response_bytes, "temperature": temperature,
                             "max_tokens": max_tokens}.items():
             _check_setting(name, value, optional=name in ("temperature", "max_tokens"))  # None: the server's
-        self.model, self.base_url, self.url = model.strip(), base_url, _chat_url(base_url)
+        base_url, self.base_url, self._basic = _userinfo(base_url)   # base_url: the password shown as ***
+        self.model, self.url = model.strip(), _chat_url(base_url)
         self._api_key = _clean_key(api_key)
+        if self._basic and self._api_key:
+            raise ValueError("the base URL holds a user name and password (sent as Basic auth) and an API key is set "
+                             "(sent as Bearer): both go in the Authorization header; give one")
         self.temperature = temperature       # None: leave it to the server
         self.max_tokens = max_tokens         # None: leave it to the server
         self.timeout = timeout               # seconds: to connect, and for each next byte once the first has come
@@ -2899,7 +3009,9 @@ class OpenAICompatLLM:
     def _request_headers(self, stream: bool) -> dict:
         headers = {"Content-Type": "application/json", "User-Agent": f"agent.py/{__version__}",
                    "Accept": "text/event-stream, application/json" if stream else "application/json"}
-        if self._api_key and not self._key_withheld:
+        if self._basic:
+            headers["Authorization"] = f"Basic {self._basic}"
+        elif self._api_key and not self._key_withheld:
             if _HEADER_CONTROL.search(self._api_key):
                 raise LLMError("the API key holds a control character; check how it was read (the key is not shown)")
             headers["Authorization"] = f"Bearer {self._api_key}"
@@ -3085,21 +3197,10 @@ class OpenAICompatLLM:
         return text
 
     def _scrub(self, text: str) -> str:
-        """text without the API key, nor any custom header value that may be a key (Azure's api-key header).
-
-        Every path that quotes server text goes through here. A server may echo a key
-        escaped (``\\u0073k-...``, PHP's ``\\/``, ``%2F`` in a Location, escaped twice):
-        when an unescaped reading of the text holds a secret, that reading is shown, scrubbed.
+        """text without the API key, the base URL's password, nor a header's credential; every quote of server text.
         """
-        secrets = [self._api_key] + [str(value).strip() for value in self.headers.values()]
-        secrets = [secret for secret in secrets if secret and len(secret) >= _MIN_SECRET_CHARS]
-        readings = [text]
-        for _ in range(3):                      # an escape escaped again (\\u005cu0073, %252F) takes another pass
-            readings.append(_unescaped(readings[-1]))
-        shown = next((r for r in reversed(readings) if any(secret in r for secret in secrets)), text)
-        for secret in secrets:
-            shown = shown.replace(secret, "***")
-        return shown
+        secrets = [self._api_key, *(_basic_secrets(self._basic) + [self._basic] if self._basic else [])]
+        return _scrubbed(text, secrets + _header_secrets(self.headers))
 
 
 # -- Loop ------------------------------------------------------------------------------

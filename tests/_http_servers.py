@@ -209,6 +209,8 @@ class ScriptedServer:
             def do_GET(self):
                 self.answer(None)
 
+            do_CONNECT = do_GET   # a script may play an HTTPS proxy
+
             def answer(self, body):
                 server.requests.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
                                         "body": body})
