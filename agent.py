@@ -3295,8 +3295,8 @@ class AgentResult:
 
         ``path`` is anything ``open()`` takes: text, bytes or a path object. The text
         goes to a temporary file beside the target that then replaces it, so the old
-        file survives any failure; the new file keeps the old one's permission bits,
-        and a symlink is written through to the file it points to. A lone surrogate
+        file survives any failure; the temporary file is created 0600, the new file
+        keeps the old one's permission bits (a new one stays 0600), and a symlink is written through to the file it points to. A lone surrogate
         (a model's ``"\\ud83d"``, an undecodable file name) is written as its JSON
         escape and reads back unchanged. Raises OSError when the file cannot be written.
         """
@@ -3305,8 +3305,10 @@ class AgentResult:
         name = f".{os.urandom(6).hex()}.tmp"  # short: a target name at the system's length limit still fits
         temp = os.path.join(os.path.dirname(target), os.fsencode(name) if isinstance(target, bytes) else name)
         try:
+            # Private from the start: the result never sits in a file more open than the target (or 0600).
+            descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
             # Only strings can hold surrogates, and backslashreplace writes one as its JSON escape (\ud83d).
-            with open(temp, "x", encoding="utf-8", errors="backslashreplace") as handle:
+            with open(descriptor, "w", encoding="utf-8", errors="backslashreplace") as handle:
                 handle.write(text)
                 handle.flush()
                 os.fsync(handle.fileno())
