@@ -2116,6 +2116,7 @@ _N_PROMPT = re.compile(r"request \((\d+) tokens\)|resulted in (\d+) tokens|(\d+)
                        r"|has (\d+) input tokens|prompt \(length (\d+)\)")
 _HEADER_CONTROL = re.compile(r"[\x00-\x1f\x7f]")   # http.client refuses these, quoting the whole header value
 _MAX_RETRY_AFTER = 60.0     # seconds; a longer Retry-After is capped
+_MAX_USAGE_COUNT = 10 ** 9  # tokens in one call's usage; a larger count is no count (it reads as 0)
 _MIN_SECRET_CHARS = 8       # shorter keys ("x", "none") are placeholders; scrubbing them would mangle every message
 _READ_CHUNK = 65536         # bytes asked of the socket at a time; a stream gives back what has arrived
 _MAX_ERROR_BYTES = 65536    # bytes of an error body read to quote its message
@@ -2456,13 +2457,18 @@ def _reasoning_of(message: dict) -> str:
 
 
 def _reported_usage(usage: Any) -> Optional[dict]:
-    """prompt_tokens and completion_tokens from a usage object; None when it reports neither."""
+    """prompt_tokens and completion_tokens from a usage object; None when it reports neither.
+
+    A count that is not a whole number from 0 to _MAX_USAGE_COUNT (a float, a bool, a
+    negative, a 4,300-digit number) is not a count any server can mean: it reads as 0.
+    """
     if not isinstance(usage, dict):
         return None
     counts = {key: usage.get(key) for key in ("prompt_tokens", "completion_tokens")}
-    if not any(_is_int(v) and v >= 0 for v in counts.values()):
+    counts = {key: v if _is_int(v) and 0 <= v <= _MAX_USAGE_COUNT else None for key, v in counts.items()}
+    if all(v is None for v in counts.values()):
         return None
-    return {key: v if _is_int(v) and v >= 0 else 0 for key, v in counts.items()}
+    return {key: v or 0 for key, v in counts.items()}
 
 
 def _fold_system(messages: list) -> list:
@@ -2804,7 +2810,8 @@ class OpenAICompatLLM:
         self.max_request_seconds = max_request_seconds   # seconds: a whole request, its first byte included
         self.max_response_bytes = max_response_bytes     # a longer answer is refused
         self.max_retries = max_retries       # retries after the first attempt
-        self.stop = list(stop or ())         # sent as "stop"; cut client-side if the server rejects it
+        self.stop = [stop] if isinstance(stop, str) and stop else list(stop or ())   # one string is one stop
+        # the stop sequences are sent as "stop"; cut client-side if the server rejects it
         self.extra_body, self.headers = dict(extra_body or {}), dict(headers or {})
         self.organization, self.project = organization, project   # sent as the SDK does
         self.response_schema = response_schema   # kept on every call: per-call schemas do not replace it
