@@ -2118,6 +2118,7 @@ _HEADER_CONTROL = re.compile(r"[\x00-\x1f\x7f]")   # http.client refuses these, 
 _MAX_RETRY_AFTER = 60.0     # seconds; a longer Retry-After is capped
 _MAX_USAGE_COUNT = 10 ** 9  # tokens in one call's usage; a larger count is no count (it reads as 0)
 _MIN_SECRET_CHARS = 8       # shorter keys ("x", "none") are placeholders; scrubbing them would mangle every message
+_BOM = b"\xef\xbb\xbf"         # UTF-8's byte-order mark, which a few servers send before an answer
 _READ_CHUNK = 65536         # bytes asked of the socket at a time; a stream gives back what has arrived
 _MAX_ERROR_BYTES = 65536    # bytes of an error body read to quote its message
 _STATUS_HINTS = {
@@ -2591,23 +2592,30 @@ def _read_error_body(exc: Any, deadline: Any, timeout: float) -> bytes:
     return b"".join(pieces)[:_MAX_ERROR_BYTES]
 
 
+_LINE_END = re.compile(rb"\r\n|\r|\n")   # server-sent events end lines in any of the three
+
+
 class _EventStream:
     """Server-sent events out of bytes as they arrive: gives the data of each complete event (internal)."""
 
     def __init__(self) -> None:
         self._partial: list = []     # bytes of a line not ended yet
         self._data: list = []        # data lines of the event not dispatched yet
+        self._after_cr = False       # the last piece ended in \r: a \n starting the next one ends no line
 
     def feed(self, chunk: bytes) -> list:
         """The data of every event that chunk completes; b"" marks the end of the stream."""
-        if chunk and b"\n" not in chunk:
+        end = not chunk
+        if self._after_cr and chunk.startswith(b"\n"):
+            chunk = chunk[1:]                                       # the rest of a \r\n cut between two reads
+        self._after_cr = chunk.endswith(b"\r")
+        if not end and b"\n" not in chunk and b"\r" not in chunk:
             self._partial.append(chunk)
             return []
-        lines = b"".join(self._partial + [chunk]).split(b"\n")   # a UTF-8 character never holds a b"\n"
-        self._partial = [lines.pop()] if chunk else []
+        lines = _LINE_END.split(b"".join(self._partial + [chunk]))  # a UTF-8 character never holds \r or \n
+        self._partial = [] if end else [lines.pop()]
         events: list = []
-        for line in lines + ([] if chunk else [b""]):                # at the end, a blank line dispatches the rest
-            line = line.rstrip(b"\r")
+        for line in lines + ([b""] if end else []):                # at the end, a blank line dispatches the rest
             if not line and self._data:
                 events.append("\n".join(self._data))
                 self._data = []
@@ -2901,7 +2909,7 @@ class OpenAICompatLLM:
             response = self._open(None, False, deadline)
             try:
                 body = _Body(response, deadline, self.max_response_bytes, self.timeout)
-                text = b"".join(iter(body.read, b"")).decode("utf-8", errors="replace")
+                text = b"".join(iter(body.read, b"")).decode("utf-8-sig", errors="replace")   # any BOM dropped
             finally:
                 response.close()
         except _Retryable as exc:
@@ -3056,7 +3064,7 @@ class OpenAICompatLLM:
         try:
             return opener.open(request, timeout=min(self.timeout, deadline.left(), threading.TIMEOUT_MAX))
         except urllib.error.HTTPError as exc:
-            text = _read_error_body(exc, deadline, self.timeout).decode("utf-8", errors="replace")
+            text = _read_error_body(exc, deadline, self.timeout).decode("utf-8-sig", errors="replace")
             self._fail(exc.code, text, exc.headers, deadline.url)
         except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out, cut short
             raise self._unreachable(exc, deadline) from None
@@ -3083,17 +3091,18 @@ class OpenAICompatLLM:
                            f"({int(length)} bytes); refused")
         body = _Body(response, deadline, self.max_response_bytes, self.timeout)
         first = body.read()
-        while first and len(first.lstrip()) < 6:     # enough to tell events from JSON, even a byte at a time
+        while first and len(first.lstrip()) < 6 + 3:   # enough to tell events from JSON, even a byte at a time
             more = body.read()
             if not more:
                 break
             first += more
+        first = first[3:] if first.startswith(_BOM) else first   # some servers open their answer with one
         events = "event-stream" in (headers.get("Content-Type") or "")
         if events or first.lstrip().startswith((b"data:", b":", b"event:", b"id:")):
             return self._read_events(body, first)
         chunks = [first]
         chunks.extend(iter(body.read, b""))
-        return self._read_json(b"".join(chunks).decode("utf-8", errors="replace"))
+        return self._read_json(b"".join(chunks).decode("utf-8", errors="replace"))   # the BOM is gone
 
     def _read_events(self, body: _Body, first: bytes) -> _Reply:
         """Read a server-sent event stream until its end, an early stop or a loop."""
