@@ -2707,41 +2707,54 @@ class _TimedReader(io.RawIOBase):
 
 
 class _TimedConnection:
-    """Mixed into http.client's connections: the response is read through a _TimedReader (internal)."""
+    """Mixed into http.client's connections: every answer is read through a _TimedReader (internal).
+
+    That is the response and also a proxy's answer to CONNECT, which http.client reads
+    with the same response class before the tunnel's TLS starts.
+    """
 
     def __init__(self, *args: Any, timing: Optional[tuple] = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.timing = timing                                # (timeout, deadline) of the request
+        if timing is None:                                  # timing: (timeout, deadline) of the request
+            return
+        base = type(self).response_class
 
-    def getresponse(self) -> Any:
-        if self.sock is not None and self.timing is not None:
-            reader = _TimedReader(self.sock, *self.timing)
-            base = type(self).response_class
+        def response_class(sock: Any, *args: Any, **kwargs: Any) -> Any:
+            reader = _TimedReader(sock, *timing)
+            response = base(reader, *args, **kwargs)
+            response.agent_reader = reader                  # _Body marks the body's first byte
+            return response
 
-            def response_class(sock: Any, *args: Any, **kwargs: Any) -> Any:
-                response = base(reader, *args, **kwargs)
-                response.agent_reader = reader              # _Body marks the body's first byte
-                return response
-
-            self.response_class = response_class
-        return super().getresponse()
+        self.response_class = response_class
 
 
 _HANDLERS: list = []   # urllib handler classes, made on first use: importing urllib costs more than agent.py
 
 
 def _handler_classes() -> list:
-    """urllib handlers that bound every read (_TimedReader) and follow no redirect."""
+    """urllib handlers that bound every read (_TimedReader), skip informational answers and follow no redirect."""
     if _HANDLERS:
         return _HANDLERS
     import http.client
     import urllib.request
 
+    class Response(http.client.HTTPResponse):
+        def _read_status(self) -> tuple:
+            """The status line of the answer, after any informational ones (http.client skips only 100)."""
+            while True:
+                version, status, reason = super()._read_status()
+                if not 101 < status < 200:              # 101 switches protocols, which agent.py never asks for
+                    return version, status, reason
+                http.client.parse_headers(self.fp)      # a 102 or 103's headers (Early Hints' links) are not needed
+                reader = getattr(self, "agent_reader", None)
+                if reader is not None:
+                    reader.first_byte = True            # the real answer may still wait for prompt processing
+
     class HTTPConnection(_TimedConnection, http.client.HTTPConnection):
-        pass
+        response_class = Response
 
     class HTTPSConnection(_TimedConnection, http.client.HTTPSConnection):
-        pass
+        response_class = Response
 
     class HTTPHandler(urllib.request.HTTPHandler):
         def http_open(self, req: Any) -> Any:
