@@ -2949,6 +2949,7 @@ class OpenAICompatLLM:
         ``max_completion_tokens`` when the server asks), ``response_format`` (then
         ``json_object``, then none) or the ``system`` role (then folded into the first
         user message). Each change is made once and remembered, whatever extra_body says.
+        When another thread already made the change this body still had, it is tried again.
         """
         if exc.status not in (400, 422, 500) or exc.kind is not None:
             return False
@@ -2957,6 +2958,8 @@ class OpenAICompatLLM:
             change = self._adaptation(message, body, exc.status)
             if change is None:
                 return False
+            if change in self._adapted:         # made by another thread since this body was built: the next has it
+                return True
             if change == "max_tokens" and "max_completion_tokens" in message:
                 self._max_tokens_key = "max_completion_tokens"
             self._adapted.add(change)
@@ -2964,14 +2967,16 @@ class OpenAICompatLLM:
         return True
 
     def _adaptation(self, message: str, body: dict, status: int) -> Optional[str]:
+        """The change a refusal asks for, read from the body that was refused (not from what is adapted since)."""
         if status != 500:
             for param, pattern in _ADAPTABLE_PARAMS.items():
-                if param in body and param not in self._adapted and pattern.search(message):
+                if param in body and pattern.search(message):
                     return param
             if "response_format" in body and _FORMAT_REJECTED.search(message):
-                return "json_object" if "json_object" not in self._adapted else "no_format"
+                schema = isinstance(body["response_format"], dict) and body["response_format"].get("type") == "json_schema"
+                return "json_object" if schema else "no_format"
         has_system = any(isinstance(m, dict) and m.get("role") == "system" for m in body["messages"])
-        if has_system and "system" not in self._adapted and _SYSTEM_REJECTED.search(message):
+        if has_system and _SYSTEM_REJECTED.search(message):
             return "system"
         return None
 
