@@ -39,6 +39,19 @@ def test_userinfo_in_the_base_url_is_sent_as_basic_auth_and_never_shown(serve, c
     assert "S3cret" not in shown and "HTTP 400" in shown and "alice" in repr(llm)
 
 
+def test_the_cli_never_shows_the_password_on_stderr_or_in_the_trace(serve, tmp_path, capsys, monkeypatch):
+    from agent import main
+
+    server = serve(error_answer(401, "Invalid credentials for alice"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url.replace("http://", "http://alice:S3cret-pass@"))
+    path = tmp_path / "trace.jsonl"
+    assert main(["--model", "m", "-v", "--trace", str(path), "What is 2+2?"]) == 3
+    shown = capsys.readouterr().err + path.read_text()
+    assert "HTTP 401" in shown and "S3cret" not in shown
+    assert server.requests[0]["headers"]["Authorization"].startswith("Basic ")
+
+
 def test_a_percent_encoded_password_is_decoded_for_basic_auth(serve):
     server = serve(chat_answer("hi"))
     password = "p@ss:w/rd%"
