@@ -1047,49 +1047,95 @@ class Action:
     repairs: tuple[str, ...] = ()          # short tags of local repairs; () when the text was clean
 
 
-_CALL_SHAPE = '{"type": "tool_call", "thought": "...", "name": "<tool name>", "arguments": {...}}'
-_FINAL_SHAPE = '{"type": "final", "thought": "...", "answer": "..."}'
+# The placeholders of the shapes the model is shown; a reply that sends one back as a value copied the prompt.
+_WHY, _THE_ANSWER, _SOME_TOOL = "<why>", "<the answer>", "<tool name>"
+_PLACEHOLDERS = frozenset({_WHY, _THE_ANSWER, _SOME_TOOL, "...", "\u2026", "<arguments>"})
+_CALL_SHAPE = f'{{"type": "tool_call", "thought": "{_WHY}", "name": "{_SOME_TOOL}", "arguments": {{...}}}}'
+_FINAL_SHAPE = f'{{"type": "final", "thought": "{_WHY}", "answer": "{_THE_ANSWER}"}}'
 _BOTH_SHAPES = f"{_CALL_SHAPE} or {_FINAL_SHAPE}"
 _ASK_FOR_SHAPE = "Reply with exactly one JSON object: "   # ends every message about a reply that cannot be used
 _OBSERVATION = "[OBSERVATION]"   # starts every message that carries a tool's result back to the model
 
 SYSTEM_PROMPT = """\
-You solve the user's task step by step, using tools when they help.
+You solve the user's task with the tools below. The tools know facts that you do not: \
+call one whenever it can find or check the answer, then answer from its result.
 
 Reply with exactly one JSON object and nothing else: no Markdown, no text around it.
-To call a tool:
-{{"type": "tool_call", "thought": "<why>", "name": "{example_name}", "arguments": {example_arguments}}}
-To give the final answer:
-{{"type": "final", "thought": "<why>", "answer": "<the answer>"}}
-
+To call a tool: {call_shape}
+To give the final answer: {final_shape}
 Each tool result comes back in a user message that starts with {observation}. Never \
 write {observation} yourself; send one action and wait for it.
+
+Example (another task, with a tool you may not have):
+user: {example_task}
+you: {example_call}
+user: {observation} {example_result}
+you: {example_final}
 
 Tools (name: description; arguments as JSON Schema):
 {tools}"""
 
 
-def _example_arguments(tool: Optional[Tool]) -> str:
-    samples = {"string": "...", "integer": 1, "number": 1.5, "boolean": True, "array": [], "object": {}}
-    properties = tool.parameters.get("properties", {}) if tool else {}
-    example = {}
-    for key, schema in properties.items():
-        kind = schema.get("type")
-        kind = kind[0] if isinstance(kind, list) else kind
-        example[key] = schema["enum"][0] if schema.get("enum") else samples.get(kind, "...")
-    return json.dumps(example, ensure_ascii=False)
+class _Example(typing.NamedTuple):
+    """The worked example of the prompt: a task, its call, the tool's result and the final answer from it."""
+
+    task: str
+    call: dict
+    result: str
+    final: dict
+
+
+def _example(registry: ToolRegistry) -> _Example:
+    """The prompt's worked example, with a made-up tool that the registry does not have.
+
+    A model that copies it calls a tool that does not exist, which runs nothing and
+    is answered with the real names (and the action schema, in the loop), so a copy
+    never runs a wrong call unnoticed. Its answer copied as the final answer is refused.
+    """
+    name = next(n for n in ("lookup", "look_up", "search_facts", "find_fact") if n not in registry)
+    return _Example(
+        task="How tall is the Eiffel Tower?",
+        call={"type": "tool_call", "thought": "A tool can look this up.", "name": name,
+              "arguments": {"query": "Eiffel Tower height"}},
+        result="330 m",
+        final={"type": "final", "thought": "The tool says 330 m.", "answer": "The Eiffel Tower is 330 m tall."})
 
 
 def _render_prompt(template: Optional[str], registry: ToolRegistry) -> str:
     """The system prompt: SYSTEM_PROMPT filled in, or a custom one with ``{tools}`` replaced."""
-    lines = [f"- {t.name}: {t.description} {json.dumps(t.parameters, ensure_ascii=False, separators=(',', ':'))}"
+    lines = [f"- {t.name}: {t.description} {json.dumps(_listed(t.parameters), ensure_ascii=False, separators=(',', ':'))}"
              for t in registry]
     listing = "\n".join(lines) or "(none: answer directly with the final shape)"
     if template is not None:
         return template.replace("{tools}", listing)
-    first = next(iter(registry), None)
-    return SYSTEM_PROMPT.format(tools=listing, example_name=first.name if first else "tool_name",
-                                example_arguments=_example_arguments(first), observation=_OBSERVATION)
+    example = _example(registry)
+    return SYSTEM_PROMPT.format(
+        tools=listing, call_shape=_CALL_SHAPE, final_shape=_FINAL_SHAPE, observation=_OBSERVATION,
+        example_task=example.task, example_call=json.dumps(example.call, ensure_ascii=False),
+        example_result=example.result, example_final=json.dumps(example.final, ensure_ascii=False))
+
+
+_UNLISTED = ("title", "examples", "$schema", "$comment")   # annotations a model does not need to see
+
+
+def _listed(schema: Any, top: bool = True) -> Any:
+    """A parameter schema as the prompt lists it: without annotations, and at the top without what every
+    tool's schema says (``"type": "object"``, ``"additionalProperties": false``, an empty ``required``)."""
+    if isinstance(schema, list):
+        return [_listed(item, False) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    listed = {}
+    for key, value in schema.items():
+        if key in ("properties", "$defs") and isinstance(value, dict):   # names, not keywords
+            listed[key] = {name: _listed(item, False) for name, item in value.items()}
+        elif key not in _UNLISTED:
+            listed[key] = _listed(value, False)
+    if top:
+        for key, plain in (("type", "object"), ("additionalProperties", False), ("required", [])):
+            if listed.get(key) == plain:
+                del listed[key]
+    return listed
 
 
 def _observation(text: str, step: int, max_steps: int) -> str:
@@ -3111,6 +3157,10 @@ _CUT_OFF = _ask("your reply was cut off at the token limit before the JSON objec
 _REPEATED = _ask("your reply kept repeating the same text, so it was stopped; write one short JSON object and "
                  "nothing else")
 _ONE_ACTION = "(Your reply held more than one action: only the first was run. Send one action per reply.)"
+_REPEAT = ("You already made this exact call in step {step}; it was not run again. Its result:\n{result}\n"
+           "Do not repeat it: use the result, try something different, or give the final answer.")
+_IN_HAND = ("You already made this exact call in step {step}; it was not run again. Its result is in hand:\n"
+            "{result}\nGive the final answer now, taken from this result.")
 _CONSTRAIN_MODES = ("auto", "always", "never")
 _CHAT_OPTIONS = ("response_schema", "temperature", "max_seconds", "frequency_penalty")  # per-call options it may pass
 _HOT_TEMPERATURE = 0.7     # at least this once a failed reply repeats: a deterministic loop needs sampling
@@ -3248,6 +3298,7 @@ class _RunState:
     schema: Optional[dict] = None         # the action schema, sent once the ladder's first rung is taken
     hot: bool = False                     # second rung: a raised temperature is sent
     failed: set[str] = field(default_factory=set)    # raw replies that could not be parsed
+    answer_rung: int = 0                  # the step whose model call may send only a final answer
 
     def append(self, role: str, content: str) -> None:
         """Add a message to the conversation and count its characters."""
@@ -3328,6 +3379,35 @@ def _chat_options(llm: Any) -> frozenset:
                      if p.name in _CHAT_OPTIONS and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
+def _copied(action: Action, example: Optional[_Example]) -> Optional[str]:
+    """What of the prompt a reply copied in place of its own content (placeholders, the worked example), or None.
+
+    A copied thought is let through: it runs nothing, and refusing it refused calls that were right."""
+    values = [("answer", None, action.answer), ("tool name", None, action.name)]
+    values += [(f'argument "{key}"', key.rsplit(".", 1)[-1], value) for key, value in _leaves(action.arguments)]
+    for where, key, value in values:
+        text = value.strip() if isinstance(value, str) else None
+        if text in _PLACEHOLDERS or (key and text in (f"<{key}>", f"{{{{{key}}}}}")):
+            return f"your {where} is {text!r}, a placeholder copied from the instructions; write your own"
+    if example is not None and action.kind == "final" and action.answer == example.final["answer"]:
+        return "your answer is the one of the instructions' example, which is about another task; answer yours"
+    if example is not None and (action.name, action.arguments) == (example.call["name"], example.call["arguments"]):
+        return "you copied the call of the instructions' example; call one of the listed tools for your own task"
+    return None
+
+
+def _leaves(value: Any, key: str = "") -> Iterable:
+    """(key, value) for every text, number or boolean inside nested arguments."""
+    if isinstance(value, dict):
+        for name, item in value.items():
+            yield from _leaves(item, f"{key}.{name}" if key else str(name))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _leaves(item, f"{key}[{i}]")
+    else:
+        yield key, value
+
+
 class Agent:
     """The ReAct loop: ask the model, parse its action, run the tool, send the observation back."""
 
@@ -3358,6 +3438,7 @@ class Agent:
         self.confirm = confirm                      # asked before tools registered with confirm=True
         self.constrain = constrain                  # the decoding ladder: auto, always or never
         self._accepts = _chat_options(llm)          # checked once: the per-call options llm.chat takes
+        self._example = _example(self.tools) if system_prompt is None else None   # the prompt's worked example
         if constrain == "always" and "response_schema" not in self._accepts:
             _log.warning("constrain='always', but %s.chat takes no response_schema: running unconstrained",
                          type(llm).__name__)
@@ -3457,8 +3538,11 @@ class Agent:
 
     def _chat(self, state: _RunState, step: Step) -> Any:
         """One model call with this run's options; after a context overflow, trim and retry once."""
+        options = self._options(state)
+        if not state.steps and "response_schema" in options and len(self.tools):
+            self._rung(step, "the first call of a run may only call a tool (a response_schema of the tool calls)")
         try:
-            return self.llm.chat(state.context(), **self._options(state))
+            return self.llm.chat(state.context(), **options)
         except LLMError as exc:
             if exc.kind != "context_overflow":
                 raise
@@ -3468,8 +3552,9 @@ class Agent:
     def _options(self, state: _RunState) -> dict:
         """The per-call options for the next call: the ladder's rungs and what is left of max_seconds."""
         options: dict = {}
-        if state.schema is not None:
-            options["response_schema"] = state.schema
+        schema = self._rung_schema(state)
+        if schema is not None:
+            options["response_schema"] = schema
             if "frequency_penalty" in self._accepts:
                 options["frequency_penalty"] = _CONSTRAINED_PENALTY
         if state.hot:
@@ -3478,6 +3563,17 @@ class Agent:
         if self.max_seconds is not None and "max_seconds" in self._accepts:
             options["max_seconds"] = self._time_left(state)
         return options
+
+    def _rung_schema(self, state: _RunState) -> Optional[dict]:
+        """The response_schema of the next call: the tool rung (the first call of a run may only call a
+        tool), the answer rung (the final shape alone), or the action schema once a reply failed."""
+        if self.constrain == "never" or "response_schema" not in self._accepts:
+            return None
+        if not state.steps and len(self.tools):
+            return {"anyOf": self.tools.action_schema()["anyOf"][:-1]}
+        if state.answer_rung == len(state.steps) + 1:
+            return self.tools.action_schema()["anyOf"][-1]
+        return state.schema
 
     def _time_left(self, state: _RunState) -> Optional[float]:
         """Seconds left of max_seconds (None: no limit); what a model call or a tool may take at most."""
@@ -3516,6 +3612,8 @@ class Agent:
         key = (action.name, _canonical(action.arguments))
         earlier = state.calls.get(key)
         if earlier is None:
+            if action.name not in self.tools:
+                self._climb(state, step, "the model called a tool that does not exist")
             text = self._run_tool(state, step, action)
             state.calls[key] = _Earlier(step.index, text)
         else:
@@ -3523,25 +3621,39 @@ class Agent:
             if earlier.repeats > self.max_repeats:
                 step.error = f"the call {action.name} with the same arguments was repeated {earlier.repeats} times"
                 return "repeat_limit"
-            text = (f"You already made this exact call in step {earlier.step}; it was not run again. Its result:\n"
-                    f"{earlier.result}\nDo not repeat it: use the result, try something different, "
-                    "or give the final answer.")
+            text = self._repeated(state, step, earlier)
         if "extra_actions" in action.repairs:
             text = f"{text}\n{_ONE_ACTION}"
         return self._observe(state, step, text)
+
+    def _repeated(self, state: _RunState, step: Step, earlier: _Earlier) -> str:
+        """The observation for a repeated call; when the call had succeeded, the answer rung too."""
+        if self.constrain == "never" or earlier.result.startswith("ERROR:"):
+            return _REPEAT.format(step=earlier.step, result=earlier.result)
+        self._answer_rung(state, step, "a call that already succeeded was repeated")
+        return _IN_HAND.format(step=earlier.step, result=earlier.result)
+
+    def _answer_rung(self, state: _RunState, step: Step, why: str) -> None:
+        state.answer_rung = step.index + 1
+        schema = " (a response_schema of the final shape alone)" if "response_schema" in self._accepts else ""
+        self._rung(step, f"{why}: the next call asks for the final answer{schema}")
 
     def _parse(self, step: Step) -> Action:
         """parse_action, with what the client reported: a reply that repeated itself or was cut off is refused."""
         if step.finish_reason == "repetition":
             raise ActionFormatError(_REPEATED, step.raw)
         try:
-            return parse_action(step.raw)
+            action = parse_action(step.raw)
         except ActionFormatError:
             if _repeating_tail(step.raw):  # a whole reply that arrived without the streaming check
                 raise ActionFormatError(_REPEATED, step.raw) from None
             if step.finish_reason == "length":
                 raise ActionFormatError(_CUT_OFF, step.raw) from None
             raise
+        copied = _copied(action, self._example)
+        if copied is not None:
+            raise _refuse(copied, _CALL_SHAPE if action.kind == "tool_call" else _BOTH_SHAPES)
+        return action
 
     def _run_tool(self, state: _RunState, step: Step, action: Action) -> str:
         started = _now()
@@ -3556,14 +3668,16 @@ class Agent:
     def _format_error(self, state: _RunState, step: Step, exc: ActionFormatError) -> Optional[str]:
         state.format_errors += 1
         step.error = str(exc)
-        self._climb(state, step)
+        self._climb(state, step, "a reply could not be used")
+        state.failed.add(step.raw)
         if state.format_errors > self.max_format_errors:
             return "format_errors"
         left = self.max_format_errors - state.format_errors + 1
         return self._observe(state, step, f"ERROR: {step.error} ({left} attempt{'s' if left != 1 else ''} left.)")
 
-    def _climb(self, state: _RunState, step: Step) -> None:
-        """The decoding ladder, after a failed reply: send the action schema; on a repeated failure, sample hotter."""
+    def _climb(self, state: _RunState, step: Step, why: str) -> None:
+        """The decoding ladder, after a failed reply or an unknown tool: send the action schema, whose names are
+        the registered ones; when a failed reply repeats, sample hotter."""
         if self.constrain == "never":
             return
         # A constrained reply that looped is as deterministic as one sent twice: both call for sampling.
@@ -3571,12 +3685,11 @@ class Agent:
         if state.schema is None and "response_schema" in self._accepts:
             state.schema = self.tools.action_schema()
             penalty = f" with frequency_penalty={_CONSTRAINED_PENALTY}" if "frequency_penalty" in self._accepts else ""
-            self._rung(step, f"from the next call on, the action schema is sent (response_schema){penalty}")
+            self._rung(step, f"{why}: from the next call on, the action schema is sent (response_schema){penalty}")
         if not state.hot and (looped or step.raw in state.failed) and "temperature" in self._accepts:
             state.hot = True
             why = "a constrained reply looped" if looped else "the same failed reply came twice"
             self._rung(step, f"{why}: from the next call on, a temperature of at least {_HOT_TEMPERATURE} is sent")
-        state.failed.add(step.raw)
 
     def _rung(self, step: Step, note: str) -> None:
         step.notes.append(f"decoding ladder: {note}")
@@ -3586,6 +3699,8 @@ class Agent:
         """Send text back as this step's observation; "max_steps" when that was the last step allowed."""
         step.observation = _observation(text, step.index, self.max_steps)
         state.append("user", step.observation)
+        if step.index + 1 == self.max_steps and self.constrain != "never" and state.answer_rung <= step.index:
+            self._answer_rung(state, step, "the next call is the last one allowed")
         return "max_steps" if step.index >= self.max_steps else None
 
     def _finish(self, state: _RunState, stop: str) -> AgentResult:

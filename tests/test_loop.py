@@ -160,8 +160,8 @@ def test_repeated_call_is_not_run_again_and_gets_a_nudge():
     result = Agent(MockLLM(replies), make_tools(log), max_repeats=2).run("t")
     assert log == [("add", 1, 2)]  # ran once
     nudge = result.steps[1].observation
-    assert "You already made this exact call in step 1; it was not run again. Its result:\n3" in nudge
-    assert "Do not repeat it" in nudge
+    assert "You already made this exact call in step 1; it was not run again. Its result is in hand:\n3" in nudge
+    assert "Give the final answer now" in nudge   # the answer rung: the call had succeeded
     assert result.stop_reason == "final"
 
 
@@ -437,15 +437,22 @@ class SchemaOnlyClient(PlainClient):
         return self.replies.pop(0)
 
 
-def test_the_first_call_is_free_text_and_a_format_error_turns_on_the_schema():
+TOOL_RUNG = "decoding ladder: the first call of a run may only call a tool (a response_schema of the tool calls)"
+
+
+def tool_calls(registry):
+    return {"anyOf": registry.action_schema()["anyOf"][:-1]}
+
+
+def test_the_first_call_may_only_call_a_tool_and_a_format_error_turns_on_the_schema():
     registry = make_tools()
     llm = MockLLM(["Sure! 42.", call("add", a=1, b=1), final("2")])
     result = Agent(llm, registry).run("t")
-    assert llm.options[0] == {}
+    assert llm.options[0] == {"response_schema": tool_calls(registry), "frequency_penalty": 0.5}
     constrained = {"response_schema": registry.action_schema(), "frequency_penalty": 0.5}
     assert llm.options[1] == llm.options[2] == constrained
-    assert result.steps[0].notes == ["decoding ladder: from the next call on, the action schema is sent "
-                                     "(response_schema) with frequency_penalty=0.5"]
+    assert result.steps[0].notes == [TOOL_RUNG, "decoding ladder: a reply could not be used: from the next call "
+                                     "on, the action schema is sent (response_schema) with frequency_penalty=0.5"]
     assert result.steps[1].notes == [] and result.answer == "2"
     assert json.loads(json.dumps(result.to_dict()))["steps"][0]["notes"] == result.steps[0].notes
 
@@ -454,7 +461,8 @@ def test_a_repeated_failed_reply_raises_the_temperature():
     llm = MockLLM(["17 * 23 + 4 = 349", "Not JSON", "17 * 23 + 4 = 349", final("395"), ])
     result = Agent(llm, make_tools()).run("t")
     assert [sorted(options) for options in llm.options] == [
-        [], ["frequency_penalty", "response_schema"], ["frequency_penalty", "response_schema"],
+        ["frequency_penalty", "response_schema"], ["frequency_penalty", "response_schema"],
+        ["frequency_penalty", "response_schema"],
         ["frequency_penalty", "response_schema", "temperature"]]
     assert llm.options[3]["temperature"] == 0.7
     assert "temperature of at least 0.7" in result.steps[2].notes[0]
@@ -476,9 +484,10 @@ def test_constrain_never_takes_no_rung():
 
 def test_constrain_always_sends_the_schema_from_the_first_call():
     registry = make_tools()
-    llm = MockLLM([final("x")])
+    llm = MockLLM([call("add", a=1, b=1), final("x")])
     Agent(llm, registry, constrain="always").run("t")
-    assert llm.options == [{"response_schema": registry.action_schema(), "frequency_penalty": 0.5}]
+    assert llm.options == [{"response_schema": tool_calls(registry), "frequency_penalty": 0.5},
+                           {"response_schema": registry.action_schema(), "frequency_penalty": 0.5}]
 
 
 def test_constrain_always_with_a_plain_client_warns_once_and_runs(caplog):
@@ -495,7 +504,7 @@ def test_a_client_naming_only_response_schema_gets_only_that():
     registry = make_tools()
     llm = SchemaOnlyClient(["no", "no", "no", final("x")])
     result = Agent(llm, registry, max_seconds=60).run("t")
-    assert llm.calls == [None] + [registry.action_schema()] * 3
+    assert llm.calls == [tool_calls(registry)] + [registry.action_schema()] * 3
     assert result.answer == "x"
 
 
@@ -503,7 +512,8 @@ def test_the_ladder_is_logged_at_info(caplog):
     with caplog.at_level(logging.INFO, logger="agent"):
         Agent(MockLLM(["no", "no", final("x")]), make_tools()).run("t")
     messages = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
-    assert any("step 1: decoding ladder: from the next call on" in m for m in messages)
+    assert any("step 1: decoding ladder: the first call of a run may only call a tool" in m for m in messages)
+    assert any("step 1: decoding ladder: a reply could not be used: from the next call on" in m for m in messages)
     assert any("step 2: decoding ladder: the same failed reply came twice" in m for m in messages)
 
 
@@ -667,7 +677,8 @@ def test_each_rung_changes_the_request_body(serve):
     llm = agent_module.OpenAICompatLLM("m", server.base_url, temperature=0.0, sleep=lambda s: None)
     result = Agent(llm, registry).run("What is 17 * 23 + 4?")
     bodies = [request["body"] for request in server.requests]
-    assert "response_format" not in bodies[0] and bodies[0]["temperature"] == 0.0
+    assert bodies[0]["response_format"]["json_schema"]["schema"] == tool_calls(registry)
+    assert bodies[0]["temperature"] == 0.0
     assert bodies[1]["response_format"]["json_schema"]["schema"] == registry.action_schema()
     assert bodies[1]["temperature"] == 0.0  # one failure: the schema, not yet a hotter temperature
     assert bodies[2]["temperature"] == 0.7 and "response_format" in bodies[2]  # the same failure again
