@@ -3159,8 +3159,9 @@ _REPEATED = _ask("your reply kept repeating the same text, so it was stopped; wr
 _ONE_ACTION = "(Your reply held more than one action: only the first was run. Send one action per reply.)"
 _REPEAT = ("You already made this exact call in step {step}; it was not run again. Its result:\n{result}\n"
            "Do not repeat it: use the result, try something different, or give the final answer.")
-_IN_HAND = ("You already made this exact call in step {step}; it was not run again. Its result is in hand:\n"
-            "{result}\nGive the final answer now, taken from this result.")
+# The result comes last: a small model that copies the nearest text then copies the result.
+_IN_HAND = ("You already made this exact call in step {step}; it was not run again. The result is in hand: "
+            "give the final answer now, taken from it. The result:\n{result}")
 _CONSTRAIN_MODES = ("auto", "always", "never")
 _CHAT_OPTIONS = ("response_schema", "temperature", "max_seconds", "frequency_penalty")  # per-call options it may pass
 _HOT_TEMPERATURE = 0.7     # at least this once a failed reply repeats: a deterministic loop needs sampling
@@ -3628,7 +3629,10 @@ class Agent:
 
     def _repeated(self, state: _RunState, step: Step, earlier: _Earlier) -> str:
         """The observation for a repeated call; when the call had succeeded, the answer rung too."""
-        if self.constrain == "never" or earlier.result.startswith("ERROR:"):
+        if self.constrain == "never":
+            return _REPEAT.format(step=earlier.step, result=earlier.result)
+        if earlier.result.startswith("ERROR:"):   # a deterministic loop on a failed call needs sampling
+            self._sample_hotter(state, step, "a call that failed was repeated")
             return _REPEAT.format(step=earlier.step, result=earlier.result)
         self._answer_rung(state, step, "a call that already succeeded was repeated")
         return _IN_HAND.format(step=earlier.step, result=earlier.result)
@@ -3686,9 +3690,13 @@ class Agent:
             state.schema = self.tools.action_schema()
             penalty = f" with frequency_penalty={_CONSTRAINED_PENALTY}" if "frequency_penalty" in self._accepts else ""
             self._rung(step, f"{why}: from the next call on, the action schema is sent (response_schema){penalty}")
-        if not state.hot and (looped or step.raw in state.failed) and "temperature" in self._accepts:
+        if looped or step.raw in state.failed:
+            self._sample_hotter(state, step, "a constrained reply looped" if looped else
+                                "the same failed reply came twice")
+
+    def _sample_hotter(self, state: _RunState, step: Step, why: str) -> None:
+        if not state.hot and "temperature" in self._accepts:
             state.hot = True
-            why = "a constrained reply looped" if looped else "the same failed reply came twice"
             self._rung(step, f"{why}: from the next call on, a temperature of at least {_HOT_TEMPERATURE} is sent")
 
     def _rung(self, step: Step, note: str) -> None:

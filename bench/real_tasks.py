@@ -65,7 +65,7 @@ def _row(task: dict, result: agent.AgentResult, seconds: float) -> dict:
             "raws": [(s.raw or "")[:300] for s in result.steps]}
 
 
-def run_agent(args: argparse.Namespace, tasks: list) -> list:
+def run_agent(args: argparse.Namespace, tasks: list, saved) -> list:
     options = {"constrain": args.constrain} if args.constrain else {}
     rows = []
     for task in tasks:
@@ -74,10 +74,11 @@ def run_agent(args: argparse.Namespace, tasks: list) -> list:
         result = agent.Agent(llm, real_tools.tools, max_steps=args.max_steps, **options).run(task["task"])
         rows.append(_row(task, result, time.monotonic() - started))
         _print_row(rows[-1])
+        saved(rows)
     return rows
 
 
-def run_peer(args: argparse.Namespace, tasks: list) -> list:
+def run_peer(args: argparse.Namespace, tasks: list, saved) -> list:
     """The same tasks through smolagents' ToolCallingAgent (install it in a separate venv, see bench/README.md)."""
     import smolagents
 
@@ -85,7 +86,7 @@ def run_peer(args: argparse.Namespace, tasks: list) -> list:
         return smolagents.tool(func)
 
     peer_tools = [wrap(f) for f in (real_tools.get_price, real_tools.get_weather, real_tools.get_stock)]
-    peer_tools += [wrap(_peer_calculator), wrap(_peer_clock)]
+    peer_tools += [wrap(calculator), wrap(clock)]
     model = smolagents.OpenAIServerModel(model_id=args.model, api_base=args.base_url, api_key="none")
     rows = []
     for task in tasks:
@@ -104,10 +105,11 @@ def run_peer(args: argparse.Namespace, tasks: list) -> list:
                "notes": [error] if error else [], "raws": []}
         rows.append(row)
         _print_row(row)
+        saved(rows)
     return rows
 
 
-def _peer_calculator(expression: str) -> str:
+def calculator(expression: str) -> str:
     """Evaluate an arithmetic expression: + - * / // % **, parentheses, sqrt, log, sin, pi, ...
 
     Args:
@@ -116,7 +118,7 @@ def _peer_calculator(expression: str) -> str:
     return agent._calculator(expression)
 
 
-def _peer_clock() -> str:
+def clock() -> str:
     """The current date and time in UTC."""
     return agent._clock()
 
@@ -173,12 +175,16 @@ def main() -> int:
     tasks = load_tasks()
     if args.only:
         tasks = [t for t in tasks if t["id"] in args.only.split(",")]
-    rows = (run_peer if args.peer else run_agent)(args, tasks)
+    rows = (run_peer if args.peer else run_agent)(args, tasks, lambda rows: _save(args.json, rows))
     print(f"total: {_total(rows)}")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump(rows, handle, indent=1, ensure_ascii=False)
     return 0
+
+
+def _save(path: str | None, rows: list) -> None:
+    """Write the rows so far (after each task, so an interrupted run keeps what it measured)."""
+    if path:
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(rows, handle, indent=1, ensure_ascii=False)
 
 
 if __name__ == "__main__":

@@ -160,8 +160,9 @@ def test_repeated_call_is_not_run_again_and_gets_a_nudge():
     result = Agent(MockLLM(replies), make_tools(log), max_repeats=2).run("t")
     assert log == [("add", 1, 2)]  # ran once
     nudge = result.steps[1].observation
-    assert "You already made this exact call in step 1; it was not run again. Its result is in hand:\n3" in nudge
-    assert "Give the final answer now" in nudge   # the answer rung: the call had succeeded
+    assert nudge.startswith("[OBSERVATION] You already made this exact call in step 1; it was not run again.")
+    assert "The result:\n3\n" in nudge
+    assert "give the final answer now" in nudge   # the answer rung: the call had succeeded
     assert result.stop_reason == "final"
 
 

@@ -106,7 +106,7 @@ def test_a_repeat_of_a_call_that_succeeded_asks_for_the_answer_with_the_final_sh
     result, bodies = run_on_server(serve, [call("add", a=2, b=3), call("add", a=2, b=3), final("5")])
     assert not any(final_only(b) for b in bodies[:2]) and final_only(bodies[2])
     told = bodies[2]["messages"][-1]["content"]
-    assert "result is in hand" in told and "Give the final answer now" in told and "\n5\n" in told
+    assert "result is in hand" in told and "give the final answer now" in told and "The result:\n5\n" in told
     assert any("decoding ladder" in n and "final answer" in n for n in result.steps[1].notes)
     assert result.answer == "5" and len(result.steps) == 3
 
@@ -144,7 +144,7 @@ def test_a_client_without_response_schema_still_gets_the_words():
 
     llm = Plain()
     result = Agent(llm, make_tools()).run("What is 2 + 3?")
-    assert "Give the final answer now" in llm.seen[2] and result.answer == "5"
+    assert "give the final answer now" in llm.seen[2] and result.answer == "5"
     assert any("final answer" in n and "response_schema" not in n for n in result.steps[1].notes)
 
 
@@ -206,3 +206,9 @@ def test_a_copied_thought_is_let_through(serve):
 def test_a_template_placeholder_named_for_its_argument_is_a_copy(serve):
     result, _ = run_on_server(serve, [call("echo", text="{{text}}"), call("echo", text="hi"), final("hi")])
     assert "'{{text}}', a placeholder" in result.steps[0].error and result.answer == "hi"
+
+
+def test_a_repeat_of_a_failed_call_samples_hotter(serve):
+    result, bodies = run_on_server(serve, [call("fail"), call("fail"), final("gave up")])
+    assert bodies[1]["temperature"] != 0.7 and bodies[2]["temperature"] == 0.7
+    assert any("a call that failed was repeated" in n for n in result.steps[1].notes)
