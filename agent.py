@@ -3105,7 +3105,24 @@ class OpenAICompatLLM:
 # -- Loop ------------------------------------------------------------------------------
 # Agent.run is the loop; Step and AgentResult are its trace; run() is the one-call form
 
-STOP_REASONS = ("final", "max_steps", "repeat_limit", "format_errors", "time_limit", "token_limit", "llm_error")
+class _Stop(typing.NamedTuple):
+    """What a stop reason means (internal): the result's summary line, and the CLI's exit code."""
+
+    summary: str    # formatted with the Agent's limits, steps, tokens (the run's total) and error (the last step's)
+    exit_code: int  # the CLI's exit code after a run that stopped so (its help says what each code means)
+
+
+# Every stop reason, in one place: the loop's summaries, the CLI's exit codes and help, and batch counts read it.
+_STOPS = {
+    "final": _Stop("answered in {steps} step(s)", 0),
+    "max_steps": _Stop("no final answer within max_steps={max_steps}", 1),
+    "repeat_limit": _Stop("the same call was repeated more than max_repeats={max_repeats} times", 1),
+    "format_errors": _Stop("more than max_format_errors={max_format_errors} unparseable replies in a row", 1),
+    "time_limit": _Stop("ran past max_seconds={max_seconds}", 1),
+    "token_limit": _Stop("used {tokens} tokens, over max_total_tokens={max_total_tokens}", 1),
+    "llm_error": _Stop("the model endpoint failed: {error}", 3),
+}
+STOP_REASONS = tuple(_STOPS)
 _CUT_OFF = _ask("your reply was cut off at the token limit before the JSON object was complete; "
                 "send a shorter reply with a one-sentence thought")
 _REPEATED = _ask("your reply kept repeating the same text, so it was stopped; write one short JSON object and "
@@ -3372,9 +3389,9 @@ class Agent:
         row). After a format error later calls send the action schema, and after a
         failed reply repeats an earlier one a raised temperature (``constrain``).
         A context overflow sets a context budget for the rest of the run and retries
-        once. Stops the run, with a ``stop_reason`` and every step kept: a final
-        answer, ``max_steps``, ``repeat_limit``, ``format_errors``, ``time_limit``,
-        ``token_limit``, and ``llm_error`` when the model client raises. Nothing a
+        once. Stops the run, with a ``stop_reason`` and every step kept: one of
+        ``STOP_REASONS`` (``_STOPS`` says what each means), ``llm_error`` when the
+        model client raises. Nothing a
         model or a tool does makes this raise; ValueError only for a task that is
         not text or a malformed ``history`` (a list of ``{"role", "content"}``
         messages). An exception from your own ``on_step`` propagates, and so does
@@ -3591,15 +3608,10 @@ class Agent:
     def _finish(self, state: _RunState, stop: str) -> AgentResult:
         usage = dict(state.usage, total_tokens=state.usage["prompt_tokens"] + state.usage["completion_tokens"])
         last_error = state.steps[-1].error if state.steps else None
-        summary = {
-            "final": f"answered in {len(state.steps)} step(s)",
-            "max_steps": f"no final answer within max_steps={self.max_steps}",
-            "repeat_limit": f"the same call was repeated more than max_repeats={self.max_repeats} times",
-            "format_errors": f"more than max_format_errors={self.max_format_errors} unparseable replies in a row",
-            "time_limit": f"ran past max_seconds={self.max_seconds}",
-            "token_limit": f"used {usage['total_tokens']} tokens, over max_total_tokens={self.max_total_tokens}",
-            "llm_error": f"the model endpoint failed: {last_error}",
-        }[stop]
+        summary = _STOPS[stop].summary.format(
+            steps=len(state.steps), max_steps=self.max_steps, max_repeats=self.max_repeats,
+            max_format_errors=self.max_format_errors, max_seconds=self.max_seconds, tokens=usage["total_tokens"],
+            max_total_tokens=self.max_total_tokens, error=last_error)
         return AgentResult(answer=state.answer if stop == "final" else None, stop_reason=stop, steps=state.steps,
                            messages=state.messages, usage=usage, seconds=_now() - state.started,
                            summary=summary)
@@ -3619,8 +3631,17 @@ def run(task: str, llm: Optional[LLM] = None, tools: _Tools = None, **options: A
 # main() is python agent.py: parse the flags, build, run, print; the only place that prints
 
 _DEMO_TASK = "What time is it now, and what is (128*3+40)/4?"
-_EXIT_CODES = {"final": 0, "llm_error": 3}  # any other stop reason: 1
 _BROKEN_PIPE = 141                          # 128 + SIGPIPE, as the shell reports a closed pipe
+_EXIT_MEANINGS = {0: "answered", 1: "stopped without an answer", 2: "bad usage or configuration",
+                  3: "the model endpoint failed", 130: "interrupted", _BROKEN_PIPE: "the output pipe was closed"}
+
+
+def _exit_codes_help() -> str:
+    """The exit codes for --help, each with the stop reasons (_STOPS) that lead to it."""
+    def meaning(code: int) -> str:
+        reasons = ", ".join(reason for reason, stop in _STOPS.items() if stop.exit_code == code)
+        return f"{code} {_EXIT_MEANINGS[code]}" + (f" ({reasons})" if reasons else "")
+    return "Exit codes: " + ", ".join(meaning(code) for code in _EXIT_MEANINGS) + "."
 
 
 # C0 controls but tab and newline, DEL, C1 controls (\x9b is a CSI), bidirectional overrides
@@ -3674,9 +3695,7 @@ def _cli_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agent.py", description="A ReAct agent for models without native function calling. "
         "With no model configured it runs offline with a mock model.",
-        epilog="The API key is read from OPENAI_API_KEY only (never a flag). Exit codes: 0 answered, "
-        "1 stopped without an answer, 2 bad usage or configuration, 3 the model endpoint failed, "
-        "130 interrupted, 141 the output pipe was closed.")
+        epilog=f"The API key is read from OPENAI_API_KEY only (never a flag). {_exit_codes_help()}")
     add = parser.add_argument
     add("task", nargs="?", help=f"the task (default: {_DEMO_TASK!r})")
     add("--model", help="model name (default: $OPENAI_MODEL; with only a base URL, the one model the server serves)")
@@ -3901,7 +3920,7 @@ def _cli_once(agent: Agent, task: str, args: argparse.Namespace, trace: Optional
         hint = _cli_hint(agent, result)
         if hint:
             _cli_say(f"agent.py: hint: {hint}")
-    return _EXIT_CODES.get(result.stop_reason, 1), result
+    return _STOPS[result.stop_reason].exit_code, result
 
 
 def _cli_interactive(agent: Agent, args: argparse.Namespace, trace: Optional[_Trace]) -> int:
