@@ -2710,6 +2710,7 @@ class OpenAICompatLLM:
         self._lock, self._local = threading.Lock(), threading.local()   # one client may serve many threads
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
 
+        self._not_before = 0.0               # time.monotonic() before which no request starts (Retry-After)
     @classmethod
     def from_env(cls, **overrides: Any) -> OpenAICompatLLM:
         """Build from OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL, OPENAI_ORG_ID, OPENAI_PROJECT_ID; overrides win.
@@ -2878,10 +2879,11 @@ class OpenAICompatLLM:
 
     def _post(self, body: dict, call_end: float) -> _Reply:
         data = json.dumps(body).encode("utf-8")
-        attempt = 0
+        attempt, held = 0, 0.0
         while True:
             try:
                 return self._attempt(data, bool(body.get("stream")), _Deadline(self.max_request_seconds, call_end,
+            self._wait_for_hold(call_end, held)
                                                                               self.url))
             except _Retryable as exc:
                 failure = exc
@@ -2893,11 +2895,25 @@ class OpenAICompatLLM:
             _log.info("model request failed (%s); retrying in %.1f s", failure, delay)
             self._sleep(delay)
             attempt += 1
+            if failure.retry_after is not None:  # the server's "slow down" holds back every thread of this client
+                with self._lock:
+                    held = time.monotonic() + delay
+                    self._not_before = max(self._not_before, held)
             if self.on_delta is not None:
                 self.on_delta(None)             # the reply starts again
 
     def _request_headers(self, stream: bool) -> dict:
         headers = {"Content-Type": "application/json", "User-Agent": f"agent.py/{__version__}",
+    def _wait_for_hold(self, call_end: float, held: float) -> None:
+        """Before a request: wait out a Retry-After that any thread of this client was given (held: waited already)."""
+        with self._lock:
+            wait = self._not_before - time.monotonic()
+            if wait <= 0 or self._not_before <= held:
+                return
+        if time.monotonic() + wait >= call_end:
+            raise LLMError(f"the server at {self.url} asked to wait {wait:.1f} s (Retry-After), past max_seconds")
+        self._sleep(wait)
+
                    "Accept": "text/event-stream, application/json" if stream else "application/json"}
         if self._api_key and not self._key_withheld:
             if _HEADER_CONTROL.search(self._api_key):
