@@ -42,6 +42,7 @@ a ruler ``# -- Section, part`` starts a part of a section):
 from __future__ import annotations
 
 import argparse
+import array
 import ast
 import difflib
 import functools
@@ -3760,9 +3761,9 @@ class _Feed:
             return None
 
 
-def _start_workers(agent: Agent, feed: _Feed, workers: int, traces: Optional[str]) -> queue.SimpleQueue:
+def _start_workers(agent: Agent, feed: _Feed, workers: int, traces: Optional[str]) -> queue.Queue:
     """Start the worker threads; each puts ("result", record), ("error", exc) and at its end ("done", None)."""
-    outbox: queue.SimpleQueue = queue.SimpleQueue()
+    outbox: queue.Queue = queue.Queue(maxsize=workers)   # bounded: a slow writer holds the workers back
 
     def work() -> None:
         try:
@@ -3833,7 +3834,7 @@ def _trace_name(task_id: Any) -> str:
     return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', text)[:80]}-{digest}.json"
 
 
-def _collect(outbox: queue.SimpleQueue, running: int, feed: _Feed, tally: _Tally, results: Optional[_ResultsFile],
+def _collect(outbox: queue.Queue, running: int, feed: _Feed, tally: _Tally, results: Optional[_ResultsFile],
              on_result: Optional[Callable[[dict], None]]) -> None:
     """Write and pass on each result as it comes, until the running workers are done; run_batch's Ctrl-C rule."""
     error, interrupted = None, False
@@ -3926,7 +3927,7 @@ class _Tally:
         self.steps = self.format_errors = self.prompt_tokens = self.completion_tokens = 0
         self.estimated = False
         self.reasons = dict.fromkeys(STOP_REASONS, 0)
-        self.seconds: list = []              # 8 bytes a result: kept for the percentiles
+        self.seconds = array.array("d")      # 8 bytes a result: kept for the percentiles
 
     def add(self, record: dict, earlier: bool = False) -> None:
         """Count one result line; earlier: it was in the results file before this run."""
@@ -4467,7 +4468,7 @@ def _summary_table(summary: dict, label: str) -> str:
     solved = f"{summary['solved']} of {checked} ({summary['solved_percent']}%)" if checked else "no task has expect"
     reasons = ", ".join(f"{reason} {n}" for reason, n in summary["stop_reasons"].items()) or "none"
     estimated = " (estimated)" if summary["estimated_tokens"] else ""
-    rows = [("model", label),
+    rows = [("endpoint", label),
             ("tasks", f"{summary['tasks']} ({summary['earlier']} from an earlier run)"),
             ("solved", solved), ("stop reasons", reasons),
             ("steps", f"{summary['steps_per_task']} per task"),
