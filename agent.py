@@ -36,6 +36,7 @@ a ruler ``# -- Section, part`` starts a part of a section):
 - Models: the ``LLM`` protocol and ``MockLLM``; then ``OpenAICompatLLM``, which talks HTTP, after
   its helpers (what an answer means) and its plumbing (deadlines, server-sent events; skip on first read).
 - Loop: ``Agent.run`` is the loop; ``Step`` and ``AgentResult`` are its trace; ``run`` is one call.
+- Batch: ``run_batch`` runs a task list through one ``Agent`` on a few threads, resumable from its results file.
 - CLI: ``main`` is ``python agent.py``.
 """
 
