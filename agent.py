@@ -3653,8 +3653,6 @@ def run(task: str, llm: Optional[LLM] = None, tools: _Tools = None, **options: A
 
 # An expected number is matched by a number in the answer within this relative, else absolute, difference.
 _EXPECT_REL_TOL, _EXPECT_ABS_TOL = 1e-6, 1e-9
-_RESULT_FIELDS = ("solved", "stop_reason", "answer", "steps", "format_errors", "prompt_tokens",
-                  "completion_tokens", "estimated_tokens", "seconds", "error", "trace")
 
 
 def run_batch(agent: Agent, tasks: Iterable[dict], *, workers: int = 4, out: Optional[str] = None,
@@ -3665,8 +3663,10 @@ def run_batch(agent: Agent, tasks: Iterable[dict], *, workers: int = 4, out: Opt
     a number the answer must hold (within ``_EXPECT_REL_TOL``) or a text it must
     contain, ignoring case; other fields are copied to its result. ``tasks`` is
     read as the workers need it, so a generator keeps memory flat. Each result
-    (the task's fields, ``solved`` when there is an ``expect``, then the fields of
-    ``_RESULT_FIELDS``) goes to ``on_result``, in this thread, as its run ends.
+    (the task's fields, ``solved`` when there is an ``expect``, ``stop_reason``,
+    ``answer``, ``steps``, ``format_errors``, ``prompt_tokens``, ``completion_tokens``,
+    ``estimated_tokens``, ``seconds``, ``error`` and, with ``traces``, ``trace``) goes
+    to ``on_result``, in this thread, as its run ends.
 
     ``out`` (a path): each result is appended there as one JSON line and flushed,
     and a task whose id is already there is skipped, so a second call resumes; a
@@ -3704,7 +3704,7 @@ def _task_problem(item: Any) -> Optional[str]:
         return 'no non-empty "task" text'
     key = item.get("id")
     if not ((isinstance(key, str) and key.strip()) or _is_number(key)):
-        return f'"id" must be non-empty text or a finite number, not {_shown(key)}'
+        return f'"id" must be non-empty text or a number, not {_shown(key)}'
     if "expect" in item and not (isinstance(item["expect"], str) or _is_number(item["expect"])):
         return f'"expect" must be text or a number, not {_shown(item["expect"])}'
     return None
@@ -3746,9 +3746,7 @@ class _Feed:
     def next(self) -> Optional[dict]:
         """The next task to run; None when there are no more or the batch stops. ValueError for a bad one."""
         with self._lock:
-            for item in self._tasks:
-                if self.stop.is_set():
-                    return None
+            for item in self._tasks if not self.stop.is_set() else ():
                 self.position += 1
                 problem = _task_problem(item)
                 if problem is not None:
@@ -3816,11 +3814,11 @@ def _solved(answer: Optional[str], expect: Any) -> bool:
         return expect.casefold() in answer.casefold()
     for match in _ANSWER_NUMBER.finditer(answer):
         try:
-            number = float(match.group().replace(",", ""))
-        except OverflowError:
+            if math.isclose(float(match.group().replace(",", "")), expect, rel_tol=_EXPECT_REL_TOL,
+                            abs_tol=_EXPECT_ABS_TOL):
+                return True
+        except OverflowError:   # an expect beyond a float: no answer's number is near it
             continue
-        if math.isclose(number, expect, rel_tol=_EXPECT_REL_TOL, abs_tol=_EXPECT_ABS_TOL):
-            return True
     return False
 
 
