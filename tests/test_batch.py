@@ -382,3 +382,14 @@ def test_unusable_files_and_flags_exit_2_before_anything_runs(tmp_path, capsys, 
     assert batch_cli(*argv) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "o").exists() or (tmp_path / "o").read_text() == ""
+
+
+def test_the_live_line_shows_done_solved_running_failures_rate_and_time_left():
+    import argparse
+
+    progress = agent._BatchProgress(5, argparse.Namespace(workers=4, quiet=True))
+    progress({"id": 1, "solved": True, "stop_reason": "final", "steps": 2, "seconds": 1.0})
+    progress({"id": 2, "solved": False, "stop_reason": "max_steps", "steps": 10, "seconds": 9.0})
+    line = progress.line()
+    assert line.startswith("2/5 done, 1 solved, 3 running, max_steps 1, ")
+    assert "/min, " in line and line.endswith(" s left")
