@@ -1135,14 +1135,21 @@ def _canonical(value: Any) -> str:
 
 _MAX_REPLY_CHARS = 200_000   # a longer reply is refused before any scanning
 _MAX_JSON_DEPTH = 100        # brackets nested deeper are refused
-_THINK_OPEN = re.compile(r"<(think|thinking|reasoning)>", re.I)
-_THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)>", re.I)
-_THINK_TAG = re.compile(r"<(/?)(?:think|thinking|reasoning)>", re.I)
-_THINK_TAIL = len("</reasoning>") - 1  # what an open think block keeps between pieces
+# The one table of reasoning blocks: (opening tag, closing tag), each matched in any case. Every think
+# pattern below, and what the streaming scanner keeps of an open block, comes from it: a spelling is one line.
+_THINK_BLOCKS = (("<think>", "</think>"), ("<thinking>", "</thinking>"), ("<reasoning>", "</reasoning>"),
+                 ("[THINK]", "[/THINK]"))    # the last: Mistral's (Magistral, Devstral)
+_THINK_CLOSING = {opening.lower(): closing for opening, closing in _THINK_BLOCKS}
+_THINK_OPENS = "|".join(re.escape(opening) for opening, _ in _THINK_BLOCKS)
+_THINK_CLOSES = "|".join(re.escape(closing) for _, closing in _THINK_BLOCKS)
+_THINK_OPEN = re.compile(_THINK_OPENS, re.I)
+_THINK_CLOSE = re.compile(_THINK_CLOSES, re.I)
+_THINK_TAG = re.compile(f"(?P<close>{_THINK_CLOSES})|{_THINK_OPENS}", re.I)
+_THINK_TAIL = max(len(tag) for block in _THINK_BLOCKS for tag in block) - 1  # what an open block keeps between pieces
 # The only tags that are packaging: tokens of chat templates and tool-call wrappers. Any other
 # tag (<draft>, <example>, <reflection>) is prose, so a reply that opens with it is read whole.
-_SPECIAL_TOKEN = r"""<\|/?[\w.-]{1,40}\|> | <｜[^｜<>]{0,40}｜> | \[/?(?:TOOL_CALLS|INST)\]
-                   | </?(?:s|tool_calls?|function_?calls?)> | (?i:</(?:think|thinking|reasoning)>)"""
+_SPECIAL_TOKEN = rf"""<\|/?[\w.-]{{1,40}}\|> | <｜[^｜<>]{{0,40}}｜> | \[/?(?:TOOL_CALLS|INST)\]
+                   | </?(?:s|tool_calls?|function_?calls?)> | (?i:{_THINK_CLOSES})"""
 _FENCE_OPEN = re.compile(r"```[\w+.-]*[ \t]*\n?")
 _ACTION_OPENER = r"\{|\[\s{0,64}\{"   # an object, or an array whose first element is one
 _ACTION_START = re.compile(_ACTION_OPENER)
@@ -1153,7 +1160,7 @@ _LEAD_TOKEN = re.compile(rf"""
     (?P<space>[\s\ufeff]+)
   | (?P<action>{_ACTION_OPENER})
   | (?P<quote>"(?={_ACTION_OPENER}))                   # a stray quote right before the action
-  | (?P<think>(?i:<(?:think|thinking|reasoning)>))
+  | (?P<think>(?i:{_THINK_OPENS}))
   | (?P<fence>```[\w+.-]{{0,20}})
   | (?P<token>{_SPECIAL_TOKEN})
   | (?P<label>(?:{"|".join(_LABELS)})\b)
@@ -1180,7 +1187,8 @@ _STRING_PIECE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|u[0-9a-fA-F]{4
 
 def _may_be_packaging(rest: str) -> bool:
     """Whether rest, the undecided end of what was fed, may still grow into packaging or the action's start."""
-    return bool(_LEAD_PARTIAL.fullmatch(rest)) or any(label.startswith(rest) for label in _LABELS)
+    return (bool(_LEAD_PARTIAL.fullmatch(rest)) or any(label.startswith(rest) for label in _LABELS)
+            or any(tag.lower().startswith(rest.lower()) for block in _THINK_BLOCKS for tag in block))
 
 
 def _think_end(text: str, pos: int, depth: int) -> tuple[int, int]:
@@ -1188,7 +1196,7 @@ def _think_end(text: str, pos: int, depth: int) -> tuple[int, int]:
     ends only its own block. Returns (just past the tag that closes the outermost block, 0), or,
     when text ends first, (just past the last tag read, the depth still open)."""
     for tag in _THINK_TAG.finditer(text, pos):
-        depth += -1 if tag.group(1) else 1
+        depth += -1 if tag.group("close") else 1
         pos = tag.end()
         if not depth:
             break
@@ -1326,20 +1334,18 @@ class _ActionScanner:
         return None
 
 
-def _inside_first_object(text: str, pos: int) -> bool:
-    first = _ACTION_START.search(text)
-    if first is None or first.start() > pos:
-        return False
-    end = _ActionScanner._at(text, first.start()).end
-    return end is None or end > pos
-
-
-def _lone_closing_tag(text: str, closing: Any) -> bool:
-    """Whether a closing think tag ends reasoning whose opening tag the server dropped: an action follows it,
-    and it is not inside the first object or after an invented observation."""
-    tail = _OBSERVATION_TAIL.search(text)
-    return (_ACTION_START.search(text, closing.end()) is not None and not (tail and tail.start() < closing.start())
-            and not _inside_first_object(text, closing.start()))
+def _lone_closing_tag(text: str) -> Any:
+    """The closing think tag that ends reasoning whose opening tag the server dropped: the first one outside
+    the objects before it (a draft may quote a tag in a string), whatever the reasoning mentions. None if none."""
+    end = 0   # where the last object read ends; one that never closes runs to the end of the text
+    for closing in _THINK_CLOSE.finditer(text):
+        while end <= closing.start():
+            first = _ACTION_START.search(text, end)
+            if first is None or first.start() >= closing.start():
+                return closing
+            scanner = _ActionScanner._at(text, first.start())
+            end = scanner.end or scanner.broken_at or len(text)
+    return None
 
 
 def _drop_think(text: str, repairs: list) -> str:
@@ -1359,12 +1365,12 @@ def _drop_think(text: str, repairs: list) -> str:
         pos, depth = _think_end(text, opening.end(), 1)
         if depth:
             raise _refuse(f"your reply opens a {opening.group()} block that never closes, so it holds no action; "
-                          f"close it with </{opening.group(1)}> and put the action after it")
+                          f"close it with {_THINK_CLOSING[opening.group().lower()]} and put the action after it")
         _note(repairs, "think")
     text = ("".join(kept) + text[pos:]).strip()
-    closing = _THINK_CLOSE.search(text)
-    if closing and _lone_closing_tag(text, closing):
-        text = text[closing.end():].strip()  # the server dropped the opening tag
+    closing = _lone_closing_tag(text)
+    if closing:
+        text = text[closing.end():].strip()  # the server dropped the opening tag: all before it is reasoning
         _note(repairs, "think")
     return text
 
@@ -1616,6 +1622,7 @@ _LOOKALIKES = {  # the one table of keys models write for an action's own; compa
                      "tool_input", "tool_args"), "arguments"),
     **dict.fromkeys(("final_answer", "response", "output"), "answer"),
 }
+_CALL_METADATA = ("id", "index", "call_id")   # what OpenAI's tool calls carry beside the call: not an argument
 _CALL_IN_NAME = re.compile(r"[()\[\]{}\"'=\n\r]")
 _KEY_WORDS = "|".join(sorted({"type", "name", "arguments", "answer", *_LOOKALIKES}, key=len, reverse=True))
 # An action's key written in an object that cannot be read, also quoted as \" or \\\" (an action written
@@ -1670,13 +1677,14 @@ def _check_others(action: Any, others: Iterable, opened: bool, repairs: list) ->
 
 def _check_rest(rest: str, action: Any, opened: bool, repairs: list) -> None:
     """Read what follows the action: prose and an invented observation are ignored; other objects are judged
-    by _check_others."""
+    by _check_others. After prose, an observation ends the reply but hides no object from that judgement: a
+    mention of the marker between an example call and the real action never makes the example run."""
     tail = _OBSERVATION_TAIL.search(rest)
+    before = rest[:tail.start()] if tail else rest
     if tail:
-        rest = rest[:tail.start()]
         _note(repairs, "observation_tail")
-    _check_others(action, _objects(rest), opened, repairs)
-    if rest.strip().strip("`").strip():
+    _check_others(action, _objects(before if opened else rest), opened, repairs)
+    if before.strip().strip("`").strip():
         _note(repairs, "trailing_prose")
 
 
@@ -1813,10 +1821,10 @@ def _arguments_from_string(text: str, repairs: list) -> Any:
 
 def _check_stray_arguments(obj: dict) -> None:
     """In a call whose arguments are missing or empty, a look-alike of "arguments", or any key other than
-    the action's own holding a value, is an argument in the wrong place: dropping it would run the tool
-    on its defaults. Refused, naming "arguments"."""
+    the action's own or OpenAI's call metadata holding a value, is an argument in the wrong place: dropping
+    it would run the tool on its defaults. Refused, naming "arguments"."""
     stray = _lookalike(obj, "arguments") or next(
-        (key for key in obj if _spelling(key) not in _OWN_KEYS and _present(obj, key)), None)
+        (key for key in obj if _spelling(key) not in _OWN_KEYS + _CALL_METADATA and _present(obj, key)), None)
     if stray is None:
         return
     shown = json.dumps(stray, ensure_ascii=False)[:60]
