@@ -2680,7 +2680,7 @@ class OpenAICompatLLM:
 
     def __init__(self, model: str, base_url: str = "https://api.openai.com/v1", api_key: Optional[str] = None, *,
                  temperature: Optional[float] = 0.0, max_tokens: Optional[int] = None, timeout: float = 60,
-                 max_retries: int = 3, stop: Optional[Iterable[str]] = (_OBSERVATION,),
+                 max_retries: int = 3, stop: Optional[Iterable[str]] = (),
                  extra_body: Optional[dict] = None, headers: Optional[dict] = None, opener: Any = None,
                  sleep: Callable[[float], None] = time.sleep, response_schema: Optional[dict] = None,
                  stream: bool = True, on_delta: Optional[Callable[[Optional[str]], None]] = None,
@@ -2702,7 +2702,10 @@ class OpenAICompatLLM:
         self.max_request_seconds = max_request_seconds   # seconds: a whole request, its first byte included
         self.max_response_bytes = max_response_bytes     # a longer answer is refused
         self.max_retries = max_retries       # retries after the first attempt
-        self.stop = list(stop or ())         # sent as "stop"; cut client-side if the server rejects it
+        # Sent as "stop"; cut client-side if the server rejects it. None by default: a server cuts at a stop
+        # inside a reasoning model's reasoning too, which may mention the marker (issue 18.1); the parser
+        # ends a reply at an invented observation instead, and streaming stops at the end of an opening action.
+        self.stop = list(stop or ())
         self.extra_body, self.headers = dict(extra_body or {}), dict(headers or {})
         self.organization, self.project = organization, project   # sent as the SDK does
         self.response_schema = response_schema   # kept on every call: per-call schemas do not replace it

@@ -84,7 +84,9 @@ def test_a_closing_tag_inside_a_draft_that_never_closes_leaves_nothing_to_run():
 
 @given(st.text(alphabet="ab {}[]\"':,\n", max_size=30), st.sampled_from(MARKERS), st.sampled_from(SPELLINGS))
 def test_no_reasoning_before_a_lone_closing_tag_runs(noise, marker, spelling):
-    never_runs_the_draft(f"{noise} {DELETE} {marker} {noise} {spelling[1]} {FINAL}")
+    """Reasoning starts with prose: a reply that opens with its action ends there (the streaming client stops
+    reading at that point, so no later tag could change it)."""
+    never_runs_the_draft(f"Plan: {noise} {DELETE} {marker} {noise} {spelling[1]} {FINAL}")
 
 
 # -- item 1, on the wire: a streaming server that applies "stop" --------------------------
