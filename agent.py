@@ -68,7 +68,7 @@ import typing
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Optional, Protocol, Union
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 # The HTTP stack (http.client, urllib.request, socket, ssl) is imported where it is used: importing it
 # costs more than agent.py itself, and the offline demo and the tests of the other sections never need it.
@@ -560,6 +560,7 @@ class Tool:
             _check_setting("timeout", self.timeout, optional=True)
         except ValueError as exc:
             raise ToolError(f"tool {_text(self.name, repr)}: {exc}") from None
+        _check_parameters(self.parameters, _text(self.name, repr))
 
     @classmethod
     def from_function(cls, func: Callable, *, name: Optional[str] = None, description: Optional[str] = None,
@@ -575,9 +576,203 @@ class Tool:
         summary, arg_docs = _parse_docstring(getattr(func, "__doc__", None))
         if parameters is None:
             parameters = _infer_parameters(func, name, arg_docs)
-        elif not isinstance(parameters, dict) or parameters.get("type") != "object":
-            raise ToolError(f"parameters of tool {name!r} must be a JSON Schema with \"type\": \"object\"")
         return cls(name, description or summary or name, parameters, func, timeout, bool(confirm))
+
+
+# -- Tools, schemas: every keyword a tool's JSON Schema holds is enforced, or refused at registration --------
+
+# The keywords agent.py enforces, each with the kind of value it takes. Every other keyword is refused when
+# the tool is registered (a schema never fails open), except the annotations, which describe and never constrain.
+_SCHEMA_KEYWORDS = {
+    "type": "types", "enum": "list", "const": "any", "$ref": "ref", "$defs": "schemas", "definitions": "schemas",
+    "properties": "schemas", "required": "names", "additionalProperties": "schema", "minProperties": "count",
+    "maxProperties": "count", "items": "schema", "minItems": "count", "maxItems": "count", "uniqueItems": "bool",
+    "minLength": "count", "maxLength": "count", "pattern": "regex", "minimum": "number", "maximum": "number",
+    "exclusiveMinimum": "number", "exclusiveMaximum": "number", "multipleOf": "positive",
+    "allOf": "schema_list", "anyOf": "schema_list", "oneOf": "schema_list", "not": "schema",
+}
+_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "format", "$schema", "$id", "$comment",
+                          "deprecated", "readOnly", "writeOnly",
+                          "discriminator"})   # pydantic's, beside a oneOf that is enforced anyway
+_TYPE_ALIASES = {python.__name__: name for python, name in _JSON_TYPES.items()}   # "int" meant "integer"
+_MAX_SCHEMA_DEPTH = 200   # subschemas nested, or references followed, deeper than this are refused
+
+
+def _check_parameters(parameters: Any, tool: str) -> None:
+    """ToolError, naming the tool and the keyword, unless parameters is a JSON Schema of an object whose every
+    keyword is enforced (or an annotation), whose every value fits its keyword, and whose references resolve."""
+    if not isinstance(parameters, dict) or parameters.get("type") != "object":
+        raise ToolError(f"parameters of tool {tool} must be a JSON Schema with \"type\": \"object\"")
+    try:
+        json.dumps(parameters, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ToolError(f"parameters of tool {tool} are not JSON: {exc}") from None
+    nodes: dict = {}
+    refs: list = []
+    _check_schema(parameters, "#", tool, nodes, refs)
+    for where, ref in refs:   # a reference must point to one of the schemas just checked
+        target = _resolve_ref(parameters, ref)
+        if not isinstance(target, bool) and id(target) not in nodes:
+            raise ToolError(f"tool {tool}: \"$ref\" {ref!r} at {where} points to no schema in the tool's parameters")
+    declared = _declared(parameters, parameters)
+    missing = [key for key in parameters.get("required", []) if declared is not None and key not in declared]
+    if missing:
+        raise ToolError(f"tool {tool}: the required parameter {missing[0]!r} is not in \"properties\"")
+
+
+def _check_schema(schema: Any, where: str, tool: str, nodes: dict, refs: list, depth: int = 0) -> None:
+    """Check one schema and its subschemas; collect the schemas seen (by id) and the references to resolve."""
+    if isinstance(schema, bool):
+        return
+    if depth > _MAX_SCHEMA_DEPTH:
+        raise ToolError(f"tool {tool}: the schema is nested more than {_MAX_SCHEMA_DEPTH} levels deep at {where}")
+    nodes[id(schema)] = schema
+    for keyword, value in schema.items():
+        kind = _SCHEMA_KEYWORDS.get(keyword)
+        if kind is None and keyword not in _ANNOTATIONS:
+            known = difflib.get_close_matches(_text(keyword), [*_SCHEMA_KEYWORDS, *_ANNOTATIONS], n=1, cutoff=0.8)
+            meant = f" (did you mean {known[0]!r}?)" if known else ""
+            raise ToolError(f"tool {tool}: the JSON Schema keyword {keyword!r} at {where} is not enforced by "
+                            f"agent.py{meant}; remove it, or check the value in the tool itself")
+        problem = _keyword_problem(kind, value) if kind else None
+        if problem:
+            raise ToolError(f"tool {tool}: {keyword!r} at {where} {problem}")
+        if kind == "ref":
+            refs.append((where, value))
+        for sub_where, sub in _subschemas(keyword, value, where):
+            _check_schema(sub, sub_where, tool, nodes, refs, depth + 1)
+
+
+def _subschemas(keyword: str, value: Any, where: str) -> list:
+    """The subschemas a keyword holds, each with where it sits: [(where, schema)]."""
+    kind = _SCHEMA_KEYWORDS.get(keyword)
+    if kind == "schema":
+        return [(f"{where}/{keyword}", value)]
+    if kind == "schemas":
+        return [(f"{where}/{keyword}/{name}", sub) for name, sub in value.items()]
+    if kind == "schema_list":
+        return [(f"{where}/{keyword}/{i}", sub) for i, sub in enumerate(value)]
+    return []
+
+
+def _keyword_problem(kind: str, value: Any) -> Optional[str]:
+    """What is wrong with a keyword's value, said after the keyword; None when it fits."""
+    is_schema = isinstance(value, (dict, bool))
+    if kind == "types":
+        return _types_problem(value)
+    checks = {
+        "list": (isinstance(value, list), "must be a list"),
+        "names": (isinstance(value, list) and all(isinstance(name, str) for name in value), "must be a list of names"),
+        "count": (_is_int(value) and value >= 0, "must be an integer >= 0"),
+        "number": (_is_number(value) and math.isfinite(value), "must be a number"),
+        "positive": (_is_number(value) and math.isfinite(value) and value > 0, "must be a number > 0"),
+        "bool": (isinstance(value, bool), "must be true or false"),
+        "regex": (isinstance(value, str) and _compiles(value), "must be a regular expression that compiles"),
+        "ref": (isinstance(value, str) and (value == "#" or value.startswith("#/")),
+                "must be a local reference (\"#/$defs/Name\"): a schema of another document is not read"),
+        "schema": (is_schema, "must be a schema (an object, or true or false)"),
+        "schemas": (isinstance(value, dict) and all(isinstance(sub, (dict, bool)) for sub in value.values()),
+                    "must map names to schemas"),
+        "schema_list": (isinstance(value, list) and bool(value) and all(isinstance(sub, (dict, bool)) for sub in value),
+                        "must be a non-empty list of schemas"),
+    }
+    ok, problem = checks.get(kind, (True, ""))
+    return None if ok else problem
+
+
+def _types_problem(value: Any) -> Optional[str]:
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not names or not all(isinstance(name, str) for name in names):
+        return "must be a type name or a non-empty list of them"
+    wrong = next((name for name in names if name not in _PYTHON_TYPES), None)
+    if wrong is None:
+        return None
+    meant = _TYPE_ALIASES.get(wrong) or next(iter(difflib.get_close_matches(wrong.lower(), list(_PYTHON_TYPES), 1)),
+                                             None)
+    hint = f"did you mean {meant!r}? " if meant else ""
+    return f"has the unknown type {wrong!r} ({hint}the types are {', '.join(_PYTHON_TYPES)})"
+
+
+def _compiles(pattern: str) -> bool:
+    try:
+        re.compile(pattern)
+    except (re.error, RecursionError, OverflowError):
+        return False
+    return True
+
+
+def _resolve_ref(root: Any, ref: str) -> Any:
+    """The subschema a local reference points to: ``"#"`` is root, ``"#/$defs/Name"`` a JSON pointer into it
+    (``~1`` is ``/``, ``~0`` is ``~``). None when it points to nothing."""
+    target = root
+    for part in ref[2:].split("/") if ref != "#" else ():
+        part = unquote(part).replace("~1", "/").replace("~0", "~")
+        if isinstance(target, dict) and part in target:
+            target = target[part]
+        elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+            target = target[int(part)]
+        else:
+            return None
+    return target
+
+
+def _declared(schema: Any, root: dict, depth: int = 0) -> Optional[dict]:
+    """The argument names a tool's schema declares, in order: its properties and those of the branches and
+    the reference it is built from. None when it allows others (``additionalProperties`` true or a schema)."""
+    if not isinstance(schema, dict) or depth > _MAX_SCHEMA_DEPTH:
+        return {}
+    if schema.get("additionalProperties", False) is not False:
+        return None
+    names = dict.fromkeys(schema.get("properties", {}))
+    parts = [*schema.get("allOf", ()), *schema.get("anyOf", ()), *schema.get("oneOf", ())]
+    if isinstance(schema.get("$ref"), str):
+        parts.append(_resolve_ref(root, schema["$ref"]))
+    for part in parts:
+        more = _declared(part, root, depth + 1)
+        if more is None:
+            return None
+        names.update(more)
+    return names
+
+
+def _embedded(parameters: dict, defs: dict) -> dict:
+    """A tool's parameters as the action schema holds them: as they are, or, when they hold references (which
+    point into the tool's own schema), a copy whose references point into the action schema's ``$defs``."""
+    if '"$ref"' not in json.dumps(parameters):
+        return parameters
+    return _rewritten(parameters, parameters, defs, {})
+
+
+def _rewritten(schema: Any, root: dict, defs: dict, names: dict) -> Any:
+    if not isinstance(schema, dict):
+        return schema
+    copy = {}
+    for keyword, value in schema.items():
+        if keyword in ("$defs", "definitions", "discriminator"):
+            continue   # what is referred to moves to defs; a discriminator's mapping would point nowhere
+        kind = _SCHEMA_KEYWORDS.get(keyword)
+        if keyword == "$ref":
+            value = "#/$defs/" + _hoisted(value, root, defs, names)
+        elif kind == "schema":
+            value = _rewritten(value, root, defs, names)
+        elif kind == "schemas":
+            value = {name: _rewritten(sub, root, defs, names) for name, sub in value.items()}
+        elif kind == "schema_list":
+            value = [_rewritten(sub, root, defs, names) for sub in value]
+        copy[keyword] = value
+    return copy
+
+
+def _hoisted(ref: str, root: dict, defs: dict, names: dict) -> str:
+    """The name in defs of what ref points to, copied there once. The name ends in a number, unique even as
+    llama.cpp's grammar converter spells it: it names a rule by the last part of a reference, [^A-Za-z0-9-] as -."""
+    target = _resolve_ref(root, ref)
+    if id(target) not in names:
+        last = re.sub(r"[^A-Za-z0-9-]+", "-", ref.rsplit("/", 1)[-1]).strip("-") or "root"
+        names[id(target)] = name = f"{last}-{len(defs)}"
+        defs[name] = {}   # taken before the copy: a schema that refers to itself finds its name
+        defs[name] = _rewritten(target, root, defs, names)
+    return names[id(target)]
 
 
 class _ArgumentError(Exception):
@@ -616,59 +811,176 @@ def _same_json(a: Any, b: Any) -> bool:
     return a == b
 
 
-def _validate(value: Any, schema: dict, path: str) -> Any:
-    """Check value against the JSON Schema subset tools use; return it with integral floats as ints.
-
-    Supported: type (one or a list), enum, const, properties, required,
-    additionalProperties (false), items, anyOf. Raises _ArgumentError naming the parameter.
-    """
-    kinds = schema.get("type")
-    if kinds is not None:
-        kinds = [kinds] if isinstance(kinds, str) else list(kinds)
-        matched = next((kind for kind in kinds if _is_type(value, kind)), None)
-        if matched is None:
-            raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got {_shown(value)}")
-        if matched == "integer":
-            value = int(value)
+def _validate(value: Any, schema: Any, path: str, root: Any = None, depth: int = 0) -> Any:
+    """Check value against a tool's schema, every keyword of _SCHEMA_KEYWORDS; return it with integral
+    floats as ints where "integer" asks. ``root`` is the schema local references point into (default:
+    schema). Raises _ArgumentError naming the parameter."""
+    if schema is True:
+        return value
+    if schema is False:
+        raise _ArgumentError(f"{_parameter(path)} is not allowed, got {_shown(value)}")
+    root = schema if root is None else root
+    if depth > _MAX_SCHEMA_DEPTH:
+        raise _ArgumentError(f"{_parameter(path)} is nested too deeply for its schema")
+    if "$ref" in schema:
+        target = _resolve_ref(root, schema["$ref"])
+        if target is None:
+            raise _ArgumentError(f"the schema of {_parameter(path)} refers to nothing ({schema['$ref']!r})")
+        value = _validate(value, target, path, root, depth + 1)
+    value = _check_type(value, schema, path)
     if "enum" in schema and not any(_same_json(value, v) for v in schema["enum"]):
         raise _ArgumentError(f"parameter {path!r} must be one of {json.dumps(schema['enum'])}, got {_shown(value)}")
     if "const" in schema and not _same_json(value, schema["const"]):
         raise _ArgumentError(f"parameter {path!r} must be {json.dumps(schema['const'])}, got {_shown(value)}")
-    if "anyOf" in schema:
-        value = _validate_any_of(value, schema["anyOf"], path)
+    value = _validate_combined(value, schema, path, root, depth)
+    _check_bounds(value, schema, path)
     if isinstance(value, dict):
-        value = _validate_object(value, schema, path)
-    if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        value = [_validate(item, schema["items"], f"{path}[{i}]") for i, item in enumerate(value)]
+        value = _validate_object(value, schema, path, root, depth)
+    if isinstance(value, list) and schema.get("items", True) is not True:
+        value = [_validate(item, schema["items"], f"{path}[{i}]", root, depth + 1) for i, item in enumerate(value)]
     return value
 
 
-def _validate_any_of(value: Any, options: list, path: str) -> Any:
-    kinds = [option.get("type") for option in options]
+def _parameter(path: str) -> str:
+    return f"parameter {path!r}" if path else "the arguments"
+
+
+def _check_type(value: Any, schema: dict, path: str) -> Any:
+    kinds = schema.get("type")
+    if kinds is None:
+        return value
+    kinds = [kinds] if isinstance(kinds, str) else list(kinds)
+    matched = next((kind for kind in kinds if _is_type(value, kind)), None)
+    if matched is None:
+        raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got {_shown(value)}")
+    return int(value) if matched == "integer" else value
+
+
+def _validate_combined(value: Any, schema: dict, path: str, root: Any, depth: int) -> Any:
+    """allOf, anyOf, oneOf and not."""
+    for option in schema.get("allOf", ()):
+        value = _validate(value, option, path, root, depth + 1)
+    if "anyOf" in schema:
+        value = _validate_any_of(value, schema["anyOf"], path, root, depth)
+    if "oneOf" in schema:
+        matches, errors = [], []
+        for option in schema["oneOf"]:
+            try:
+                matches.append(_validate(value, option, path, root, depth + 1))
+            except _ArgumentError as exc:
+                errors.append(str(exc))
+        if len(matches) > 1:
+            raise _ArgumentError(f"{_parameter(path)} must match exactly one of the allowed shapes, and matches "
+                                 f"{len(matches)}: got {_shown(value)}")
+        if not matches:
+            raise _ArgumentError("; or ".join(errors))
+        value = matches[0]
+    if "not" in schema:
+        try:
+            _validate(value, schema["not"], path, root, depth + 1)
+        except _ArgumentError:
+            return value
+        raise _ArgumentError(f"{_parameter(path)} must not match {json.dumps(schema['not'])[:80]}, got {_shown(value)}")
+    return value
+
+
+def _validate_any_of(value: Any, options: list, path: str, root: Any, depth: int) -> Any:
+    kinds = [option.get("type") if isinstance(option, dict) else None for option in options]
     if all(isinstance(kind, str) for kind in kinds) and not any(_is_type(value, kind) for kind in kinds):
         raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got {_shown(value)}")
     errors = []
     for option in options:
         try:
-            return _validate(value, option, path)
+            return _validate(value, option, path, root, depth + 1)
         except _ArgumentError as exc:
             errors.append(str(exc))
     raise _ArgumentError("; or ".join(errors) or f"parameter {path!r} matches no allowed shape")
 
 
-def _validate_object(value: dict, schema: dict, path: str) -> dict:
+# keyword: (the values it applies to, what it measures of them, the test the measure must pass, the rule as text)
+_BOUNDS = {
+    "minimum": (_is_number, None, operator.ge, "at least {}"),
+    "maximum": (_is_number, None, operator.le, "at most {}"),
+    "exclusiveMinimum": (_is_number, None, operator.gt, "more than {}"),
+    "exclusiveMaximum": (_is_number, None, operator.lt, "less than {}"),
+    "minLength": (lambda value: isinstance(value, str), len, operator.ge, "at least {} characters long"),
+    "maxLength": (lambda value: isinstance(value, str), len, operator.le, "at most {} characters long"),
+    "minItems": (lambda value: isinstance(value, list), len, operator.ge, "a list of at least {} items"),
+    "maxItems": (lambda value: isinstance(value, list), len, operator.le, "a list of at most {} items"),
+    "minProperties": (lambda value: isinstance(value, dict), len, operator.ge, "an object of at least {} keys"),
+    "maxProperties": (lambda value: isinstance(value, dict), len, operator.le, "an object of at most {} keys"),
+}
+
+
+def _check_bounds(value: Any, schema: dict, path: str) -> None:
+    """The bounds of numbers, strings, lists and objects, multipleOf, pattern and uniqueItems."""
+    problem = None
+    for keyword, (applies, measure, passes, rule) in _BOUNDS.items():
+        if keyword in schema and applies(value) and not passes(measure(value) if measure else value, schema[keyword]):
+            problem = f"be {rule.format(schema[keyword])}"
+            break
+    step = schema.get("multipleOf")
+    if problem is None and step is not None and _is_number(value) and not _is_multiple(value, step):
+        problem = f"be a multiple of {step}"
+    if problem is None and isinstance(value, str) and "pattern" in schema and not re.search(schema["pattern"], value):
+        problem = f"match the pattern {schema['pattern']!r}"
+    if problem is None and schema.get("uniqueItems") is True and isinstance(value, list):
+        keys = [_json_key(item) for item in value]
+        problem = "hold no item twice" if len(set(keys)) < len(keys) else None
+    if problem:
+        raise _ArgumentError(f"{_parameter(path)} must {problem}, got {_shown(value)}")
+
+
+def _is_multiple(value: Any, step: Any) -> bool:
+    """Whether value is a whole multiple of step, in decimal as JSON writes them (0.3 is 3 times 0.1)."""
+    from fractions import Fraction   # deferred: only a schema with multipleOf needs it
+    try:
+        return (Fraction(repr(value)) / Fraction(repr(step))).denominator == 1
+    except (ValueError, OverflowError, ZeroDivisionError):
+        return False
+
+
+def _json_key(value: Any) -> str:
+    """value as text that is equal for values JSON Schema calls equal: 1 and 1.0 are, true and 1 are not."""
+    def plain(item: Any) -> Any:
+        if type(item) is float and item.is_integer():
+            return int(item)
+        if isinstance(item, list):
+            return [plain(inner) for inner in item]
+        return {key: plain(inner) for key, inner in item.items()} if isinstance(item, dict) else item
+    try:
+        return json.dumps(plain(value), sort_keys=True, default=repr)
+    except (TypeError, ValueError):   # keys that do not sort: one Python caller's value, not a model's
+        return repr(value)
+
+
+def _validate_object(value: dict, schema: dict, path: str, root: Any, depth: int) -> dict:
     properties = schema.get("properties", {})
     prefix = f"{path}." if path else ""
     for key in schema.get("required", []):
         if key not in value:
             raise _ArgumentError(f"missing required parameter {prefix + key!r}")
-    if schema.get("additionalProperties") is False:
+    others = schema.get("additionalProperties", True)
+    if others is False:
         extra = [key for key in value if key not in properties]
         if extra:
             allowed = ", ".join(properties) or "none"
             raise _ArgumentError(f"unexpected parameter {prefix + extra[0]!r} (allowed: {allowed})")
-    return {key: _validate(item, properties[key], prefix + key) if key in properties else item
-            for key, item in value.items()}
+    checked = {}
+    for key, item in value.items():
+        sub = properties[key] if key in properties else others
+        checked[key] = item if sub is True else _validate(item, sub, prefix + _text(key), root, depth + 1)
+    return checked
+
+
+def _check_declared(arguments: dict, schema: dict) -> None:
+    """The arguments themselves (the function's keyword arguments) are only those the schema declares, unless
+    it allows others: JSON Schema's default (any key) would let a model pass a keyword the tool never offered."""
+    declared = _declared(schema, schema)
+    extra = [] if declared is None else [key for key in arguments if key not in declared]
+    if extra:
+        allowed = ", ".join(declared) or "none"
+        raise _ArgumentError(f"unexpected parameter {_text(extra[0])!r} (allowed: {allowed})")
 
 
 def _truncate(text: str, max_chars: Optional[int]) -> str:
@@ -930,10 +1242,11 @@ class ToolRegistry:
         thought: dict = {"type": "string"}
         if max_thought_chars is not None:
             thought["maxLength"] = max_thought_chars
+        defs: dict = {}   # what the tools' references point to, under names of the whole schema
         branches = [{
             "type": "object",
             "properties": {"type": {"const": "tool_call"}, "thought": dict(thought), "name": {"const": t.name},
-                           "arguments": t.parameters},
+                           "arguments": _embedded(t.parameters, defs)},
             "required": ["type", "thought", "name", "arguments"], "additionalProperties": False,
         } for t in self._tools.values()]
         branches.append({
@@ -941,7 +1254,10 @@ class ToolRegistry:
             "properties": {"type": {"const": "final"}, "thought": thought, "answer": {"type": "string"}},
             "required": ["type", "thought", "answer"], "additionalProperties": False,
         })
-        return {"anyOf": branches}  # not oneOf: more servers support anyOf, and xgrammar reads oneOf as anyOf
+        schema: dict = {"anyOf": branches}  # not oneOf: more servers support anyOf, and xgrammar reads oneOf as anyOf
+        if defs:
+            schema["$defs"] = defs
+        return schema
 
     def call(self, name: str, arguments: Any, *, confirm: Optional[Callable[[str, dict], bool]] = None,
              max_chars: Optional[int] = None, timeout: Optional[float] = None) -> str:
@@ -972,7 +1288,10 @@ class ToolRegistry:
         if not isinstance(arguments, dict):
             return f"ERROR: the arguments for {name!r} must be a JSON object, got {_shown(arguments)}."
         try:
+            _check_declared(arguments, tool.parameters)
             kwargs = _validate(arguments, tool.parameters, "")
+        except RecursionError:
+            return f"ERROR: the arguments for {name!r} are nested too deeply. Send flatter arguments."
         except _ArgumentError as exc:
             expected = json.dumps(tool.parameters.get("properties", {}), ensure_ascii=False)
             return f"ERROR: invalid arguments for {name!r}: {exc}. Expected arguments: {expected}. Fix and call again."
@@ -1074,6 +1393,7 @@ def _example_arguments(tool: Optional[Tool]) -> str:
     properties = tool.parameters.get("properties", {}) if tool else {}
     example = {}
     for key, schema in properties.items():
+        schema = schema if isinstance(schema, dict) else {}   # true or false: any value, or none
         kind = schema.get("type")
         kind = kind[0] if isinstance(kind, list) else kind
         example[key] = schema["enum"][0] if schema.get("enum") else samples.get(kind, "...")

@@ -203,7 +203,8 @@ def test_every_spelling_is_a_think_block_in_parse_action(opening, closing):
 @pytest.mark.parametrize("opening, closing", SPELLINGS)
 def test_every_spelling_is_a_think_block_in_the_streaming_scanner(opening, closing):
     """The scanner skips the block and cuts at the action's end, whatever the pieces: as parse_action reads it."""
-    for lead in [f"{opening}Maybe {DELETE}? No.{closing}\n", f"{closing}\n", f"{opening}a{opening}b{closing}c{closing}"]:
+    nested = f"{opening}a{opening}b{closing}c{closing}"
+    for lead in [f"{opening}Maybe {DELETE}? No.{closing}\n", f"{closing}\n", nested]:
         reply = lead + FINAL + " and then " + DELETE
         for size in [None, 1, 2, 3, 5]:
             cut, scanner = scan(reply, size)
