@@ -695,10 +695,38 @@ def _types_problem(value: Any) -> Optional[str]:
 
 def _compiles(pattern: str) -> bool:
     try:
-        re.compile(pattern)
+        _pattern(pattern)
     except (re.error, RecursionError, OverflowError):
         return False
     return True
+
+
+_ECMA_CLASSES = {"d": "0-9", "w": "A-Za-z0-9_"}   # what \d and \w mean in JSON Schema's (ECMA-262's) patterns
+
+
+@functools.lru_cache(maxsize=256)
+def _pattern(pattern: str) -> re.Pattern:
+    r"""A JSON Schema pattern compiled to mean what it means there: ``$`` only at the very end (Python's also
+    matches before a final line break, so "^[a-z]+$" would take "rm
+"), ``\d`` and ``\w`` ASCII only
+    (Python's take any script's digits and letters)."""
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\" and i + 1 < len(pattern):
+            letter = pattern[i + 1]
+            if letter in _ECMA_CLASSES:
+                out.append(_ECMA_CLASSES[letter] if in_class else f"[{_ECMA_CLASSES[letter]}]")
+            elif letter in "DW" and not in_class:
+                out.append(f"[^{_ECMA_CLASSES[letter.lower()]}]")
+            else:
+                out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        in_class = (char == "[") or (in_class and char != "]")
+        out.append("\\Z" if char == "$" and not in_class else char)
+        i += 1
+    return re.compile("".join(out))
 
 
 def _resolve_ref(root: Any, ref: str) -> Any:
@@ -922,8 +950,9 @@ def _check_bounds(value: Any, schema: dict, path: str) -> None:
     step = schema.get("multipleOf")
     if problem is None and step is not None and _is_number(value) and not _is_multiple(value, step):
         problem = f"be a multiple of {step}"
-    if problem is None and isinstance(value, str) and "pattern" in schema and not re.search(schema["pattern"], value):
-        problem = f"match the pattern {schema['pattern']!r}"
+    pattern = schema.get("pattern")
+    if problem is None and pattern is not None and isinstance(value, str) and not _pattern(pattern).search(value):
+        problem = f"match the pattern {pattern!r}"
     if problem is None and schema.get("uniqueItems") is True and isinstance(value, list):
         keys = [_json_key(item) for item in value]
         problem = "hold no item twice" if len(set(keys)) < len(keys) else None

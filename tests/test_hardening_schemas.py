@@ -374,3 +374,23 @@ def test_any_argument_against_the_pydantic_schema_is_refused_or_matches_it(value
     assert out == "ran" or out.startswith("ERROR: invalid arguments"), out
     if ran:
         assert value is None or (isinstance(value, dict) and "value" in value)
+
+
+# -- pattern means what it means in JSON Schema (ECMA-262), not what Python's re would read ----------
+
+@pytest.mark.parametrize("pattern, value, ok", [
+    ("^[a-z]+$", "rm\n", False),          # Python's $ also matches before a final line break
+    ("^[a-z]+$", "rm", True),
+    ("^\\d{5}$", "١٢٣٤٥", False),          # Python's \d takes any script's digits
+    ("^\\d{5}$", "12345", True),
+    ("^[\\w.-]+$", "é.txt", False),        # and its \w any script's letters
+    ("^[\\w.-]+$", "a_b.txt", True),
+    ("^\\D+$", "abc", True),
+    ("\\$HOME", "$HOME", True),
+    ("[$]", "$", True),
+    ("cat", "concatenate", True),          # unanchored: a search, not a full match
+])
+def test_a_pattern_is_read_as_json_schema_means_it(pattern, value, ok):
+    ran = []
+    out = tool_with({"type": "string", "pattern": pattern}, ran).call("f", {"x": value})
+    assert (out == "ran") is ok, out
