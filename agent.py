@@ -1422,6 +1422,8 @@ def _example_arguments(tool: Optional[Tool]) -> str:
     properties = tool.parameters.get("properties", {}) if tool else {}
     example = {}
     for key, schema in properties.items():
+        if isinstance(schema, dict) and isinstance(schema.get("$ref"), str):
+            schema = _resolve_ref(tool.parameters, schema["$ref"])   # pydantic's models: {"$ref": "#/$defs/..."}
         schema = schema if isinstance(schema, dict) else {}   # true or false: any value, or none
         kind = schema.get("type")
         kind = kind[0] if isinstance(kind, list) else kind

@@ -362,6 +362,8 @@ def test_the_prompt_shows_a_schema_with_references():
     registry = person_tool([])
     prompt = agent._render_prompt(None, registry)
     assert '"$defs"' in prompt and "save_person" in prompt
+    example = json.loads(agent._example_arguments(registry.get("save_person")))
+    assert example["home"] == {} and example["name"] == "..."     # a reference's target gives the example
 
 
 @given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
