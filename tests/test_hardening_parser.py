@@ -201,8 +201,10 @@ def test_every_spelling_is_a_think_block_in_parse_action(opening, closing):
 
 
 @pytest.mark.parametrize("opening, closing", SPELLINGS)
-def test_every_spelling_is_a_think_block_in_the_streaming_scanner(opening, closing):
+@pytest.mark.parametrize("case", [str, str.lower, str.upper])
+def test_every_spelling_is_a_think_block_in_the_streaming_scanner(opening, closing, case):
     """The scanner skips the block and cuts at the action's end, whatever the pieces: as parse_action reads it."""
+    opening, closing = case(opening), case(closing)
     nested = f"{opening}a{opening}b{closing}c{closing}"
     for lead in [f"{opening}Maybe {DELETE}? No.{closing}\n", f"{closing}\n", nested]:
         reply = lead + FINAL + " and then " + DELETE
