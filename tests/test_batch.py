@@ -149,6 +149,26 @@ def test_bad_tasks_given_to_the_library_raise_after_the_good_ones_ran(tmp_path):
                   workers=1, out=str(tmp_path / "o2"))
 
 
+def test_workers_faster_than_the_writer_wait_instead_of_piling_results_up(tmp_path):
+    started, eight, waited = [], threading.Event(), []
+
+    class Instant:
+        def chat(self, messages):
+            started.append(1)
+            if len(started) >= 8:
+                eight.set()
+            return final("ok")
+
+    def on_result(record):                    # a slow writer: the first result takes a while to handle
+        if not waited:
+            waited.append(eight.wait(0.3))    # unbounded, the workers would run on through the tasks
+
+    tasks = [{"id": i, "task": f"task {i}"} for i in range(20)]
+    run_batch(Agent(Instant(), make_tools()), tasks, workers=2, out=str(tmp_path / "o"), on_result=on_result)
+    assert waited == [False]                  # at most 1 handled + 2 queued + 2 waiting to be: 5 started
+    assert len(ids(tmp_path / "o")) == 20
+
+
 # -- Ctrl-C ------------------------------------------------------------------------------
 
 def test_first_interrupt_starts_no_more_tasks_and_lets_the_running_ones_write(tmp_path, caplog):
