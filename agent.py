@@ -4234,7 +4234,6 @@ class _ResultsFile:
 
     def __init__(self, path: str, count: Callable[..., None]) -> None:
         self.path, self.ids = path, set()
-        self.dropped: Optional[int] = None   # the line number of a cut-off last line, dropped
         self._read(count)
         self._handle = open(path, "ab", buffering=0)   # unbuffered: each line is one write, flushed
 
@@ -4245,16 +4244,13 @@ class _ResultsFile:
         except FileNotFoundError:
             return
         with handle:
-            end, number = 0, 0
-            for number, line in enumerate(handle, 1):
-                if not line.endswith(b"\n"):   # a crash in mid-write: its task runs again
-                    handle.truncate(end)
-                    self.dropped = number
-                    break
-                end += len(line)
-                record = _result_line(line, self.path, number)
+            end = 0
+            for end_of_line, record in _whole_lines(handle, self.path):
+                end = end_of_line
                 self.ids.add(_id_key(record["id"]))
                 count(record, earlier=True)
+            if handle.seek(0, os.SEEK_END) > end:   # a crash in mid-write: its task runs again
+                handle.truncate(end)
 
     def write(self, record: dict) -> None:
         """Append record as one JSON line (a lone surrogate written as its escape), in one unbuffered write."""
@@ -4265,6 +4261,16 @@ class _ResultsFile:
 
     def close(self) -> None:
         self._handle.close()
+
+
+def _whole_lines(handle: Any, path: str) -> Iterable[tuple]:
+    """Each whole line of an open results file: (the offset it ends at, its record). A cut-off last line is left out."""
+    end = 0
+    for number, line in enumerate(handle, 1):
+        if not line.endswith(b"\n"):
+            return
+        end += len(line)
+        yield end, _result_line(line, path, number)
 
 
 def _result_line(line: bytes, path: str, number: int) -> dict:
@@ -4760,15 +4766,11 @@ def _cli_scan(args: argparse.Namespace, done: set) -> tuple:
 
 def _cli_done_ids(path: str) -> set:
     """The ids already in a results file (none when it does not exist); ValueError when it is not one."""
-    ids = set()
     try:
         with open(path, "rb") as handle:
-            for number, line in enumerate(handle, 1):
-                if line.endswith(b"\n"):   # a cut-off last line is dropped: its task runs again
-                    ids.add(_id_key(_result_line(line, path, number)["id"]))
+            return {_id_key(record["id"]) for _, record in _whole_lines(handle, path)}
     except FileNotFoundError:
-        pass
-    return ids
+        return set()
 
 
 def _cli_batch_tasks(args: argparse.Namespace) -> Iterable[dict]:
