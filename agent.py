@@ -4082,10 +4082,9 @@ def _task_file(path: str, shard: tuple = (1, 1)) -> Iterable[tuple]:
 
     Lines are counted in the file, so N machines can split one file without talking. OSError when it cannot be read.
     """
-    k, n = shard
     with open(path, encoding="utf-8", errors="replace") as handle:
         for number, line in enumerate(handle, 1):
-            if (number - 1) % n != k - 1 or not line.strip():
+            if not _in_shard(number, shard) or not line.strip():
                 continue
             try:
                 item = json.loads(line, parse_constant=_not_finite)
@@ -4094,6 +4093,12 @@ def _task_file(path: str, shard: tuple = (1, 1)) -> Iterable[tuple]:
                 continue
             problem = _task_problem(item)
             yield number, (None if problem else item), problem
+
+
+def _in_shard(number: int, shard: tuple) -> bool:
+    """Whether line number (from 1) falls to shard K of N: lines K, K+N, K+2N, ..."""
+    k, n = shard
+    return (number - 1) % n == k - 1
 
 
 class _Feed:
@@ -4751,7 +4756,6 @@ def _cli_batch_check(args: argparse.Namespace) -> int:
 def _cli_scan(args: argparse.Namespace, done: set) -> tuple:
     """Read the whole task file once, reporting each bad line: the tasks of this shard not done, the repeated ids."""
     seen, repeated, to_run = set(), [], 0
-    k, n = args.shard
     for number, item, problem in _task_file(args.batch):
         if problem is not None:
             _cli_say(f"agent.py: {args.batch} line {number}: {problem}; skipped")
@@ -4760,7 +4764,7 @@ def _cli_scan(args: argparse.Namespace, done: set) -> tuple:
         if key in seen:
             repeated.append(f"{key} (line {number})")
         seen.add(key)
-        to_run += (number - 1) % n == k - 1 and key not in done
+        to_run += _in_shard(number, args.shard) and key not in done
     return to_run, repeated
 
 
