@@ -36,12 +36,14 @@ a ruler ``# -- Section, part`` starts a part of a section):
 - Models: the ``LLM`` protocol and ``MockLLM``; then ``OpenAICompatLLM``, which talks HTTP, after
   its helpers (what an answer means) and its plumbing (deadlines, server-sent events; skip on first read).
 - Loop: ``Agent.run`` is the loop; ``Step`` and ``AgentResult`` are its trace; ``run`` is one call.
+- Batch: ``run_batch`` runs a task list through one ``Agent`` on a few threads, resumable from its results file.
 - CLI: ``main`` is ``python agent.py``.
 """
 
 from __future__ import annotations
 
 import argparse
+import array
 import ast
 import difflib
 import functools
@@ -68,7 +70,7 @@ import typing
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Optional, Protocol, Union
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 # The HTTP stack (http.client, urllib.request, socket, ssl) is imported where it is used: importing it
 # costs more than agent.py itself, and the offline demo and the tests of the other sections never need it.
@@ -79,6 +81,7 @@ __all__ = [
     "AgentError", "UnsafeExpression", "ActionFormatError", "ToolError", "LLMError",
     "safe_eval", "Tool", "ToolRegistry", "Action", "parse_action", "SYSTEM_PROMPT",
     "LLM", "MockLLM", "OpenAICompatLLM", "STOP_REASONS", "Step", "AgentResult", "Agent", "run", "main",
+    "run_batch",
 ]
 __version__ = "0.1.0"
 
@@ -160,6 +163,7 @@ _SETTINGS = {name: _Rule(*rule) for name, rule in {   # every numeric option of 
     "max_tokens": (True, 1, True), "temperature": (False, 0, True), "timeout": (False, 0, False),
     "default_timeout": (False, 0, False), "max_request_seconds": (False, 0, False), "max_seconds": (False, 0, False),
     "max_thought_chars": (True, 1, True),
+    "workers": (True, 1, True),
 }.items()}
 
 
@@ -560,6 +564,7 @@ class Tool:
             _check_setting("timeout", self.timeout, optional=True)
         except ValueError as exc:
             raise ToolError(f"tool {_text(self.name, repr)}: {exc}") from None
+        _check_parameters(self.parameters, _text(self.name, repr))
 
     @classmethod
     def from_function(cls, func: Callable, *, name: Optional[str] = None, description: Optional[str] = None,
@@ -575,9 +580,231 @@ class Tool:
         summary, arg_docs = _parse_docstring(getattr(func, "__doc__", None))
         if parameters is None:
             parameters = _infer_parameters(func, name, arg_docs)
-        elif not isinstance(parameters, dict) or parameters.get("type") != "object":
-            raise ToolError(f"parameters of tool {name!r} must be a JSON Schema with \"type\": \"object\"")
         return cls(name, description or summary or name, parameters, func, timeout, bool(confirm))
+
+
+# -- Tools, schemas: every keyword a tool's JSON Schema holds is enforced, or refused at registration --------
+
+# The keywords agent.py enforces, each with the kind of value it takes. Every other keyword is refused when
+# the tool is registered (a schema never fails open), except the annotations, which describe and never constrain.
+_SCHEMA_KEYWORDS = {
+    "type": "types", "enum": "list", "const": "any", "$ref": "ref", "$defs": "schemas", "definitions": "schemas",
+    "properties": "schemas", "required": "names", "additionalProperties": "schema", "minProperties": "count",
+    "maxProperties": "count", "items": "schema", "minItems": "count", "maxItems": "count", "uniqueItems": "bool",
+    "minLength": "count", "maxLength": "count", "pattern": "regex", "minimum": "number", "maximum": "number",
+    "exclusiveMinimum": "number", "exclusiveMaximum": "number", "multipleOf": "positive",
+    "allOf": "schema_list", "anyOf": "schema_list", "oneOf": "schema_list", "not": "schema",
+}
+_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "format", "$schema", "$id", "$comment",
+                          "deprecated", "readOnly", "writeOnly",
+                          "discriminator"})   # pydantic's, beside a oneOf that is enforced anyway
+_TYPE_ALIASES = {python.__name__: name for python, name in _JSON_TYPES.items()}   # "int" meant "integer"
+_MAX_SCHEMA_DEPTH = 200   # subschemas nested, or references followed, deeper than this are refused
+
+
+def _check_parameters(parameters: Any, tool: str) -> None:
+    """ToolError, naming the tool and the keyword, unless parameters is a JSON Schema of an object whose every
+    keyword is enforced (or an annotation), whose every value fits its keyword, and whose references resolve."""
+    if not isinstance(parameters, dict) or parameters.get("type") != "object":
+        raise ToolError(f"parameters of tool {tool} must be a JSON Schema with \"type\": \"object\"")
+    try:
+        json.dumps(parameters, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ToolError(f"parameters of tool {tool} are not JSON: {exc}") from None
+    nodes: dict = {}
+    refs: list = []
+    _check_schema(parameters, "#", tool, nodes, refs)
+    for where, ref in refs:   # a reference must point to one of the schemas just checked
+        target = _resolve_ref(parameters, ref)
+        if not isinstance(target, bool) and id(target) not in nodes:
+            raise ToolError(f"tool {tool}: \"$ref\" {ref!r} at {where} points to no schema in the tool's parameters")
+    declared = _declared(parameters, parameters)
+    missing = [key for key in parameters.get("required", []) if declared is not None and key not in declared]
+    if missing:
+        raise ToolError(f"tool {tool}: the required parameter {missing[0]!r} is not in \"properties\"")
+
+
+def _check_schema(schema: Any, where: str, tool: str, nodes: dict, refs: list, depth: int = 0) -> None:
+    """Check one schema and its subschemas; collect the schemas seen (by id) and the references to resolve."""
+    if isinstance(schema, bool):
+        return
+    if depth > _MAX_SCHEMA_DEPTH:
+        raise ToolError(f"tool {tool}: the schema is nested more than {_MAX_SCHEMA_DEPTH} levels deep at {where}")
+    nodes[id(schema)] = schema
+    for keyword, value in schema.items():
+        kind = _SCHEMA_KEYWORDS.get(keyword)
+        if kind is None and keyword not in _ANNOTATIONS:
+            known = difflib.get_close_matches(_text(keyword), [*_SCHEMA_KEYWORDS, *_ANNOTATIONS], n=1, cutoff=0.8)
+            meant = f" (did you mean {known[0]!r}?)" if known else ""
+            raise ToolError(f"tool {tool}: the JSON Schema keyword {keyword!r} at {where} is not enforced by "
+                            f"agent.py{meant}; remove it, or check the value in the tool itself")
+        problem = _keyword_problem(kind, value) if kind else None
+        if problem:
+            raise ToolError(f"tool {tool}: {keyword!r} at {where} {problem}")
+        if kind == "ref":
+            refs.append((where, value))
+        for sub_where, sub in _subschemas(keyword, value, where):
+            _check_schema(sub, sub_where, tool, nodes, refs, depth + 1)
+
+
+def _subschemas(keyword: str, value: Any, where: str) -> list:
+    """The subschemas a keyword holds, each with where it sits: [(where, schema)]."""
+    kind = _SCHEMA_KEYWORDS.get(keyword)
+    if kind == "schema":
+        return [(f"{where}/{keyword}", value)]
+    if kind == "schemas":
+        return [(f"{where}/{keyword}/{name}", sub) for name, sub in value.items()]
+    if kind == "schema_list":
+        return [(f"{where}/{keyword}/{i}", sub) for i, sub in enumerate(value)]
+    return []
+
+
+def _keyword_problem(kind: str, value: Any) -> Optional[str]:
+    """What is wrong with a keyword's value, said after the keyword; None when it fits."""
+    is_schema = isinstance(value, (dict, bool))
+    if kind == "types":
+        return _types_problem(value)
+    checks = {
+        "list": (isinstance(value, list), "must be a list"),
+        "names": (isinstance(value, list) and all(isinstance(name, str) for name in value), "must be a list of names"),
+        "count": (_is_int(value) and value >= 0, "must be an integer >= 0"),
+        "number": (_is_number(value) and math.isfinite(value), "must be a number"),
+        "positive": (_is_number(value) and math.isfinite(value) and value > 0, "must be a number > 0"),
+        "bool": (isinstance(value, bool), "must be true or false"),
+        "regex": (isinstance(value, str) and _compiles(value), "must be a regular expression that compiles"),
+        "ref": (isinstance(value, str) and (value == "#" or value.startswith("#/")),
+                "must be a local reference (\"#/$defs/Name\"): a schema of another document is not read"),
+        "schema": (is_schema, "must be a schema (an object, or true or false)"),
+        "schemas": (isinstance(value, dict) and all(isinstance(sub, (dict, bool)) for sub in value.values()),
+                    "must map names to schemas"),
+        "schema_list": (isinstance(value, list) and bool(value) and all(isinstance(sub, (dict, bool)) for sub in value),
+                        "must be a non-empty list of schemas"),
+    }
+    ok, problem = checks.get(kind, (True, ""))
+    return None if ok else problem
+
+
+def _types_problem(value: Any) -> Optional[str]:
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not names or not all(isinstance(name, str) for name in names):
+        return "must be a type name or a non-empty list of them"
+    wrong = next((name for name in names if name not in _PYTHON_TYPES), None)
+    if wrong is None:
+        return None
+    meant = _TYPE_ALIASES.get(wrong) or next(iter(difflib.get_close_matches(wrong.lower(), list(_PYTHON_TYPES), 1)),
+                                             None)
+    hint = f"did you mean {meant!r}? " if meant else ""
+    return f"has the unknown type {wrong!r} ({hint}the types are {', '.join(_PYTHON_TYPES)})"
+
+
+def _compiles(pattern: str) -> bool:
+    try:
+        _pattern(pattern)
+    except (re.error, RecursionError, OverflowError):
+        return False
+    return True
+
+
+_ECMA_CLASSES = {"d": "0-9", "w": "A-Za-z0-9_"}   # what \d and \w mean in JSON Schema's (ECMA-262's) patterns
+
+
+@functools.lru_cache(maxsize=256)
+def _pattern(pattern: str) -> re.Pattern:
+    r"""A JSON Schema pattern compiled to mean what it means there: ``$`` only at the very end (Python's also
+    matches before a final line break, so "^[a-z]+$" would take "rm
+"), ``\d`` and ``\w`` ASCII only
+    (Python's take any script's digits and letters)."""
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\" and i + 1 < len(pattern):
+            letter = pattern[i + 1]
+            if letter in _ECMA_CLASSES:
+                out.append(_ECMA_CLASSES[letter] if in_class else f"[{_ECMA_CLASSES[letter]}]")
+            elif letter in "DW" and not in_class:
+                out.append(f"[^{_ECMA_CLASSES[letter.lower()]}]")
+            else:
+                out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        in_class = (char == "[") or (in_class and char != "]")
+        out.append("\\Z" if char == "$" and not in_class else char)
+        i += 1
+    return re.compile("".join(out))
+
+
+def _resolve_ref(root: Any, ref: str) -> Any:
+    """The subschema a local reference points to: ``"#"`` is root, ``"#/$defs/Name"`` a JSON pointer into it
+    (``~1`` is ``/``, ``~0`` is ``~``). None when it points to nothing."""
+    target = root
+    for part in ref[2:].split("/") if ref != "#" else ():
+        part = unquote(part).replace("~1", "/").replace("~0", "~")
+        if isinstance(target, dict) and part in target:
+            target = target[part]
+        elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+            target = target[int(part)]
+        else:
+            return None
+    return target
+
+
+def _declared(schema: Any, root: dict, depth: int = 0) -> Optional[dict]:
+    """The argument names a tool's schema declares, in order: its properties and those of the branches and
+    the reference it is built from. None when it allows others (``additionalProperties`` true or a schema)."""
+    if not isinstance(schema, dict) or depth > _MAX_SCHEMA_DEPTH:
+        return {}
+    if schema.get("additionalProperties", False) is not False:
+        return None
+    names = dict.fromkeys(schema.get("properties", {}))
+    parts = [*schema.get("allOf", ()), *schema.get("anyOf", ()), *schema.get("oneOf", ())]
+    if isinstance(schema.get("$ref"), str):
+        parts.append(_resolve_ref(root, schema["$ref"]))
+    for part in parts:
+        more = _declared(part, root, depth + 1)
+        if more is None:
+            return None
+        names.update(more)
+    return names
+
+
+def _embedded(parameters: dict, defs: dict) -> dict:
+    """A tool's parameters as the action schema holds them: as they are, or, when they hold references (which
+    point into the tool's own schema), a copy whose references point into the action schema's ``$defs``."""
+    if '"$ref"' not in json.dumps(parameters):
+        return parameters
+    return _rewritten(parameters, parameters, defs, {})
+
+
+def _rewritten(schema: Any, root: dict, defs: dict, names: dict) -> Any:
+    if not isinstance(schema, dict):
+        return schema
+    copy = {}
+    for keyword, value in schema.items():
+        if keyword in ("$defs", "definitions", "discriminator"):
+            continue   # what is referred to moves to defs; a discriminator's mapping would point nowhere
+        kind = _SCHEMA_KEYWORDS.get(keyword)
+        if keyword == "$ref":
+            value = "#/$defs/" + _hoisted(value, root, defs, names)
+        elif kind == "schema":
+            value = _rewritten(value, root, defs, names)
+        elif kind == "schemas":
+            value = {name: _rewritten(sub, root, defs, names) for name, sub in value.items()}
+        elif kind == "schema_list":
+            value = [_rewritten(sub, root, defs, names) for sub in value]
+        copy[keyword] = value
+    return copy
+
+
+def _hoisted(ref: str, root: dict, defs: dict, names: dict) -> str:
+    """The name in defs of what ref points to, copied there once. The name ends in a number, unique even as
+    llama.cpp's grammar converter spells it: it names a rule by the last part of a reference, [^A-Za-z0-9-] as -."""
+    target = _resolve_ref(root, ref)
+    if id(target) not in names:
+        last = re.sub(r"[^A-Za-z0-9-]+", "-", ref.rsplit("/", 1)[-1]).strip("-") or "root"
+        names[id(target)] = name = f"{last}-{len(defs)}"
+        defs[name] = {}   # taken before the copy: a schema that refers to itself finds its name
+        defs[name] = _rewritten(target, root, defs, names)
+    return names[id(target)]
 
 
 class _ArgumentError(Exception):
@@ -616,59 +843,177 @@ def _same_json(a: Any, b: Any) -> bool:
     return a == b
 
 
-def _validate(value: Any, schema: dict, path: str) -> Any:
-    """Check value against the JSON Schema subset tools use; return it with integral floats as ints.
-
-    Supported: type (one or a list), enum, const, properties, required,
-    additionalProperties (false), items, anyOf. Raises _ArgumentError naming the parameter.
-    """
-    kinds = schema.get("type")
-    if kinds is not None:
-        kinds = [kinds] if isinstance(kinds, str) else list(kinds)
-        matched = next((kind for kind in kinds if _is_type(value, kind)), None)
-        if matched is None:
-            raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got {_shown(value)}")
-        if matched == "integer":
-            value = int(value)
+def _validate(value: Any, schema: Any, path: str, root: Any = None, depth: int = 0) -> Any:
+    """Check value against a tool's schema, every keyword of _SCHEMA_KEYWORDS; return it with integral
+    floats as ints where "integer" asks. ``root`` is the schema local references point into (default:
+    schema). Raises _ArgumentError naming the parameter."""
+    if schema is True:
+        return value
+    if schema is False:
+        raise _ArgumentError(f"{_parameter(path)} is not allowed, got {_shown(value)}")
+    root = schema if root is None else root
+    if depth > _MAX_SCHEMA_DEPTH:
+        raise _ArgumentError(f"{_parameter(path)} is nested too deeply for its schema")
+    if "$ref" in schema:
+        target = _resolve_ref(root, schema["$ref"])
+        if target is None:
+            raise _ArgumentError(f"the schema of {_parameter(path)} refers to nothing ({schema['$ref']!r})")
+        value = _validate(value, target, path, root, depth + 1)
+    value = _check_type(value, schema, path)
     if "enum" in schema and not any(_same_json(value, v) for v in schema["enum"]):
         raise _ArgumentError(f"parameter {path!r} must be one of {json.dumps(schema['enum'])}, got {_shown(value)}")
     if "const" in schema and not _same_json(value, schema["const"]):
         raise _ArgumentError(f"parameter {path!r} must be {json.dumps(schema['const'])}, got {_shown(value)}")
-    if "anyOf" in schema:
-        value = _validate_any_of(value, schema["anyOf"], path)
+    value = _validate_combined(value, schema, path, root, depth)
+    _check_bounds(value, schema, path)
     if isinstance(value, dict):
-        value = _validate_object(value, schema, path)
-    if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        value = [_validate(item, schema["items"], f"{path}[{i}]") for i, item in enumerate(value)]
+        value = _validate_object(value, schema, path, root, depth)
+    if isinstance(value, list) and schema.get("items", True) is not True:
+        value = [_validate(item, schema["items"], f"{path}[{i}]", root, depth + 1) for i, item in enumerate(value)]
     return value
 
 
-def _validate_any_of(value: Any, options: list, path: str) -> Any:
-    kinds = [option.get("type") for option in options]
+def _parameter(path: str) -> str:
+    return f"parameter {path!r}" if path else "the arguments"
+
+
+def _check_type(value: Any, schema: dict, path: str) -> Any:
+    kinds = schema.get("type")
+    if kinds is None:
+        return value
+    kinds = [kinds] if isinstance(kinds, str) else list(kinds)
+    matched = next((kind for kind in kinds if _is_type(value, kind)), None)
+    if matched is None:
+        raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got {_shown(value)}")
+    return int(value) if matched == "integer" else value
+
+
+def _validate_combined(value: Any, schema: dict, path: str, root: Any, depth: int) -> Any:
+    """allOf, anyOf, oneOf and not."""
+    for option in schema.get("allOf", ()):
+        value = _validate(value, option, path, root, depth + 1)
+    if "anyOf" in schema:
+        value = _validate_any_of(value, schema["anyOf"], path, root, depth)
+    if "oneOf" in schema:
+        matches, errors = [], []
+        for option in schema["oneOf"]:
+            try:
+                matches.append(_validate(value, option, path, root, depth + 1))
+            except _ArgumentError as exc:
+                errors.append(str(exc))
+        if len(matches) > 1:
+            raise _ArgumentError(f"{_parameter(path)} must match exactly one of the allowed shapes, and matches "
+                                 f"{len(matches)}: got {_shown(value)}")
+        if not matches:
+            raise _ArgumentError("; or ".join(errors))
+        value = matches[0]
+    if "not" in schema:
+        try:
+            _validate(value, schema["not"], path, root, depth + 1)
+        except _ArgumentError:
+            return value
+        raise _ArgumentError(f"{_parameter(path)} must not match {json.dumps(schema['not'])[:80]}, got {_shown(value)}")
+    return value
+
+
+def _validate_any_of(value: Any, options: list, path: str, root: Any, depth: int) -> Any:
+    kinds = [option.get("type") if isinstance(option, dict) else None for option in options]
     if all(isinstance(kind, str) for kind in kinds) and not any(_is_type(value, kind) for kind in kinds):
         raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got {_shown(value)}")
     errors = []
     for option in options:
         try:
-            return _validate(value, option, path)
+            return _validate(value, option, path, root, depth + 1)
         except _ArgumentError as exc:
             errors.append(str(exc))
     raise _ArgumentError("; or ".join(errors) or f"parameter {path!r} matches no allowed shape")
 
 
-def _validate_object(value: dict, schema: dict, path: str) -> dict:
+# keyword: (the values it applies to, what it measures of them, the test the measure must pass, the rule as text)
+_BOUNDS = {
+    "minimum": (_is_number, None, operator.ge, "at least {}"),
+    "maximum": (_is_number, None, operator.le, "at most {}"),
+    "exclusiveMinimum": (_is_number, None, operator.gt, "more than {}"),
+    "exclusiveMaximum": (_is_number, None, operator.lt, "less than {}"),
+    "minLength": (lambda value: isinstance(value, str), len, operator.ge, "at least {} characters long"),
+    "maxLength": (lambda value: isinstance(value, str), len, operator.le, "at most {} characters long"),
+    "minItems": (lambda value: isinstance(value, list), len, operator.ge, "a list of at least {} items"),
+    "maxItems": (lambda value: isinstance(value, list), len, operator.le, "a list of at most {} items"),
+    "minProperties": (lambda value: isinstance(value, dict), len, operator.ge, "an object of at least {} keys"),
+    "maxProperties": (lambda value: isinstance(value, dict), len, operator.le, "an object of at most {} keys"),
+}
+
+
+def _check_bounds(value: Any, schema: dict, path: str) -> None:
+    """The bounds of numbers, strings, lists and objects, multipleOf, pattern and uniqueItems."""
+    problem = None
+    for keyword, (applies, measure, passes, rule) in _BOUNDS.items():
+        if keyword in schema and applies(value) and not passes(measure(value) if measure else value, schema[keyword]):
+            problem = f"be {rule.format(schema[keyword])}"
+            break
+    step = schema.get("multipleOf")
+    if problem is None and step is not None and _is_number(value) and not _is_multiple(value, step):
+        problem = f"be a multiple of {step}"
+    pattern = schema.get("pattern")
+    if problem is None and pattern is not None and isinstance(value, str) and not _pattern(pattern).search(value):
+        problem = f"match the pattern {pattern!r}"
+    if problem is None and schema.get("uniqueItems") is True and isinstance(value, list):
+        keys = [_json_key(item) for item in value]
+        problem = "hold no item twice" if len(set(keys)) < len(keys) else None
+    if problem:
+        raise _ArgumentError(f"{_parameter(path)} must {problem}, got {_shown(value)}")
+
+
+def _is_multiple(value: Any, step: Any) -> bool:
+    """Whether value is a whole multiple of step, in decimal as JSON writes them (0.3 is 3 times 0.1)."""
+    from fractions import Fraction   # deferred: only a schema with multipleOf needs it
+    try:
+        return (Fraction(repr(value)) / Fraction(repr(step))).denominator == 1
+    except (ValueError, OverflowError, ZeroDivisionError):
+        return False
+
+
+def _json_key(value: Any) -> str:
+    """value as text that is equal for values JSON Schema calls equal: 1 and 1.0 are, true and 1 are not."""
+    def plain(item: Any) -> Any:
+        if type(item) is float and item.is_integer():
+            return int(item)
+        if isinstance(item, list):
+            return [plain(inner) for inner in item]
+        return {key: plain(inner) for key, inner in item.items()} if isinstance(item, dict) else item
+    try:
+        return json.dumps(plain(value), sort_keys=True, default=repr)
+    except (TypeError, ValueError):   # keys that do not sort: one Python caller's value, not a model's
+        return repr(value)
+
+
+def _validate_object(value: dict, schema: dict, path: str, root: Any, depth: int) -> dict:
     properties = schema.get("properties", {})
     prefix = f"{path}." if path else ""
     for key in schema.get("required", []):
         if key not in value:
             raise _ArgumentError(f"missing required parameter {prefix + key!r}")
-    if schema.get("additionalProperties") is False:
+    others = schema.get("additionalProperties", True)
+    if others is False:
         extra = [key for key in value if key not in properties]
         if extra:
             allowed = ", ".join(properties) or "none"
             raise _ArgumentError(f"unexpected parameter {prefix + extra[0]!r} (allowed: {allowed})")
-    return {key: _validate(item, properties[key], prefix + key) if key in properties else item
-            for key, item in value.items()}
+    checked = {}
+    for key, item in value.items():
+        sub = properties[key] if key in properties else others
+        checked[key] = item if sub is True else _validate(item, sub, prefix + _text(key), root, depth + 1)
+    return checked
+
+
+def _check_declared(arguments: dict, schema: dict) -> None:
+    """The arguments themselves (the function's keyword arguments) are only those the schema declares, unless
+    it allows others: JSON Schema's default (any key) would let a model pass a keyword the tool never offered."""
+    declared = _declared(schema, schema)
+    extra = [] if declared is None else [key for key in arguments if key not in declared]
+    if extra:
+        allowed = ", ".join(declared) or "none"
+        raise _ArgumentError(f"unexpected parameter {_text(extra[0])!r} (allowed: {allowed})")
 
 
 def _truncate(text: str, max_chars: Optional[int]) -> str:
@@ -930,10 +1275,11 @@ class ToolRegistry:
         thought: dict = {"type": "string"}
         if max_thought_chars is not None:
             thought["maxLength"] = max_thought_chars
+        defs: dict = {}   # what the tools' references point to, under names of the whole schema
         branches = [{
             "type": "object",
             "properties": {"type": {"const": "tool_call"}, "thought": dict(thought), "name": {"const": t.name},
-                           "arguments": t.parameters},
+                           "arguments": _embedded(t.parameters, defs)},
             "required": ["type", "thought", "name", "arguments"], "additionalProperties": False,
         } for t in self._tools.values()]
         branches.append({
@@ -941,7 +1287,10 @@ class ToolRegistry:
             "properties": {"type": {"const": "final"}, "thought": thought, "answer": {"type": "string"}},
             "required": ["type", "thought", "answer"], "additionalProperties": False,
         })
-        return {"anyOf": branches}  # not oneOf: more servers support anyOf, and xgrammar reads oneOf as anyOf
+        schema: dict = {"anyOf": branches}  # not oneOf: more servers support anyOf, and xgrammar reads oneOf as anyOf
+        if defs:
+            schema["$defs"] = defs
+        return schema
 
     def call(self, name: str, arguments: Any, *, confirm: Optional[Callable[[str, dict], bool]] = None,
              max_chars: Optional[int] = None, timeout: Optional[float] = None) -> str:
@@ -972,7 +1321,10 @@ class ToolRegistry:
         if not isinstance(arguments, dict):
             return f"ERROR: the arguments for {name!r} must be a JSON object, got {_shown(arguments)}."
         try:
+            _check_declared(arguments, tool.parameters)
             kwargs = _validate(arguments, tool.parameters, "")
+        except RecursionError:
+            return f"ERROR: the arguments for {name!r} are nested too deeply. Send flatter arguments."
         except _ArgumentError as exc:
             expected = json.dumps(tool.parameters.get("properties", {}), ensure_ascii=False)
             return f"ERROR: invalid arguments for {name!r}: {exc}. Expected arguments: {expected}. Fix and call again."
@@ -1181,14 +1533,21 @@ def _canonical(value: Any) -> str:
 
 _MAX_REPLY_CHARS = 200_000   # a longer reply is refused before any scanning
 _MAX_JSON_DEPTH = 100        # brackets nested deeper are refused
-_THINK_OPEN = re.compile(r"<(think|thinking|reasoning)>", re.I)
-_THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)>", re.I)
-_THINK_TAG = re.compile(r"<(/?)(?:think|thinking|reasoning)>", re.I)
-_THINK_TAIL = len("</reasoning>") - 1  # what an open think block keeps between pieces
+# The one table of reasoning blocks: (opening tag, closing tag), each matched in any case. Every think
+# pattern below, and what the streaming scanner keeps of an open block, comes from it: a spelling is one line.
+_THINK_BLOCKS = (("<think>", "</think>"), ("<thinking>", "</thinking>"), ("<reasoning>", "</reasoning>"),
+                 ("[THINK]", "[/THINK]"))    # the last: Mistral's (Magistral, Devstral)
+_THINK_CLOSING = {opening.lower(): closing for opening, closing in _THINK_BLOCKS}
+_THINK_OPENS = "|".join(re.escape(opening) for opening, _ in _THINK_BLOCKS)
+_THINK_CLOSES = "|".join(re.escape(closing) for _, closing in _THINK_BLOCKS)
+_THINK_OPEN = re.compile(_THINK_OPENS, re.I)
+_THINK_CLOSE = re.compile(_THINK_CLOSES, re.I)
+_THINK_TAG = re.compile(f"(?P<close>{_THINK_CLOSES})|{_THINK_OPENS}", re.I)
+_THINK_TAIL = max(len(tag) for block in _THINK_BLOCKS for tag in block) - 1  # what an open block keeps between pieces
 # The only tags that are packaging: tokens of chat templates and tool-call wrappers. Any other
 # tag (<draft>, <example>, <reflection>) is prose, so a reply that opens with it is read whole.
-_SPECIAL_TOKEN = r"""<\|/?[\w.-]{1,40}\|> | <｜[^｜<>]{0,40}｜> | \[/?(?:TOOL_CALLS|INST)\]
-                   | </?(?:s|tool_calls?|function_?calls?)> | (?i:</(?:think|thinking|reasoning)>)"""
+_SPECIAL_TOKEN = rf"""<\|/?[\w.-]{{1,40}}\|> | <｜[^｜<>]{{0,40}}｜> | \[/?(?:TOOL_CALLS|INST)\]
+                   | </?(?:s|tool_calls?|function_?calls?)> | (?i:{_THINK_CLOSES})"""
 _FENCE_OPEN = re.compile(r"```[\w+.-]*[ \t]*\n?")
 _ACTION_OPENER = r"\{|\[\s{0,64}\{"   # an object, or an array whose first element is one
 _ACTION_START = re.compile(_ACTION_OPENER)
@@ -1199,7 +1558,7 @@ _LEAD_TOKEN = re.compile(rf"""
     (?P<space>[\s\ufeff]+)
   | (?P<action>{_ACTION_OPENER})
   | (?P<quote>"(?={_ACTION_OPENER}))                   # a stray quote right before the action
-  | (?P<think>(?i:<(?:think|thinking|reasoning)>))
+  | (?P<think>(?i:{_THINK_OPENS}))
   | (?P<fence>```[\w+.-]{{0,20}})
   | (?P<token>{_SPECIAL_TOKEN})
   | (?P<label>(?:{"|".join(_LABELS)})\b)
@@ -1226,7 +1585,8 @@ _STRING_PIECE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|u[0-9a-fA-F]{4
 
 def _may_be_packaging(rest: str) -> bool:
     """Whether rest, the undecided end of what was fed, may still grow into packaging or the action's start."""
-    return bool(_LEAD_PARTIAL.fullmatch(rest)) or any(label.startswith(rest) for label in _LABELS)
+    return (bool(_LEAD_PARTIAL.fullmatch(rest)) or any(label.startswith(rest) for label in _LABELS)
+            or any(tag.lower().startswith(rest.lower()) for block in _THINK_BLOCKS for tag in block))
 
 
 def _think_end(text: str, pos: int, depth: int) -> tuple[int, int]:
@@ -1234,7 +1594,7 @@ def _think_end(text: str, pos: int, depth: int) -> tuple[int, int]:
     ends only its own block. Returns (just past the tag that closes the outermost block, 0), or,
     when text ends first, (just past the last tag read, the depth still open)."""
     for tag in _THINK_TAG.finditer(text, pos):
-        depth += -1 if tag.group(1) else 1
+        depth += -1 if tag.group("close") else 1
         pos = tag.end()
         if not depth:
             break
@@ -1372,20 +1732,18 @@ class _ActionScanner:
         return None
 
 
-def _inside_first_object(text: str, pos: int) -> bool:
-    first = _ACTION_START.search(text)
-    if first is None or first.start() > pos:
-        return False
-    end = _ActionScanner._at(text, first.start()).end
-    return end is None or end > pos
-
-
-def _lone_closing_tag(text: str, closing: Any) -> bool:
-    """Whether a closing think tag ends reasoning whose opening tag the server dropped: an action follows it,
-    and it is not inside the first object or after an invented observation."""
-    tail = _OBSERVATION_TAIL.search(text)
-    return (_ACTION_START.search(text, closing.end()) is not None and not (tail and tail.start() < closing.start())
-            and not _inside_first_object(text, closing.start()))
+def _lone_closing_tag(text: str) -> Any:
+    """The closing think tag that ends reasoning whose opening tag the server dropped: the first one outside
+    the objects before it (a draft may quote a tag in a string), whatever the reasoning mentions. None if none."""
+    end = 0   # where the last object read ends; one that never closes runs to the end of the text
+    for closing in _THINK_CLOSE.finditer(text):
+        while end <= closing.start():
+            first = _ACTION_START.search(text, end)
+            if first is None or first.start() >= closing.start():
+                return closing
+            scanner = _ActionScanner._at(text, first.start())
+            end = scanner.end or scanner.broken_at or len(text)
+    return None
 
 
 def _drop_think(text: str, repairs: list) -> str:
@@ -1405,12 +1763,12 @@ def _drop_think(text: str, repairs: list) -> str:
         pos, depth = _think_end(text, opening.end(), 1)
         if depth:
             raise _refuse(f"your reply opens a {opening.group()} block that never closes, so it holds no action; "
-                          f"close it with </{opening.group(1)}> and put the action after it")
+                          f"close it with {_THINK_CLOSING[opening.group().lower()]} and put the action after it")
         _note(repairs, "think")
     text = ("".join(kept) + text[pos:]).strip()
-    closing = _THINK_CLOSE.search(text)
-    if closing and _lone_closing_tag(text, closing):
-        text = text[closing.end():].strip()  # the server dropped the opening tag
+    closing = _lone_closing_tag(text)
+    if closing:
+        text = text[closing.end():].strip()  # the server dropped the opening tag: all before it is reasoning
         _note(repairs, "think")
     return text
 
@@ -1662,6 +2020,7 @@ _LOOKALIKES = {  # the one table of keys models write for an action's own; compa
                      "tool_input", "tool_args"), "arguments"),
     **dict.fromkeys(("final_answer", "response", "output"), "answer"),
 }
+_CALL_METADATA = ("id", "index", "call_id")   # what OpenAI's tool calls carry beside the call: not an argument
 _CALL_IN_NAME = re.compile(r"[()\[\]{}\"'=\n\r]")
 _KEY_WORDS = "|".join(sorted({"type", "name", "arguments", "answer", *_LOOKALIKES}, key=len, reverse=True))
 # An action's key written in an object that cannot be read, also quoted as \" or \\\" (an action written
@@ -1716,13 +2075,14 @@ def _check_others(action: Any, others: Iterable, opened: bool, repairs: list) ->
 
 def _check_rest(rest: str, action: Any, opened: bool, repairs: list) -> None:
     """Read what follows the action: prose and an invented observation are ignored; other objects are judged
-    by _check_others."""
+    by _check_others. After prose, an observation ends the reply but hides no object from that judgement: a
+    mention of the marker between an example call and the real action never makes the example run."""
     tail = _OBSERVATION_TAIL.search(rest)
+    before = rest[:tail.start()] if tail else rest
     if tail:
-        rest = rest[:tail.start()]
         _note(repairs, "observation_tail")
-    _check_others(action, _objects(rest), opened, repairs)
-    if rest.strip().strip("`").strip():
+    _check_others(action, _objects(before if opened else rest), opened, repairs)
+    if before.strip().strip("`").strip():
         _note(repairs, "trailing_prose")
 
 
@@ -1859,10 +2219,10 @@ def _arguments_from_string(text: str, repairs: list) -> Any:
 
 def _check_stray_arguments(obj: dict) -> None:
     """In a call whose arguments are missing or empty, a look-alike of "arguments", or any key other than
-    the action's own holding a value, is an argument in the wrong place: dropping it would run the tool
-    on its defaults. Refused, naming "arguments"."""
+    the action's own or OpenAI's call metadata holding a value, is an argument in the wrong place: dropping
+    it would run the tool on its defaults. Refused, naming "arguments"."""
     stray = _lookalike(obj, "arguments") or next(
-        (key for key in obj if _spelling(key) not in _OWN_KEYS and _present(obj, key)), None)
+        (key for key in obj if _spelling(key) not in _OWN_KEYS + _CALL_METADATA and _present(obj, key)), None)
     if stray is None:
         return
     shown = json.dumps(stray, ensure_ascii=False)[:60]
@@ -2718,7 +3078,7 @@ class OpenAICompatLLM:
 
     def __init__(self, model: str, base_url: str = "https://api.openai.com/v1", api_key: Optional[str] = None, *,
                  temperature: Optional[float] = 0.0, max_tokens: Optional[int] = None, timeout: float = 60,
-                 max_retries: int = 3, stop: Optional[Iterable[str]] = (_OBSERVATION,),
+                 max_retries: int = 3, stop: Optional[Iterable[str]] = (),
                  extra_body: Optional[dict] = None, headers: Optional[dict] = None, opener: Any = None,
                  sleep: Callable[[float], None] = time.sleep, response_schema: Optional[dict] = None,
                  stream: bool = True, on_delta: Optional[Callable[[Optional[str]], None]] = None,
@@ -2740,7 +3100,10 @@ class OpenAICompatLLM:
         self.max_request_seconds = max_request_seconds   # seconds: a whole request, its first byte included
         self.max_response_bytes = max_response_bytes     # a longer answer is refused
         self.max_retries = max_retries       # retries after the first attempt
-        self.stop = list(stop or ())         # sent as "stop"; cut client-side if the server rejects it
+        # Sent as "stop"; cut client-side if the server rejects it. None by default: a server cuts at a stop
+        # inside a reasoning model's reasoning too, which may mention the marker (issue 18.1); the parser
+        # ends a reply at an invented observation instead, and streaming stops at the end of an opening action.
+        self.stop = list(stop or ())
         self.extra_body, self.headers = dict(extra_body or {}), dict(headers or {})
         self.organization, self.project = organization, project   # sent as the SDK does
         self.response_schema = response_schema   # kept on every call: per-call schemas do not replace it
@@ -2754,6 +3117,7 @@ class OpenAICompatLLM:
         self._max_tokens_key = "max_tokens"   # or max_completion_tokens, when the server asks for it
         self._key_withheld = False           # from_env: a key not sent over plain http:// to another host
         self._lock, self._local = threading.Lock(), threading.local()   # one client may serve many threads
+        self._not_before = 0.0               # time.monotonic() before which no request starts (Retry-After)
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
 
     @classmethod
@@ -2924,8 +3288,9 @@ class OpenAICompatLLM:
 
     def _post(self, body: dict, call_end: float) -> _Reply:
         data = json.dumps(body).encode("utf-8")
-        attempt = 0
+        attempt, held = 0, 0.0
         while True:
+            self._wait_for_hold(call_end, held)
             try:
                 return self._attempt(data, bool(body.get("stream")), _Deadline(self.max_request_seconds, call_end,
                                                                               self.url))
@@ -2937,10 +3302,24 @@ class OpenAICompatLLM:
             if time.monotonic() + delay >= call_end:
                 raise LLMError(f"{failure} (no time left to retry within max_seconds)", failure.status)
             _log.info("model request failed (%s); retrying in %.1f s", failure, delay)
+            if failure.retry_after is not None:  # the server's "slow down" holds back every thread of this client
+                with self._lock:
+                    held = time.monotonic() + delay
+                    self._not_before = max(self._not_before, held)
             self._sleep(delay)
             attempt += 1
             if self.on_delta is not None:
                 self.on_delta(None)             # the reply starts again
+
+    def _wait_for_hold(self, call_end: float, held: float) -> None:
+        """Before a request: wait out a Retry-After that any thread of this client was given (held: waited already)."""
+        with self._lock:
+            wait = self._not_before - time.monotonic()
+            if wait <= 0 or self._not_before <= held:
+                return
+        if time.monotonic() + wait >= call_end:
+            raise LLMError(f"the server at {self.url} asked to wait {wait:.1f} s (Retry-After), past max_seconds")
+        self._sleep(wait)
 
     def _request_headers(self, stream: bool) -> dict:
         headers = {"Content-Type": "application/json", "User-Agent": f"agent.py/{__version__}",
@@ -3151,7 +3530,24 @@ class OpenAICompatLLM:
 # -- Loop ------------------------------------------------------------------------------
 # Agent.run is the loop; Step and AgentResult are its trace; run() is the one-call form
 
-STOP_REASONS = ("final", "max_steps", "repeat_limit", "format_errors", "time_limit", "token_limit", "llm_error")
+class _Stop(typing.NamedTuple):
+    """What a stop reason means (internal): the result's summary line, and the CLI's exit code."""
+
+    summary: str    # formatted with the Agent's limits, steps, tokens (the run's total) and error (the last step's)
+    exit_code: int  # the CLI's exit code after a run that stopped so (its help says what each code means)
+
+
+# Every stop reason, in one place: the loop's summaries, the CLI's exit codes and help, and batch counts read it.
+_STOPS = {
+    "final": _Stop("answered in {steps} step(s)", 0),
+    "max_steps": _Stop("no final answer within max_steps={max_steps}", 1),
+    "repeat_limit": _Stop("the same call was repeated more than max_repeats={max_repeats} times", 1),
+    "format_errors": _Stop("more than max_format_errors={max_format_errors} unparseable replies in a row", 1),
+    "time_limit": _Stop("ran past max_seconds={max_seconds}", 1),
+    "token_limit": _Stop("used {tokens} tokens, over max_total_tokens={max_total_tokens}", 1),
+    "llm_error": _Stop("the model endpoint failed: {error}", 3),
+}
+STOP_REASONS = tuple(_STOPS)
 _CUT_OFF = _ask("your reply was cut off at the token limit before the JSON object was complete; "
                 "send a shorter reply with a one-sentence thought")
 _REPEATED = _ask("your reply kept repeating the same text, so it was stopped; write one short JSON object and "
@@ -3454,9 +3850,9 @@ class Agent:
         row). After a format error later calls send the action schema, and after a
         failed reply repeats an earlier one a raised temperature (``constrain``).
         A context overflow sets a context budget for the rest of the run and retries
-        once. Stops the run, with a ``stop_reason`` and every step kept: a final
-        answer, ``max_steps``, ``repeat_limit``, ``format_errors``, ``time_limit``,
-        ``token_limit``, and ``llm_error`` when the model client raises. Nothing a
+        once. Stops the run, with a ``stop_reason`` and every step kept: one of
+        ``STOP_REASONS`` (``_STOPS`` says what each means), ``llm_error`` when the
+        model client raises. Nothing a
         model or a tool does makes this raise; ValueError only for a task that is
         not text or a malformed ``history`` (a list of ``{"role", "content"}``
         messages). An exception from your own ``on_step`` propagates, and so does
@@ -3714,15 +4110,10 @@ class Agent:
     def _finish(self, state: _RunState, stop: str) -> AgentResult:
         usage = dict(state.usage, total_tokens=state.usage["prompt_tokens"] + state.usage["completion_tokens"])
         last_error = state.steps[-1].error if state.steps else None
-        summary = {
-            "final": f"answered in {len(state.steps)} step(s)",
-            "max_steps": f"no final answer within max_steps={self.max_steps}",
-            "repeat_limit": f"the same call was repeated more than max_repeats={self.max_repeats} times",
-            "format_errors": f"more than max_format_errors={self.max_format_errors} unparseable replies in a row",
-            "time_limit": f"ran past max_seconds={self.max_seconds}",
-            "token_limit": f"used {usage['total_tokens']} tokens, over max_total_tokens={self.max_total_tokens}",
-            "llm_error": f"the model endpoint failed: {last_error}",
-        }[stop]
+        summary = _STOPS[stop].summary.format(
+            steps=len(state.steps), max_steps=self.max_steps, max_repeats=self.max_repeats,
+            max_format_errors=self.max_format_errors, max_seconds=self.max_seconds, tokens=usage["total_tokens"],
+            max_total_tokens=self.max_total_tokens, error=last_error)
         return AgentResult(answer=state.answer if stop == "final" else None, stop_reason=stop, steps=state.steps,
                            messages=state.messages, usage=usage, seconds=_now() - state.started,
                            summary=summary)
@@ -3738,12 +4129,354 @@ def run(task: str, llm: Optional[LLM] = None, tools: _Tools = None, **options: A
                  **options).run(task)
 
 
+# -- Batch -----------------------------------------------------------------------------
+# run_batch runs a task list through one Agent on a few threads that share its client;
+# each result is appended to a JSON Lines file as its run ends, so a second call resumes
+
+# An expected number is matched by a number in the answer within this relative, else absolute, difference.
+_EXPECT_REL_TOL, _EXPECT_ABS_TOL = 1e-6, 1e-9
+
+
+def run_batch(agent: Agent, tasks: Iterable[dict], *, workers: int = 4, out: Optional[str] = None,
+              traces: Optional[str] = None, on_result: Optional[Callable[[dict], None]] = None) -> dict:
+    """Run each task through ``agent`` on ``workers`` threads that share its client; return the summary.
+
+    A task is ``{"id": text or number, "task": text}``, with an optional ``"expect"``:
+    a number the answer must hold (within ``_EXPECT_REL_TOL``) or a text it must
+    contain, ignoring case; other fields are copied to its result. ``tasks`` is
+    read as the workers need it, so a generator keeps memory flat. Each result
+    (the task's fields, ``solved`` when there is an ``expect``, ``stop_reason``,
+    ``answer``, ``steps``, ``format_errors``, ``prompt_tokens``, ``completion_tokens``,
+    ``estimated_tokens``, ``seconds``, ``error`` and, with ``traces``, ``trace``) goes
+    to ``on_result``, in this thread, as its run ends.
+
+    ``out`` (a path): each result is appended there as one JSON line and flushed,
+    and a task whose id is already there is skipped, so a second call resumes; a
+    cut-off last line (a crash in mid-write) is dropped and its task runs again.
+    ``traces`` (a directory): each whole result is saved there (``AgentResult.save``),
+    so ``MockLLM.from_trace`` (``--replay``) replays it. The summary counts every
+    result in ``out``, earlier ones too (``_Tally.summary``).
+
+    A first KeyboardInterrupt starts no more tasks, lets the running ones end and
+    be written, then raises KeyboardInterrupt; a second one raises at once (the
+    runs in flight are lost, no line is half-written). ValueError for a malformed
+    task or an id that came before (the tasks before it have run), OSError when
+    ``out`` or ``traces`` cannot be written; an exception from ``on_result`` or the
+    agent's ``on_step`` stops the batch the same way and is raised.
+    """
+    _check_setting("workers", workers)
+    tally = _Tally()
+    results = _ResultsFile(out, tally.add) if out is not None else None
+    if traces is not None:
+        os.makedirs(traces, exist_ok=True)
+    feed = _Feed(tasks, results.ids if results else set())
+    try:
+        _collect(_start_workers(agent, feed, workers, traces), workers, feed, tally, results, on_result)
+    finally:
+        if results is not None:
+            results.close()
+    return tally.summary()
+
+
+def _task_problem(item: Any) -> Optional[str]:
+    """What makes item no task, or None: it needs a non-empty task, an id of text or a number, a usable expect."""
+    if not isinstance(item, dict):
+        return f"a task is a JSON object, not {_json_type(item)}"
+    if not isinstance(item.get("task"), str) or not item["task"].strip():
+        return 'no non-empty "task" text'
+    key = item.get("id")
+    if not ((isinstance(key, str) and key.strip()) or _is_number(key)):
+        return f'"id" must be non-empty text or a number, not {_shown(key)}'
+    if "expect" in item and not (isinstance(item["expect"], str) or _is_number(item["expect"])):
+        return f'"expect" must be text or a number, not {_shown(item["expect"])}'
+    return None
+
+
+def _id_key(task_id: Any) -> str:
+    """The id as it is compared: its JSON text, so 7 and "7" are two ids."""
+    return json.dumps(task_id)
+
+
+def _task_file(path: str, shard: tuple = (1, 1)) -> Iterable[tuple]:
+    """Each non-blank line of a task file that falls to shard K of N: (its number, the task, or None and the problem).
+
+    Lines are counted in the file, so N machines can split one file without talking. OSError when it cannot be read.
+    """
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, 1):
+            if not _in_shard(number, shard) or not line.strip():
+                continue
+            try:
+                item = json.loads(line, parse_constant=_not_finite)
+            except (ValueError, RecursionError):
+                yield number, None, "not valid JSON"
+                continue
+            problem = _task_problem(item)
+            yield number, (None if problem else item), problem
+
+
+def _in_shard(number: int, shard: tuple) -> bool:
+    """Whether line number (from 1) falls to shard K of N: lines K, K+N, K+2N, ..."""
+    k, n = shard
+    return (number - 1) % n == k - 1
+
+
+class _Feed:
+    """The tasks, handed to the workers one at a time (internal): each checked, ids already done skipped."""
+
+    def __init__(self, tasks: Iterable[dict], done: set) -> None:
+        self._tasks, self._done, self._seen = iter(tasks), done, set()
+        self._lock = threading.Lock()
+        self.stop = threading.Event()       # set: hand out no more tasks
+        self.position = 0                   # tasks read so far
+
+    def next(self) -> Optional[dict]:
+        """The next task to run; None when there are no more or the batch stops. ValueError for a bad one."""
+        with self._lock:
+            for item in self._tasks if not self.stop.is_set() else ():
+                self.position += 1
+                problem = _task_problem(item)
+                if problem is not None:
+                    raise ValueError(f"task {self.position}: {problem}")
+                key = _id_key(item["id"])
+                if key in self._seen:
+                    raise ValueError(f"task {self.position}: the id {key} came before")
+                self._seen.add(key)
+                if key not in self._done:
+                    return item
+            return None
+
+
+def _start_workers(agent: Agent, feed: _Feed, workers: int, traces: Optional[str]) -> queue.Queue:
+    """Start the worker threads; each puts ("result", record), ("error", exc) and at its end ("done", None)."""
+    outbox: queue.Queue = queue.Queue(maxsize=workers)   # bounded: a slow writer holds the workers back
+
+    def work() -> None:
+        try:
+            item = feed.next()
+            while item is not None:
+                outbox.put(("result", _run_task(agent, item, traces)))
+                item = feed.next()
+        except BaseException as exc:   # a bad task, or the user's own on_step: the batch stops and raises it
+            outbox.put(("error", exc))
+        finally:
+            outbox.put(("done", None))
+
+    for number in range(workers):   # daemons: after a second Ctrl-C the runs in flight are dropped
+        threading.Thread(target=work, name=f"agent-batch-{number + 1}", daemon=True).start()
+    return outbox
+
+
+def _run_task(agent: Agent, item: dict, traces: Optional[str]) -> dict:
+    """Run one task; its result line (the task's fields, then the run's), its whole result saved under traces."""
+    result = agent.run(item["task"])
+    record = dict(item)
+    if "expect" in item:
+        record["solved"] = _solved(result.answer, item["expect"])
+    format_errors = sum(1 for step in result.steps if step.raw is not None and step.action is None)
+    record.update(stop_reason=result.stop_reason, answer=result.answer, steps=len(result.steps),
+                  format_errors=format_errors, prompt_tokens=result.usage["prompt_tokens"],
+                  completion_tokens=result.usage["completion_tokens"], estimated_tokens=result.usage["estimated"],
+                  seconds=round(result.seconds, 3),
+                  error=None if result.ok else (result.steps[-1].error if result.steps else None))
+    if traces is not None:
+        path = os.path.join(traces, _trace_name(item["id"]))
+        try:
+            result.save(path)
+            record["trace"] = path
+        except OSError as exc:
+            record["trace"] = f"not saved: {exc.strerror or exc}"
+    return record
+
+
+# An expected number against the numbers in an answer: 1,024 and 1024 alike, signs, decimals, exponents
+_ANSWER_NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?|[-+]?\.\d+")
+
+
+def _solved(answer: Optional[str], expect: Any) -> bool:
+    """Whether answer holds expect: a number in it within the tolerance, or the text, ignoring case."""
+    if answer is None:
+        return False
+    if isinstance(expect, str):
+        return expect.casefold() in answer.casefold()
+    for match in _ANSWER_NUMBER.finditer(answer):
+        try:
+            if math.isclose(float(match.group().replace(",", "")), expect, rel_tol=_EXPECT_REL_TOL,
+                            abs_tol=_EXPECT_ABS_TOL):
+                return True
+        except OverflowError:   # an expect beyond a float: no answer's number is near it
+            continue
+    return False
+
+
+def _trace_name(task_id: Any) -> str:
+    """A file name for the id's trace: the id itself when it is a plain name, else a cleaned one with a hash."""
+    text = str(task_id)
+    if re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}", text):
+        return f"{text}.json"
+    import hashlib
+
+    digest = hashlib.sha256(_id_key(task_id).encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', text)[:80]}-{digest}.json"
+
+
+def _collect(outbox: queue.Queue, running: int, feed: _Feed, tally: _Tally, results: Optional[_ResultsFile],
+             on_result: Optional[Callable[[dict], None]]) -> None:
+    """Write and pass on each result as it comes, until the running workers are done; run_batch's Ctrl-C rule."""
+    error, interrupted = None, False
+    while running:
+        try:
+            kind, value = outbox.get()
+            if kind == "done":
+                running -= 1
+            elif kind == "error":
+                error = error or value
+                feed.stop.set()
+            else:
+                if results is not None:
+                    results.write(value)
+                tally.add(value, earlier=False)
+                if on_result is not None:
+                    on_result(value)
+        except KeyboardInterrupt:
+            if interrupted:
+                raise
+            interrupted = True
+            feed.stop.set()
+            _log.warning("interrupted: no more tasks start; the running ones end and are written "
+                         "(interrupt again to stop at once)")
+        except BaseException as exc:   # the writer or on_result failed: stop, let the runs end, raise it
+            error = error or exc
+            feed.stop.set()
+    if error is not None:
+        raise error
+    if interrupted:
+        raise KeyboardInterrupt
+
+
+class _ResultsFile:
+    """The results file (internal): the ids already in it, then one writer that appends a whole line per result."""
+
+    def __init__(self, path: str, count: Callable[..., None]) -> None:
+        self.path, self.ids = path, set()
+        self._read(count)
+        self._handle = open(path, "ab", buffering=0)   # unbuffered: each line is one write, flushed
+
+    def _read(self, count: Callable[..., None]) -> None:
+        """Collect the ids already written and count each result (``_Tally.add``); drop a cut-off last line."""
+        try:
+            handle = open(self.path, "rb+")
+        except FileNotFoundError:
+            return
+        with handle:
+            end = 0
+            for end_of_line, record in _whole_lines(handle, self.path):
+                end = end_of_line
+                self.ids.add(_id_key(record["id"]))
+                count(record, earlier=True)
+            if handle.seek(0, os.SEEK_END) > end:   # a crash in mid-write: its task runs again
+                handle.truncate(end)
+
+    def write(self, record: dict) -> None:
+        """Append record as one JSON line (a lone surrogate written as its escape), in one unbuffered write."""
+        text = json.dumps(AgentResult._plain(record), ensure_ascii=False, allow_nan=False) + "\n"
+        data = text.encode("utf-8", "backslashreplace")
+        while data:
+            data = data[self._handle.write(data):]
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+def _whole_lines(handle: Any, path: str) -> Iterable[tuple]:
+    """Each whole line of an open results file: (the offset it ends at, its record). A cut-off last line is left out."""
+    end = 0
+    for number, line in enumerate(handle, 1):
+        if not line.endswith(b"\n"):
+            return
+        end += len(line)
+        yield end, _result_line(line, path, number)
+
+
+def _result_line(line: bytes, path: str, number: int) -> dict:
+    """A line of a results file as a record; ValueError when it is not one (a wrong --out would be appended to)."""
+    try:
+        record = json.loads(line.decode("utf-8", "replace"))
+    except ValueError:
+        record = None
+    if not (isinstance(record, dict) and _task_problem(dict(record, task="-")) is None):
+        raise ValueError(f"{path} line {number} is not a result line (JSON with an id): "
+                         "is it the results file of a batch? Pass another --out")
+    return record
+
+
+class _Tally:
+    """The counts behind a batch's summary (internal): a few numbers per result, and each one's seconds."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.done = self.earlier = self.checked = self.solved = 0
+        self.steps = self.format_errors = self.prompt_tokens = self.completion_tokens = 0
+        self.estimated = False
+        self.reasons = dict.fromkeys(STOP_REASONS, 0)
+        self.seconds = array.array("d")      # 8 bytes a result: kept for the percentiles
+
+    def add(self, record: dict, earlier: bool = False) -> None:
+        """Count one result line; earlier: it was in the results file before this run."""
+        self.done += 1
+        self.earlier += earlier
+        if "solved" in record:
+            self.checked += 1
+            self.solved += record["solved"] is True
+        reason = record.get("stop_reason")
+        self.reasons[reason] = self.reasons.get(reason, 0) + 1
+        for name in ("steps", "format_errors", "prompt_tokens", "completion_tokens"):
+            value = record.get(name)
+            setattr(self, name, getattr(self, name) + (value if _is_int(value) else 0))
+        self.estimated = self.estimated or record.get("estimated_tokens") is True
+        if _is_number(record.get("seconds")):
+            self.seconds.append(float(record["seconds"]))
+
+    def summary(self) -> dict:
+        """The summary as plain data: solved, stop reasons, per-task means, tokens, seconds p50/p95."""
+        per_task = max(self.done, 1)
+        ordered = sorted(self.seconds)
+        return {"tasks": self.done, "earlier": self.earlier, "checked": self.checked, "solved": self.solved,
+                "solved_percent": round(100 * self.solved / self.checked, 1) if self.checked else None,
+                "stop_reasons": {reason: n for reason, n in self.reasons.items() if n},
+                "steps_per_task": round(self.steps / per_task, 2),
+                "format_errors_per_task": round(self.format_errors / per_task, 2),
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "estimated_tokens": self.estimated, "seconds_p50": _percentile(ordered, 50),
+                "seconds_p95": _percentile(ordered, 95), "wall_seconds": round(time.monotonic() - self.started, 3)}
+
+
+def _percentile(ordered: list, percent: float) -> Optional[float]:
+    """The nearest-rank percentile of sorted numbers; None for none.
+
+    >>> _percentile([1.0, 2.0, 3.0, 4.0], 50), _percentile([1.0, 2.0, 3.0, 4.0], 95)
+    (2.0, 4.0)
+    """
+    if not ordered:
+        return None
+    return ordered[max(0, math.ceil(percent / 100 * len(ordered)) - 1)]
+
+
 # -- CLI -------------------------------------------------------------------------------
 # main() is python agent.py: parse the flags, build, run, print; the only place that prints
 
 _DEMO_TASK = "What time is it now, and what is (128*3+40)/4?"
-_EXIT_CODES = {"final": 0, "llm_error": 3}  # any other stop reason: 1
 _BROKEN_PIPE = 141                          # 128 + SIGPIPE, as the shell reports a closed pipe
+_EXIT_MEANINGS = {0: "answered", 1: "stopped without an answer", 2: "bad usage or configuration",
+                  3: "the model endpoint failed", 130: "interrupted", _BROKEN_PIPE: "the output pipe was closed"}
+
+
+def _exit_codes_help() -> str:
+    """The exit codes for --help, each with the stop reasons (_STOPS) that lead to it."""
+    def meaning(code: int) -> str:
+        reasons = ", ".join(reason for reason, stop in _STOPS.items() if stop.exit_code == code)
+        return f"{code} {_EXIT_MEANINGS[code]}" + (f" ({reasons})" if reasons else "")
+    return "Exit codes: " + ", ".join(meaning(code) for code in _EXIT_MEANINGS) + "."
 
 
 # C0 controls but tab and newline, DEL, C1 controls (\x9b is a CSI), bidirectional overrides
@@ -3797,9 +4530,7 @@ def _cli_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agent.py", description="A ReAct agent for models without native function calling. "
         "With no model configured it runs offline with a mock model.",
-        epilog="The API key is read from OPENAI_API_KEY only (never a flag). Exit codes: 0 answered, "
-        "1 stopped without an answer, 2 bad usage or configuration, 3 the model endpoint failed, "
-        "130 interrupted, 141 the output pipe was closed.")
+        epilog=f"The API key is read from OPENAI_API_KEY only (never a flag). {_exit_codes_help()}")
     add = parser.add_argument
     add("task", nargs="?", help=f"the task (default: {_DEMO_TASK!r})")
     add("--model", help="model name (default: $OPENAI_MODEL; with only a base URL, the one model the server serves)")
@@ -3829,7 +4560,25 @@ def _cli_parser() -> argparse.ArgumentParser:
     add("--offline", action="store_true", help="use the offline mock model even if one is configured")
     add("-i", "--interactive", action="store_true", help="ask several questions in one conversation")
     add("--version", action="version", version=f"agent.py {__version__}")
+    batch = parser.add_argument_group("batch runs", "run every task of a file; the options above apply to each")
+    batch.add_argument("--batch", metavar="FILE", help='a JSON Lines file, a task a line: {"id": ..., "task": ...}, '
+                       'optionally "expect": a number or text the answer must hold')
+    batch.add_argument("--out", metavar="FILE", help="with --batch: append each result here as a JSON line; "
+                       "run again with the same --out to resume")
+    batch.add_argument("--workers", type=_cli_number("workers"), default=_default(run_batch, "workers"),
+                       help=f"tasks run at once (default {_default(run_batch, 'workers')})")
+    batch.add_argument("--traces", metavar="DIR", help="save each task's whole result in DIR, for --replay")
+    batch.add_argument("--shard", metavar="K/N", type=_cli_shard, default=(1, 1),
+                       help="run only the tasks on lines K, K+N, K+2N, ... of the file (N machines, one file)")
     return parser
+
+
+def _cli_shard(text: str) -> tuple:
+    """An argparse type for --shard K/N: 1 <= K <= N, else exit 2."""
+    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not match or not 1 <= int(match[1]) <= int(match[2]):
+        raise argparse.ArgumentTypeError(f"invalid shard {text!r} (must be K/N with 1 <= K <= N, such as 2/8)")
+    return int(match[1]), int(match[2])
 
 
 def _cli_load_tools(path: str) -> list:
@@ -4024,7 +4773,7 @@ def _cli_once(agent: Agent, task: str, args: argparse.Namespace, trace: Optional
         hint = _cli_hint(agent, result)
         if hint:
             _cli_say(f"agent.py: hint: {hint}")
-    return _EXIT_CODES.get(result.stop_reason, 1), result
+    return _STOPS[result.stop_reason].exit_code, result
 
 
 def _cli_interactive(agent: Agent, args: argparse.Namespace, trace: Optional[_Trace]) -> int:
@@ -4071,6 +4820,152 @@ def _cli_run(args: argparse.Namespace) -> int:
     return code
 
 
+# -- CLI, batch runs ---------------------------------------------------------------------
+# --batch: check the task file, build the agent, run_batch with progress, print the summary
+
+_BATCH_ALONE = {"task": "a task", "trace": "--trace (use --traces DIR)", "replay": "--replay",
+                "interactive": "--interactive"}
+
+
+def _cli_batch(args: argparse.Namespace) -> int:
+    """--batch: every check before anything runs, then the run; the exit code."""
+    try:
+        to_run = _cli_batch_check(args)
+        agent, label = _cli_agent(args)
+    except (ValueError, OSError, AgentError) as exc:
+        _cli_say(f"agent.py: {exc}")
+        return 2
+    agent.confirm = None   # nobody to ask while several tasks run: tools that ask first are declined
+    progress = _BatchProgress(to_run, args)
+    if not args.quiet:
+        _cli_say(f"agent.py: {label}; {to_run} task(s) to run, {args.workers} at a time")
+    try:
+        summary = run_batch(agent, _cli_batch_tasks(args), workers=args.workers, out=args.out,
+                            traces=args.traces, on_result=progress)
+    except KeyboardInterrupt:
+        progress.clear()
+        _cli_say(f"agent.py: interrupted; {progress.tally.done} result(s) written to {args.out}: "
+                 "run the same command again to resume")
+        return 130
+    except (ValueError, OSError) as exc:   # --out or --traces cannot be written
+        progress.clear()
+        _cli_say(f"agent.py: {exc}")
+        return 2
+    progress.clear()
+    return _cli_batch_report(summary, label, args)
+
+
+def _cli_batch_check(args: argparse.Namespace) -> int:
+    """Refuse what does not go with --batch, report bad lines, refuse duplicate ids; the number of tasks to run."""
+    alone = [text for name, text in _BATCH_ALONE.items() if getattr(args, name)]
+    if alone:
+        raise ValueError(f"--batch runs the tasks of its file: {alone[0]} does not go with it")
+    if not args.out:
+        raise ValueError("--batch needs --out FILE: the results go there, and a second run resumes from it")
+    done = _cli_done_ids(args.out)
+    try:
+        to_run, repeated = _cli_scan(args, done)
+    except OSError as exc:
+        raise OSError(f"cannot read the task file {args.batch}: {exc.strerror or exc}") from None
+    if repeated:
+        raise ValueError(f"{args.batch} repeats ids, so results could not be told apart: {', '.join(repeated)}; "
+                         "nothing was run")
+    return to_run
+
+
+def _cli_scan(args: argparse.Namespace, done: set) -> tuple:
+    """Read the whole task file once, reporting each bad line: the tasks of this shard not done, the repeated ids."""
+    seen, repeated, to_run = set(), [], 0
+    for number, item, problem in _task_file(args.batch):
+        if problem is not None:
+            _cli_say(f"agent.py: {args.batch} line {number}: {problem}; skipped")
+            continue
+        key = _id_key(item["id"])
+        if key in seen:
+            repeated.append(f"{key} (line {number})")
+        seen.add(key)
+        to_run += _in_shard(number, args.shard) and key not in done
+    return to_run, repeated
+
+
+def _cli_done_ids(path: str) -> set:
+    """The ids already in a results file (none when it does not exist); ValueError when it is not one."""
+    try:
+        with open(path, "rb") as handle:
+            return {_id_key(record["id"]) for _, record in _whole_lines(handle, path)}
+    except FileNotFoundError:
+        return set()
+
+
+def _cli_batch_tasks(args: argparse.Namespace) -> Iterable[dict]:
+    """The tasks of the file in this shard, read as the workers need them (the bad lines were reported)."""
+    return (item for _, item, _ in _task_file(args.batch, args.shard) if item is not None)
+
+
+class _BatchProgress:
+    """--batch's progress on stderr: a live line on a terminal, else a line per task; none with --quiet."""
+
+    def __init__(self, total: int, args: argparse.Namespace) -> None:
+        self.total, self.workers, self.tally = total, args.workers, _Tally()
+        self.live = not args.quiet and sys.stderr.isatty()
+        self.lines = not args.quiet and not self.live
+
+    def __call__(self, record: dict) -> None:
+        self.tally.add(record)
+        if self.lines:
+            solved = {True: ", solved", False: ", not solved"}.get(record.get("solved"), "")
+            _cli_say(f"[{self.tally.done}/{self.total}] {_short(json.dumps(record['id']), 40)}: "
+                     f"{record['stop_reason']}{solved}, {record['steps']} step(s), {record['seconds']:.1f} s")
+        elif self.live:
+            sys.stderr.write("\r\x1b[K" + _short(self.line(), shutil.get_terminal_size().columns - 1))
+            sys.stderr.flush()
+
+    def line(self) -> str:
+        """done/total, solved, running, failures by stop reason, tasks per minute, time left."""
+        tally = self.tally
+        per_minute = tally.done / max(time.monotonic() - tally.started, 1e-9) * 60
+        left = (self.total - tally.done) / per_minute * 60 if per_minute else 0.0
+        failed = ", ".join(f"{reason} {n}" for reason, n in tally.reasons.items() if n and reason != "final")
+        return (f"{tally.done}/{self.total} done, {tally.solved} solved, "
+                f"{min(self.workers, self.total - tally.done)} running, {failed or 'no failures'}, "
+                f"{per_minute:.1f}/min, {left:.0f} s left")
+
+    def clear(self) -> None:
+        if self.live and self.tally.done:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
+def _cli_batch_report(summary: dict, label: str, args: argparse.Namespace) -> int:
+    """Print the summary (a table, or JSON with --json) on stdout; 3 when a task's model endpoint failed, else 0."""
+    if args.json:
+        _cli_say(json.dumps(dict(summary, model=label), ensure_ascii=False), sys.stdout)
+    else:
+        _cli_say(_summary_table(summary, label), sys.stdout)
+    failed = summary["stop_reasons"].get("llm_error", 0)
+    if failed:
+        _cli_say(f"agent.py: {failed} task(s) stopped with llm_error (the model endpoint failed); to run them "
+                 f"again, remove their lines from {args.out} and run the same command")
+    return _STOPS["llm_error"].exit_code if failed else 0
+
+
+def _summary_table(summary: dict, label: str) -> str:
+    """A batch summary as a small table, one figure a line, for reading (and pasting side by side)."""
+    checked = summary["checked"]
+    solved = f"{summary['solved']} of {checked} ({summary['solved_percent']}%)" if checked else "no task has expect"
+    reasons = ", ".join(f"{reason} {n}" for reason, n in summary["stop_reasons"].items()) or "none"
+    estimated = " (estimated)" if summary["estimated_tokens"] else ""
+    rows = [("endpoint", label),
+            ("tasks", f"{summary['tasks']} ({summary['earlier']} from an earlier run)"),
+            ("solved", solved), ("stop reasons", reasons),
+            ("steps", f"{summary['steps_per_task']} per task"),
+            ("format errors", f"{summary['format_errors_per_task']} per task"),
+            ("tokens", f"{summary['prompt_tokens']} prompt, {summary['completion_tokens']} completion{estimated}"),
+            ("seconds", f"p50 {summary['seconds_p50']}, p95 {summary['seconds_p95']} a task; "
+                        f"{summary['wall_seconds']} in all")]
+    return "\n".join(f"{name:<14}{value}" for name, value in rows)
+
+
 def _cli_silence() -> None:
     """After a broken pipe, point stdout and stderr at devnull so the interpreter's last flush cannot fail."""
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -4095,7 +4990,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         _log.addHandler(handler)
         _log.setLevel(logging.INFO if args.verbose == 1 else logging.DEBUG)
     try:
-        return _cli_run(args)
+        return _cli_batch(args) if args.batch else _cli_run(args)
     except BrokenPipeError:  # the reader went away (| head): stop quietly
         _cli_silence()
         return _BROKEN_PIPE
