@@ -3119,6 +3119,38 @@ _HOT_TEMPERATURE = 0.7     # at least this once a failed reply repeats: a determ
 _CONSTRAINED_PENALTY = 0.5
 _now = time.monotonic      # the loop's clock for max_seconds and step times (tests replace it); tools keep their own
 _TRIM_TO = 0.6             # over budget, trim to this share of it, so later calls share their prefix
+# Memory: what stands in for the steps a context budget drops, joined to the task's message (a message
+# of its own after the task would break the alternation of roles).
+_MEMORY_MODES = ("digest", "summary", "none")
+_MEMORY_SHARE = 0.2        # the digest or the summary takes at most this share of the context budget
+_MIN_SUMMARY_CHARS = 100   # with less room than this, no summary is asked for: the digest is sent
+_DIGEST_CALL_CHARS = 80    # a digest line shows this much of the call ...
+_DIGEST_RESULT_CHARS = 100  # ... and this much of the start of its result
+_DROPPED_NOTE = ("[Note: {n} earlier step(s) of this task were left out to save space; "
+                 "their results are no longer shown.]")
+_DIGEST_HEADER = ("[Note: {n} earlier step(s) of this task were left out to save space. What each did "
+                  "(call → start of its result):]")
+_DIGEST_GAP = "... {n} more step(s) left out here ..."
+_DIGEST_REPEAT = "a repeat of step {step}, not run again"
+_DIGEST_UNREADABLE = "(a reply that could not be read)"
+_SUMMARY_HEADER = "[Note: {n} earlier step(s) of this task were left out to save space. Notes on what they found:]"
+_SUMMARY_PROMPT = ("You keep the notes of an agent that works on a task with tools. Its oldest steps are about to "
+                   "leave its view. Write down the facts from the earlier notes and these steps that the task may "
+                   "still need: names, numbers, results, what failed. Plain sentences, at most {words} words, "
+                   "no JSON, nothing else.")
+_SUMMARY_REQUEST = "Task: {task}\n\nEarlier notes: {notes}\n\nSteps leaving the view (call → result):\n{steps}"
+
+
+@dataclass
+class _SummaryCall:
+    """A model call that summarised the steps a trim dropped (memory="summary"), kept on the step it came before."""
+
+    raw: Optional[str] = None             # the reply; None if the call failed
+    finish_reason: Optional[str] = None   # the client's finish_reason for this reply, when it reports one
+    seconds: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: Optional[str] = None           # why the digest was sent instead (the call failed, or its reply), or None
 
 
 @dataclass
@@ -3135,6 +3167,7 @@ class Step:
     finish_reason: Optional[str] = None   # the client's finish_reason for this reply, when it reports one
     reasoning: Optional[str] = None       # a separate reasoning field the server sent, never parsed
     notes: list[str] = field(default_factory=list)   # what the agent changed for this call (ladder rungs, budgets)
+    summary_calls: list[_SummaryCall] = field(default_factory=list)  # made before this step's call (memory)
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -3248,49 +3281,155 @@ class _RunState:
     schema: Optional[dict] = None         # the action schema, sent once the ladder's first rung is taken
     hot: bool = False                     # second rung: a raised temperature is sent
     failed: set[str] = field(default_factory=set)    # raw replies that could not be parsed
+    memory: str = "digest"                # what stands in for dropped steps: digest, summary or none
+    note: str = ""                        # joined to the task while steps are dropped ("\n\n" and the digest,
+                                          # the summary or a count), counted in what is sent
+    digest: list[str] = field(default_factory=list)  # one line per dropped step
+    digest_chars: int = 0                 # characters in the digest's lines, line breaks included
 
     def append(self, role: str, content: str) -> None:
         """Add a message to the conversation and count its characters."""
         self.messages.append({"role": role, "content": content})
         self.tail_chars += len(content)
 
-    def context(self) -> list[dict]:
-        """What is sent: the whole conversation, or, over the context budget, the oldest step pairs left out.
+    def over_budget(self) -> bool:
+        """Whether what the next call would send is longer than the context budget."""
+        return self.budget is not None and self.head_chars + len(self.note) + self.tail_chars > self.budget
 
-        Over the budget, pairs are dropped from the front down to about 60% of it at
-        once, so the calls until the next trim share their prefix and a server can
-        reuse its processed prompt; each pair is dropped once (amortised O(1) per
-        step). The system prompt and the task are always sent, and the latest pair too.
+    def trim(self) -> None:
+        """Drop the oldest step pairs down to about 60% of the budget, and write the note that stands in for them.
+
+        Dropping well below the budget at once lets the calls until the next trim share
+        their prefix, so a server can reuse its processed prompt; each pair is dropped
+        once, and its digest line written once (amortised O(1) per step). The system
+        prompt, the task and the latest pair are always kept.
         """
-        if self.budget is None:
-            return self.messages
-        messages, head = self.messages, self.head
-        over_budget = self.head_chars + self.tail_chars > self.budget
-        if over_budget:
-            while (self.head_chars + self.tail_chars > self.budget * _TRIM_TO
-                   and len(messages) - head - self.dropped > 2):
-                first = head + self.dropped
-                self.tail_chars -= len(messages[first]["content"]) + len(messages[first + 1]["content"])
-                self.dropped += 2
-        sent = messages
+        target = self.budget * _TRIM_TO
+        while (self.head_chars + self._note_room() + self.tail_chars > target
+               and len(self.messages) - self.head - self.dropped > 2):
+            first = self.head + self.dropped
+            self.tail_chars -= len(self.messages[first]["content"]) + len(self.messages[first + 1]["content"])
+            if self.memory != "none":
+                line = _digest_line(self.steps[self.dropped // 2], self.calls, _DIGEST_RESULT_CHARS)
+                self.digest.append(line)
+                self.digest_chars += len(line) + 1
+            self.dropped += 2
+        self.note = self.digest_note() if self.memory != "none" else f"\n\n{_DROPPED_NOTE.format(n=self.dropped // 2)}"
+
+    def _note_room(self) -> int:
+        """What the note will take once the pairs dropped so far are in it (the summary's room: the digest's)."""
+        if self.memory == "none":
+            return len(_DROPPED_NOTE) + 2
+        return min(self.memory_limit(), len(_DIGEST_HEADER) + 3 + self.digest_chars)
+
+    def memory_limit(self) -> int:
+        """The most characters the note (the digest or the summary, with its header) may take.
+
+        A share of the budget, and no more than the budget leaves beside the head and the steps still sent.
+        """
+        return max(0, min(int(self.budget * _MEMORY_SHARE), self.budget - self.head_chars - self.tail_chars))
+
+    def digest_note(self) -> str:
+        """The digest of every dropped step: one line each, bounded, the same for the same history."""
+        header = _DIGEST_HEADER.format(n=self.dropped // 2)
+        return f"\n\n{header}\n{_keep_ends(self.digest, self.digest_chars, self.memory_limit() - len(header) - 3)}"
+
+    def context(self, trimmed: bool = False) -> list[dict]:
+        """What is sent: the whole conversation, or, once steps are dropped, the note in their place.
+
+        The note (the digest, the summary or a count) is joined to the task's message and
+        stays the same until the next trim, so the calls between two trims share their prefix.
+        ``trimmed``: this call trimmed, and a latest reply still over the trim's target is shortened.
+        """
+        sent = self.messages
         if self.dropped:
-            task = messages[head - 1]
-            note = (f"\n\n[Note: {self.dropped // 2} earlier step(s) of this task were left out to save space; "
-                    "their results are no longer shown.]")
-            sent = messages[:head - 1] + [{"role": task["role"], "content": task["content"] + note}] + \
-                messages[head + self.dropped:]
-        return self._shorten_latest(sent) if over_budget else sent
+            task = self.messages[self.head - 1]
+            joined = {"role": task["role"], "content": task["content"] + self.note}
+            sent = self.messages[:self.head - 1] + [joined] + self.messages[self.head + self.dropped:]
+        return self._shorten_latest(sent) if trimmed else sent
 
     def _shorten_latest(self, sent: list[dict]) -> list[dict]:
         """A trim that left only the latest pair over its target: a reply that ran to the token limit.
 
         That reply is sent as its head and tail, cut to the trim's target; result.messages keeps it whole.
         """
-        over = self.head_chars + self.tail_chars - int(self.budget * _TRIM_TO)
+        over = self.head_chars + len(self.note) + self.tail_chars - int(self.budget * _TRIM_TO)
         if over <= 0 or len(sent) <= self.head or sent[-2]["role"] != "assistant":
             return sent
         reply = sent[-2]["content"]
         return sent[:-2] + [{"role": "assistant", "content": _truncate(reply, max(200, len(reply) - over))}, sent[-1]]
+
+
+def _digest_line(step: Step, calls: dict, result_chars: Optional[int]) -> str:
+    """A dropped step as ``index. name(arguments) → the start of its result``; a repeat or an unread reply says so.
+
+    ``calls`` is the run's (name, canonical arguments) -> _Earlier: a call first run in another step is a repeat.
+    A tool's error shows as its result does, starting with ``ERROR:``.
+    """
+    action = step.action
+    if action is None or action.kind != "tool_call":
+        return f"{step.index}. {_DIGEST_UNREADABLE}"
+    arguments = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False, default=str)}"
+                          for key, value in action.arguments.items())
+    call = _clip(f"{action.name}({arguments})", _DIGEST_CALL_CHARS)
+    earlier = calls.get((action.name, _canonical(action.arguments)))
+    if earlier is not None and earlier.step != step.index:
+        return f"{step.index}. {call} → {_DIGEST_REPEAT.format(step=earlier.step)}"
+    result = _observation_result(step.observation or "") or ""
+    return f"{step.index}. {call} → {_clip(result, result_chars)}"
+
+
+def _clip(text: str, limit: Optional[int]) -> str:
+    """text on one line, cut to limit characters (None: whole) with an ellipsis."""
+    text = " ".join(text.split())
+    return text if limit is None or len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _keep_ends(lines: list[str], total: int, limit: int) -> str:
+    """The lines, one per line; over limit characters (``total`` of them), the first and the newest that fit.
+
+    Half the room goes to the first lines and the rest to the newest, as a long
+    observation keeps its head and tail; one line between says how many were left out.
+    """
+    if total <= limit:
+        return "\n".join(lines)
+    room = limit - len(_DIGEST_GAP.format(n=len(lines))) - 1
+    head = used = 0
+    while head < len(lines) and used + len(lines[head]) + 1 <= room // 2:
+        used += len(lines[head]) + 1
+        head += 1
+    tail = 0
+    while tail < len(lines) - head and used + len(lines[-1 - tail]) + 1 <= room:
+        used += len(lines[-1 - tail]) + 1
+        tail += 1
+    gap = _DIGEST_GAP.format(n=len(lines) - head - tail)
+    return "\n".join(lines[:head] + [gap] + lines[len(lines) - tail:])
+
+
+def _summary_request(state: _RunState, notes: str, dropped: list[Step], limit: int) -> list[dict]:
+    """The summary call's messages: the prompt, then the task, the earlier notes and the dropped steps in full.
+
+    The whole request is cut to the context budget, which the model is known to take.
+    """
+    system = _SUMMARY_PROMPT.format(words=max(20, limit // 8))  # about 6 characters a word, and room to spare
+    steps = "\n".join(_digest_line(step, state.calls, None) for step in dropped)
+    text = _SUMMARY_REQUEST.format(task=state.messages[state.head - 1]["content"], notes=notes.strip() or "(none yet)",
+                                   steps=steps)
+    return [{"role": "system", "content": system},
+            {"role": "user", "content": _truncate(text, max(1000, state.budget - len(system)))}]
+
+
+def _summary_problem(text: str, finish_reason: Optional[str], limit: int) -> Optional[str]:
+    """Why a summary reply cannot stand in for the dropped steps, or None when it can."""
+    if finish_reason == "length":
+        return "the summary was cut off at the token limit"
+    if finish_reason == "repetition":
+        return "the summary kept repeating itself"
+    if not text:
+        return "the summary was empty"
+    if len(text) > limit:
+        return f"the summary was too long ({len(text)} characters, at most {limit})"
+    return None
 
 
 def _as_registry(tools: _Tools) -> ToolRegistry:
@@ -3335,7 +3474,8 @@ class Agent:
                  max_repeats: int = 2, max_format_errors: int = 3, max_observation_chars: int = 4000,
                  max_context_chars: Optional[int] = None, max_seconds: Optional[float] = None,
                  max_total_tokens: Optional[int] = None, on_step: Optional[Callable[[Step], None]] = None,
-                 confirm: Optional[Callable[[str, dict], bool]] = None, constrain: str = "auto") -> None:
+                 confirm: Optional[Callable[[str, dict], bool]] = None, constrain: str = "auto",
+                 memory: str = "digest") -> None:
         for name, value in {"max_steps": max_steps, "max_repeats": max_repeats, "max_format_errors": max_format_errors,
                             "max_observation_chars": max_observation_chars}.items():
             _check_setting(name, value)
@@ -3344,6 +3484,8 @@ class Agent:
             _check_setting(name, value, optional=True)   # None: no such limit
         if constrain not in _CONSTRAIN_MODES:
             raise ValueError(f"invalid constrain {constrain!r} (must be one of {', '.join(_CONSTRAIN_MODES)})")
+        if memory not in _MEMORY_MODES:
+            raise ValueError(f"invalid memory {memory!r} (must be one of {', '.join(_MEMORY_MODES)})")
         self.llm = llm
         self.tools = _as_registry(tools)
         self.system_prompt = _render_prompt(system_prompt, self.tools)
@@ -3357,6 +3499,7 @@ class Agent:
         self.on_step = on_step                      # called with each Step as it ends
         self.confirm = confirm                      # asked before tools registered with confirm=True
         self.constrain = constrain                  # the decoding ladder: auto, always or never
+        self.memory = memory                        # what stands in for steps a context budget drops
         self._accepts = _chat_options(llm)          # checked once: the per-call options llm.chat takes
         if constrain == "always" and "response_schema" not in self._accepts:
             _log.warning("constrain='always', but %s.chat takes no response_schema: running unconstrained",
@@ -3399,7 +3542,7 @@ class Agent:
             messages.append({"role": "user", "content": task})
         head_chars = sum(len(m["content"]) for m in messages)
         state = _RunState(messages=messages, head=len(messages), head_chars=head_chars, started=_now(),
-                          budget=self.max_context_chars)
+                          budget=self.max_context_chars, memory=self.memory)
         if self.constrain == "always" and "response_schema" in self._accepts:
             state.schema = self.tools.action_schema()
         return state
@@ -3458,12 +3601,64 @@ class Agent:
     def _chat(self, state: _RunState, step: Step) -> Any:
         """One model call with this run's options; after a context overflow, trim and retry once."""
         try:
-            return self.llm.chat(state.context(), **self._options(state))
+            return self.llm.chat(self._context(state, step), **self._options(state))
         except LLMError as exc:
             if exc.kind != "context_overflow":
                 raise
             self._overflowed(state, step, exc)
-        return self.llm.chat(state.context(), **self._options(state))
+        return self.llm.chat(self._context(state, step), **self._options(state))
+
+    def _context(self, state: _RunState, step: Step) -> list[dict]:
+        """What the next call sends; over the context budget, the oldest steps are dropped and remembered."""
+        if not state.over_budget():
+            return state.context()
+        notes, first = state.note, state.dropped // 2
+        state.trim()
+        if self.memory == "summary" and state.dropped // 2 > first:
+            self._summarise(state, step, notes, state.steps[first:state.dropped // 2])
+        return state.context(trimmed=True)
+
+    def _summarise(self, state: _RunState, step: Step, notes: str, dropped: list[Step]) -> None:
+        """memory="summary": the model's notes on the dropped steps become the note; on any failure, the digest."""
+        limit, text = state.memory_limit() - len(_SUMMARY_HEADER) - 3, ""
+        if limit < _MIN_SUMMARY_CHARS:  # no call: a summary that short would hold less than the digest
+            problem = f"the context budget leaves no room for a summary ({max(0, limit)} characters)"
+        else:
+            call = self._summary_call(state, _summary_request(state, notes, dropped, limit))
+            step.summary_calls.append(call)
+            text = (call.raw or "").strip()
+            problem = call.error = call.error or _summary_problem(text, call.finish_reason, limit)
+        if problem is not None:
+            step.notes.append(f"memory: {problem}; the digest of the dropped steps was sent instead")
+        else:
+            state.note = f"\n\n{_SUMMARY_HEADER.format(n=state.dropped // 2)}\n{text}"
+            step.notes.append(f"memory: the model summarised {len(dropped)} dropped step(s) in {len(text)} characters")
+        _log.info("step %d: %s", step.index, step.notes[-1])
+
+    def _summary_call(self, state: _RunState, request: list[dict]) -> _SummaryCall:
+        """One model call for the summary, timed and counted against max_total_tokens; it never raises."""
+        options = {}
+        if self.max_seconds is not None and "max_seconds" in self._accepts:
+            options["max_seconds"] = self._time_left(state)
+        call, started = _SummaryCall(), _now()
+        try:
+            raw = self.llm.chat(request, **options)
+            call.raw = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
+            reason = getattr(self.llm, "last_finish_reason", None)
+            call.finish_reason = reason if isinstance(reason, str) else None
+        except Exception as exc:  # LLMError, or whatever a custom client raises
+            problem = str(exc) if isinstance(exc, LLMError) else f"{type(exc).__name__}: {exc}"
+            call.error = f"the summary call failed: {problem}"
+        call.seconds = _now() - started
+        counts = _reported_usage(getattr(self.llm, "last_usage", None)) if call.raw is not None else None
+        if counts is None:
+            counts = {"prompt_tokens": sum(len(m["content"]) for m in request) // 4,
+                      "completion_tokens": len(call.raw or "") // 4}
+            state.usage["estimated"] = True
+        call.prompt_tokens, call.completion_tokens = counts["prompt_tokens"], counts["completion_tokens"]
+        state.usage["prompt_tokens"] += call.prompt_tokens
+        state.usage["completion_tokens"] += call.completion_tokens
+        return call
 
     def _options(self, state: _RunState) -> dict:
         """The per-call options for the next call: the ladder's rungs and what is left of max_seconds."""
@@ -3691,6 +3886,9 @@ def _cli_parser() -> argparse.ArgumentParser:
     add("--max-seconds", type=_cli_number("max_seconds"), help="time budget of a task, model calls included")
     add("--max-context-chars", type=_cli_number("max_context_chars"),
         help="characters of conversation sent per call (default: all)")
+    add("--memory", choices=_MEMORY_MODES, default=_default(Agent, "memory"),
+        help="what stands in for the steps --max-context-chars drops: a digest, one line per step (the default), "
+        "a summary by the model (one more call per trim), or none")
     add("--constrain", choices=_CONSTRAIN_MODES, default="auto",
         help="constrained decoding with the action schema: after a format error (auto, the default), always, never")
     add("--json-schema", action="store_true", help="the same as --constrain always")
@@ -3795,7 +3993,7 @@ def _cli_agent(args: argparse.Namespace) -> tuple:
             system_prompt = handle.read()
     llm, label = _cli_model(args)
     agent = Agent(llm, registry, system_prompt=system_prompt, max_steps=args.max_steps,
-                  max_seconds=args.max_seconds, max_context_chars=args.max_context_chars,
+                  max_seconds=args.max_seconds, max_context_chars=args.max_context_chars, memory=args.memory,
                   constrain="always" if args.json_schema else args.constrain, confirm=_cli_confirm)
     return agent, label
 
