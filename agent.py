@@ -2040,6 +2040,40 @@ def _trace_steps(path: str) -> list:
     return steps
 
 
+def _recorded_calls(step: dict) -> list[tuple]:
+    """The model calls a recorded step made, in order, as (reply to script, finish_reason) pairs."""
+    calls: list[tuple] = []
+    overflow = _OVERFLOW_NOTE.search(" ".join(n for n in step.get("notes") or () if isinstance(n, str)))
+    if overflow:
+        calls.append((_overflow_again(int(overflow.group(1))), None))
+    summaries = step.get("summary_calls")
+    for record in summaries if isinstance(summaries, list) else ():
+        if isinstance(record, dict) and isinstance(record.get("raw"), str):
+            calls.append((record["raw"], _recorded_reason(record)))
+        elif isinstance(record, dict):
+            calls.append((LLMError(_text(record.get("error") or "the summary call failed")), None))
+    if isinstance(step.get("raw"), str):
+        calls.append((step["raw"], _recorded_reason(step)))
+    return calls
+
+
+_OVERFLOW_NOTE = re.compile(r"context overflow: max_context_chars=(\d+)")   # the note Agent._overflowed writes
+
+
+def _overflow_again(budget: int) -> Callable[[list[dict]], str]:
+    """A scripted reply that overflows as a recorded call did, with counts that make the agent set the same budget."""
+    def reply(messages: list[dict]) -> str:
+        exc = LLMError("replayed: the request exceeds the available context size", 400, "context_overflow")
+        exc.n_ctx, exc.n_prompt_tokens = budget, sum(len(m["content"]) for m in messages)  # sent * n_ctx / n_prompt
+        raise exc
+    return reply
+
+
+def _recorded_reason(record: dict) -> Optional[str]:
+    reason = record.get("finish_reason")
+    return reason if isinstance(reason, str) else None
+
+
 _Scripted = Union[str, Callable[[list[dict]], str], BaseException]   # one reply of MockLLM's script
 
 
@@ -2066,13 +2100,15 @@ class MockLLM:
         """Replay the raw replies of a saved run: ``AgentResult.save`` JSON or a ``--trace`` JSON Lines file.
 
         Each replayed reply reports its step's ``finish_reason`` again, so a cut-off
-        replays as a cut-off. Raises OSError when the file cannot be read and
-        ValueError when it holds no run.
+        replays as a cut-off. The other calls a step recorded are replayed before
+        its reply, in the order they were made: a context overflow the step notes, as
+        the same overflow (so the same budget follows), then its ``summary_calls``
+        (``memory="summary"``), a failed one as an ``LLMError`` with the same message.
+        Raises OSError when the file cannot be read and ValueError when it holds no run.
         """
-        steps = [step for step in _trace_steps(path) if isinstance(step, dict) and isinstance(step.get("raw"), str)]
-        llm = cls([step["raw"] for step in steps])
-        llm._finish_reasons = [step.get("finish_reason") if isinstance(step.get("finish_reason"), str) else None
-                               for step in steps]
+        calls = [call for step in _trace_steps(path) if isinstance(step, dict) for call in _recorded_calls(step)]
+        llm = cls([reply for reply, _ in calls])
+        llm._finish_reasons = [reason for _, reason in calls]
         return llm
 
     def chat(self, messages: list[dict], **options: Any) -> str:
@@ -3124,12 +3160,11 @@ _TRIM_TO = 0.6             # over budget, trim to this share of it, so later cal
 _MEMORY_MODES = ("digest", "summary", "none")
 _MEMORY_SHARE = 0.2        # the digest or the summary takes at most this share of the context budget
 _MIN_SUMMARY_CHARS = 100   # with less room than this, no summary is asked for: the digest is sent
-_DIGEST_CALL_CHARS = 80    # a digest line shows this much of the call ...
+_DIGEST_CALL_CHARS = 60    # a digest line shows this much of the call ...
 _DIGEST_RESULT_CHARS = 100  # ... and this much of the start of its result
 _DROPPED_NOTE = ("[Note: {n} earlier step(s) of this task were left out to save space; "
                  "their results are no longer shown.]")
-_DIGEST_HEADER = ("[Note: {n} earlier step(s) of this task were left out to save space. What each did "
-                  "(call → start of its result):]")
+_DIGEST_HEADER = "[Note: {n} earlier step(s) of this task were left out to save space; their calls and results:]"
 _DIGEST_GAP = "... {n} more step(s) left out here ..."
 _DIGEST_REPEAT = "a repeat of step {step}, not run again"
 _DIGEST_UNREADABLE = "(a reply that could not be read)"
@@ -3150,7 +3185,8 @@ class _SummaryCall:
     seconds: float = 0.0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    error: Optional[str] = None           # why the digest was sent instead (the call failed, or its reply), or None
+    error: Optional[str] = None           # why the digest was sent instead: the call's error, or what was wrong
+                                          # with its reply; None when the summary was used
 
 
 @dataclass
@@ -3389,21 +3425,23 @@ def _keep_ends(lines: list[str], total: int, limit: int) -> str:
     """The lines, one per line; over limit characters (``total`` of them), the first and the newest that fit.
 
     Half the room goes to the first lines and the rest to the newest, as a long
-    observation keeps its head and tail; one line between says how many were left out.
+    observation keeps its head and tail; a line longer than half the room is cut to
+    it, so the first and the newest line show when anything does. One line between
+    says how many were left out.
     """
     if total <= limit:
         return "\n".join(lines)
     room = limit - len(_DIGEST_GAP.format(n=len(lines))) - 1
-    head = used = 0
-    while head < len(lines) and used + len(lines[head]) + 1 <= room // 2:
-        used += len(lines[head]) + 1
+    width = room // 2 - 1                 # a line and its line break in half the room
+    head = tail = used = 0
+    while head < len(lines) and used + min(len(lines[head]), width) + 1 <= room // 2:
+        used += min(len(lines[head]), width) + 1
         head += 1
-    tail = 0
-    while tail < len(lines) - head and used + len(lines[-1 - tail]) + 1 <= room:
-        used += len(lines[-1 - tail]) + 1
+    while head + tail < len(lines) and used + min(len(lines[-1 - tail]), width) + 1 <= room:
+        used += min(len(lines[-1 - tail]), width) + 1
         tail += 1
-    gap = _DIGEST_GAP.format(n=len(lines) - head - tail)
-    return "\n".join(lines[:head] + [gap] + lines[len(lines) - tail:])
+    kept = [line if len(line) <= width else line[:width - 1] + "…" for line in lines[:head] + lines[len(lines) - tail:]]
+    return "\n".join(kept[:head] + [_DIGEST_GAP.format(n=len(lines) - head - tail)] + kept[head:])
 
 
 def _summary_request(state: _RunState, notes: str, dropped: list[Step], limit: int) -> list[dict]:
@@ -3627,7 +3665,10 @@ class Agent:
             call = self._summary_call(state, _summary_request(state, notes, dropped, limit))
             step.summary_calls.append(call)
             text = (call.raw or "").strip()
-            problem = call.error = call.error or _summary_problem(text, call.finish_reason, limit)
+            if call.raw is None:
+                problem = f"the summary call failed: {call.error}"
+            else:
+                problem = call.error = _summary_problem(text, call.finish_reason, limit)
         if problem is not None:
             step.notes.append(f"memory: {problem}; the digest of the dropped steps was sent instead")
         else:
@@ -3647,8 +3688,7 @@ class Agent:
             reason = getattr(self.llm, "last_finish_reason", None)
             call.finish_reason = reason if isinstance(reason, str) else None
         except Exception as exc:  # LLMError, or whatever a custom client raises
-            problem = str(exc) if isinstance(exc, LLMError) else f"{type(exc).__name__}: {exc}"
-            call.error = f"the summary call failed: {problem}"
+            call.error = str(exc) if isinstance(exc, LLMError) else f"{type(exc).__name__}: {exc}"
         call.seconds = _now() - started
         counts = _reported_usage(getattr(self.llm, "last_usage", None)) if call.raw is not None else None
         if counts is None:
