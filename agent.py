@@ -35,7 +35,8 @@ a ruler ``# -- Section, part`` starts a part of a section):
 - Demo: the ``calculator`` and ``clock`` tools and the offline planner ``MockLLM`` runs.
 - Models: the ``LLM`` protocol and ``MockLLM``; then ``OpenAICompatLLM``, which talks HTTP, after
   its helpers (what an answer means) and its plumbing (deadlines, server-sent events; skip on first read).
-- Loop: ``Agent.run`` is the loop; ``Step`` and ``AgentResult`` are its trace; ``run`` is one call.
+- Loop: ``Agent.run`` is the loop; ``Step`` and ``AgentResult`` are its trace; ``run`` is one call;
+  ``_RunState.trim`` drops old steps for the context budget, and a digest or a summary stands in for them.
 - CLI: ``main`` is ``python agent.py``.
 """
 
