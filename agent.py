@@ -2041,6 +2041,9 @@ def _trace_steps(path: str) -> list:
     return steps
 
 
+_OVERFLOW_NOTE = re.compile(r"context overflow: max_context_chars=(\d+)")   # the note Agent._overflowed writes
+
+
 def _recorded_calls(step: dict) -> list[tuple]:
     """The model calls a recorded step made, in order, as (reply to script, finish_reason) pairs."""
     calls: list[tuple] = []
@@ -2056,9 +2059,6 @@ def _recorded_calls(step: dict) -> list[tuple]:
     if isinstance(step.get("raw"), str):
         calls.append((step["raw"], _recorded_reason(step)))
     return calls
-
-
-_OVERFLOW_NOTE = re.compile(r"context overflow: max_context_chars=(\d+)")   # the note Agent._overflowed writes
 
 
 def _overflow_again(budget: int) -> Callable[[list[dict]], str]:
@@ -3691,7 +3691,9 @@ class Agent:
         except Exception as exc:  # LLMError, or whatever a custom client raises
             call.error = str(exc) if isinstance(exc, LLMError) else f"{type(exc).__name__}: {exc}"
         call.seconds = _now() - started
-        counts = _reported_usage(getattr(self.llm, "last_usage", None)) if call.raw is not None else None
+        if call.raw is None:
+            return call                   # a failed call: no reply, no tokens to count
+        counts = _reported_usage(getattr(self.llm, "last_usage", None))
         if counts is None:
             counts = {"prompt_tokens": sum(len(m["content"]) for m in request) // 4,
                       "completion_tokens": len(call.raw or "") // 4}

@@ -24,8 +24,11 @@ import agent
 from agent import Agent, OpenAICompatLLM, ToolRegistry
 
 CODE = "7351"
-TASK = ("Read the records one at a time with read_record, starting at record 1, and follow what each record "
-        "says. The last record asks a question: give its answer as the final answer.")
+# Spelled out call by call: Qwen2.5-Coder-0.5B answers "Read record 1" from its imagination, and makes the
+# call only when told its exact arguments.
+TASK = 'Call the tool read_record with the arguments {"number": 1}.'
+NEXT = 'Next: call the tool read_record with the arguments {{"number": {number}}}.'
+
 PADDING = "Nothing about the vault here; the archive lists shipping dates, crate numbers and routes. " * 3
 
 
@@ -40,11 +43,12 @@ def make_tools(records: int) -> ToolRegistry:
             number: The record's number, starting at 1.
         """
         if number == 1:
-            return f"Record 1: the vault code is {CODE}. Remember it. Next: read record 2."
+            return f"Record 1: the vault code is {CODE}. Remember it. {NEXT.format(number=2)}"
         if 1 < number < records:
-            return f"Record {number}: {PADDING}Next: read record {number + 1}."
+            return f"Record {number}: {PADDING}{NEXT.format(number=number + 1)}"
         if number == records:
-            return f"Record {number}: the last record. Question: what is the vault code from record 1?"
+            return (f"Record {number}: the last record. Question: what is the vault code from record 1? "
+                    "Give it as the final answer.")
         return f"There is no record {number}: the records are 1 to {records}."
 
     return tools
@@ -72,7 +76,7 @@ class Reader:
         self.shared += bool(self.previous) and messages[:len(self.previous)] == self.previous
         self.previous = list(messages)
         last = messages[-1]["content"]
-        following = re.search(r"Next: read record (\d+)", last)
+        following = re.search(r'Next: call the tool read_record with the arguments \{"number": (\d+)\}', last)
         if len(messages) == 2 or following:
             number = int(following.group(1)) if following else 1
             return json.dumps({"type": "tool_call", "thought": "next record", "name": "read_record",
@@ -102,11 +106,26 @@ def scripted(records: int, budgets: list[int]) -> None:
 
 # -- a real model -----------------------------------------------------------------------
 
+class Watched:
+    """A client, and the most steps any of its calls was told were left out; its other attributes are the client's."""
+
+    def __init__(self, llm: OpenAICompatLLM) -> None:
+        self.llm, self.dropped = llm, 0
+
+    def chat(self, messages: list[dict], **options) -> str:
+        note = re.search(r"\[Note: (\d+) earlier step", messages[1]["content"]) if len(messages) > 1 else None
+        self.dropped = max(self.dropped, int(note.group(1)) if note else 0)
+        return self.llm.chat(messages, **options)
+
+    def __getattr__(self, name: str):
+        return getattr(self.llm, name)
+
+
 def real(args: argparse.Namespace) -> None:
     print(f"{args.model} at {args.base_url}, {args.records} records, max_context_chars={args.budget}\n")
     rows = []
     for memory in args.memory or ("none", "digest", "summary"):
-        llm = OpenAICompatLLM(args.model, args.base_url, max_tokens=args.max_tokens)
+        llm = Watched(OpenAICompatLLM(args.model, args.base_url, max_tokens=args.max_tokens))
         started = time.monotonic()
         result = Agent(llm, make_tools(args.records), max_steps=args.records + 4, max_context_chars=args.budget,
                        memory=memory).run(TASK)
@@ -114,12 +133,12 @@ def real(args: argparse.Namespace) -> None:
         read = sorted({s.action.arguments.get("number") for s in result.steps
                        if s.action and s.action.kind == "tool_call" and s.action.name == "read_record"}, key=str)
         rows.append([memory, result.stop_reason, repr(result.answer)[:30], "yes" if result.answer and CODE in
-                     result.answer else "no", len(result.steps), len(read),
+                     result.answer else "no", len(result.steps), len(read), llm.dropped,
                      f"{len(summaries)} ({sum(1 for c in summaries if c.error is None)} used)",
                      f"{result.usage['prompt_tokens']:,}", f"{time.monotonic() - started:.0f}"])
         if args.trace:
             result.save(f"{args.trace}.{memory}.json")
-    table(["memory", "stop", "answer", "has the code", "steps", "records read", "summary calls",
+    table(["memory", "stop", "answer", "has the code", "steps", "records read", "most steps dropped", "summary calls",
            "prompt tokens", "seconds"], rows)
 
 

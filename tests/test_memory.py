@@ -229,7 +229,7 @@ def test_a_failed_summary_falls_back_to_the_digest_and_says_why(note, problem):
     assert task_message(llm.loop.calls[10]) == DIGEST
     assert result.steps[10].notes == [f"memory: {problem}; the digest of the dropped steps was sent instead"]
     [record] = result.steps[10].summary_calls
-    assert (record.raw is None) == isinstance(note, BaseException)
+    assert (record.raw is None) == isinstance(note, BaseException) == (record.prompt_tokens == 0)  # no reply, no tokens
     assert record.error == problem.replace("the summary call failed: ", "")
 
 
