@@ -3592,7 +3592,8 @@ class _McpStdio:
 
     def __init__(self, argv: list, env: dict, cwd: Any) -> None:
         self.argv, self.env, self.cwd = argv, env, cwd
-        self.label = _text(" ".join(argv))[:80]
+        label = " ".join([os.path.basename(argv[0]), *argv[1:]])
+        self.label = label if len(label) <= 100 else label[:97] + "..."
         self.session: Any = None
         self._process: Any = None
         self._failure: Optional[_McpFailure] = None
