@@ -4495,6 +4495,13 @@ def _cli_parser() -> argparse.ArgumentParser:
     add("--json-schema", action="store_true", help="the same as --constrain always")
     add("--tools", action="append", metavar="FILE.py", help="load tools from a Python file (repeatable): its "
         "ToolRegistry named 'tools', else every public function with a docstring; replaces the demo tools")
+    mcp = parser.add_argument_group("MCP servers", "Their tools join those of --tools; with either, the demo "
+                                    "tools are left out. A tool name two servers share is refused.")
+    mcp.add_argument("--mcp", action="append", metavar="COMMAND_OR_URL", help="an MCP server (repeatable): a command, "
+                     "run without a shell (\"python -m mcp_server_time\"), or an http(s):// URL")
+    mcp.add_argument("--mcp-config", metavar="FILE", help="the servers of a JSON file in Claude Desktop's format: "
+                     "{\"mcpServers\": {NAME: {\"command\", \"args\", \"env\"} or {\"url\", \"headers\"}}}")
+    mcp.add_argument("--mcp-tools", metavar="NAME,...", help="keep only these MCP tools (as the servers name them)")
     add("--system-prompt", metavar="FILE", help="a system prompt from a file; {tools} in it lists the tools")
     add("--allow-http-key", action="store_true", help="send $OPENAI_API_KEY over plain http to a non-loopback host")
     add("--trace", metavar="FILE", help="write every step as a JSON line, as it happens")
@@ -4532,14 +4539,48 @@ def _cli_load_tools(path: str) -> list:
     return functions
 
 
-def _cli_tools(paths: Optional[list]) -> ToolRegistry:
-    if not paths:
+def _cli_tools(paths: Optional[list], mcp: bool = False) -> ToolRegistry:
+    if not paths and not mcp:
         return _demo_tools()
     registry = ToolRegistry()
-    for path in paths:
+    for path in paths or []:
         for tool in _cli_load_tools(path):
             registry.register(tool)
     return registry
+
+
+def _cli_mcp(registry: ToolRegistry, args: argparse.Namespace) -> None:
+    """Add the servers of --mcp and --mcp-config, keeping the tools --mcp-tools names; ToolError for a name none has."""
+    wanted = [name.strip() for name in args.mcp_tools.split(",") if name.strip()] if args.mcp_tools else None
+    servers = [(server, {}) for server in args.mcp or []]
+    servers += _cli_mcp_config(args.mcp_config) if args.mcp_config else []
+    offered: list = []
+    for server, options in servers:
+        offered += _add_mcp(registry, server, tools=wanted, missing_ok=True, **options)
+    missing = [name for name in wanted or [] if name not in offered]
+    if missing:
+        raise ToolError(f"no MCP server has a tool {missing[0]!r} (--mcp-tools; they have: {', '.join(offered)})")
+
+
+def _cli_mcp_config(path: str) -> list:
+    """The servers of a Claude Desktop style file: [(command or URL, add_mcp options)]; ValueError when malformed."""
+    with open(path, encoding="utf-8") as handle:
+        data = json.load(handle)
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        raise ValueError(f"{path}: no \"mcpServers\" object")
+    chosen = []
+    for name, entry in servers.items():
+        if not isinstance(entry, dict) or entry.get("disabled") is True:
+            continue
+        if isinstance(entry.get("url"), str):
+            chosen.append((entry["url"], {"headers": entry.get("headers")}))
+        elif isinstance(entry.get("command"), str) and isinstance(entry.get("args", []), list):
+            chosen.append(([entry["command"], *map(str, entry.get("args", []))],
+                           {"env": entry.get("env"), "cwd": entry.get("cwd")}))
+        else:
+            raise ValueError(f"{path}: server {name!r} has neither a \"command\" (with \"args\" a list) nor a \"url\"")
+    return chosen
 
 
 def _cli_served_model(llm: OpenAICompatLLM, args: argparse.Namespace) -> str:
@@ -4587,7 +4628,8 @@ def _cli_agent(args: argparse.Namespace) -> tuple:
     """Build everything from the flags before anything is opened; ValueError/OSError/AgentError when bad."""
     if args.task is not None and not args.task.strip():
         raise ValueError("empty task: give a task, or none at all for the demo")
-    registry = _cli_tools(args.tools)
+    registry = _cli_tools(args.tools, bool(args.mcp or args.mcp_config))
+    _cli_mcp(registry, args)
     system_prompt = None
     if args.system_prompt:
         with open(args.system_prompt, encoding="utf-8") as handle:
@@ -4739,6 +4781,7 @@ def _cli_run(args: argparse.Namespace) -> int:
         _cli_say("agent.py: interrupted; the steps so far are kept in the trace")
         code = 130
     finally:
+        agent.tools.close()                 # the MCP servers it started
         if trace is not None:
             trace.close()
     if trace is not None and trace.error is not None:

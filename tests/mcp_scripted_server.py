@@ -3,7 +3,8 @@
 python tests/mcp_scripted_server.py [old|modern] [extra tools...]
 
 "old" (the default) speaks the 2025-11-25 handshake and refuses server/discover as a method it does not
-know; "modern" answers server/discover. Each tool misbehaves in its own way when called; "bad_schema" and
+know; "silent" is old and never answers server/discover; "modern" answers server/discover. SCRIPTED_DELAY
+(seconds, in its environment) is a slow start: it reads nothing before then. Each tool misbehaves in its own way when called; "bad_schema" and
 "not_object" are listed only when named on the command line.
 """
 import json
@@ -126,6 +127,8 @@ def answer(message):
     if ident is None:
         return None   # notifications: initialized, cancelled
     if method == "server/discover":
+        if ERA == "silent":
+            return None
         if ERA == "old":
             return {"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "Method not found"}}
         return {"jsonrpc": "2.0", "id": ident, "result": {"supportedVersions": ["2026-07-28"], "capabilities": {
@@ -145,6 +148,7 @@ def answer(message):
 def main():
     sys.stderr.write("scripted server starting\n")
     sys.stderr.flush()
+    time.sleep(float(os.environ.get("SCRIPTED_DELAY", "0")))
     print("a banner some servers print first")   # not JSON: skipped by the client
     sys.stdout.flush()
     for line in sys.stdin:
