@@ -35,6 +35,8 @@ a ruler ``# -- Section, part`` starts a part of a section):
 - Demo: the ``calculator`` and ``clock`` tools and the offline planner ``MockLLM`` runs.
 - Models: the ``LLM`` protocol and ``MockLLM``; then ``OpenAICompatLLM``, which talks HTTP, after
   its helpers (what an answer means) and its plumbing (deadlines, server-sent events; skip on first read).
+- MCP: ``ToolRegistry.add_mcp`` (via ``_add_mcp``) registers an MCP server's tools; ``_McpSession`` routes
+  answers by id over ``_McpStdio`` (a command) or ``_McpHttp`` (a URL, on the client's plumbing).
 - Loop: ``Agent.run`` is the loop; ``Step`` and ``AgentResult`` are its trace; ``run`` is one call.
 - CLI: ``main`` is ``python agent.py``.
 """
