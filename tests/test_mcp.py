@@ -319,7 +319,8 @@ def old_http_server(exchange):
         exchange.write_raw(b"Bad Request: No valid session ID provided")
         return
     results = {"initialize": {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}},
-               "tools/list": {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]},
+               "tools/list": {"tools": [{"name": "echo", "inputSchema": {"type": "object", "properties": {
+                   "x": {"type": "integer"}}}}]},
                "tools/call": {"content": [{"type": "text", "text": json.dumps(body.get("params"))}]}}
     if ident is None:
         exchange.head(202, "application/json", chunked=False)
