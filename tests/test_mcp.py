@@ -34,8 +34,9 @@ def scripted(*args, timeout=2.0, **options):
     return registry
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def old():
+    """One old-era scripted server for the tests that do not break it."""
     with scripted("old") as registry:
         yield registry
 
