@@ -38,12 +38,14 @@ a ruler ``# -- Section, part`` starts a part of a section):
 - MCP: ``ToolRegistry.add_mcp`` (via ``_add_mcp``) registers an MCP server's tools; ``_McpSession`` routes
   answers by id over ``_McpStdio`` (a command) or ``_McpHttp`` (a URL, on the client's plumbing).
 - Loop: ``Agent.run`` is the loop; ``Step`` and ``AgentResult`` are its trace; ``run`` is one call.
+- Batch: ``run_batch`` runs a task list through one ``Agent`` on a few threads, resumable from its results file.
 - CLI: ``main`` is ``python agent.py``.
 """
 
 from __future__ import annotations
 
 import argparse
+import array
 import ast
 import atexit
 import collections
@@ -83,6 +85,7 @@ __all__ = [
     "AgentError", "UnsafeExpression", "ActionFormatError", "ToolError", "LLMError",
     "safe_eval", "Tool", "ToolRegistry", "Action", "parse_action", "SYSTEM_PROMPT",
     "LLM", "MockLLM", "OpenAICompatLLM", "STOP_REASONS", "Step", "AgentResult", "Agent", "run", "main",
+    "run_batch",
 ]
 __version__ = "0.1.0"
 
@@ -164,6 +167,7 @@ _SETTINGS = {name: _Rule(*rule) for name, rule in {   # every numeric option of 
     "max_tokens": (True, 1, True), "temperature": (False, 0, True), "timeout": (False, 0, False),
     "default_timeout": (False, 0, False), "max_request_seconds": (False, 0, False), "max_seconds": (False, 0, False),
     "max_thought_chars": (True, 1, True),
+    "workers": (True, 1, True),
 }.items()}
 
 
@@ -3112,6 +3116,7 @@ class OpenAICompatLLM:
         self._max_tokens_key = "max_tokens"   # or max_completion_tokens, when the server asks for it
         self._key_withheld = False           # from_env: a key not sent over plain http:// to another host
         self._lock, self._local = threading.Lock(), threading.local()   # one client may serve many threads
+        self._not_before = 0.0               # time.monotonic() before which no request starts (Retry-After)
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
 
     @classmethod
@@ -3282,8 +3287,9 @@ class OpenAICompatLLM:
 
     def _post(self, body: dict, call_end: float) -> _Reply:
         data = json.dumps(body).encode("utf-8")
-        attempt = 0
+        attempt, held = 0, 0.0
         while True:
+            self._wait_for_hold(call_end, held)
             try:
                 return self._attempt(data, bool(body.get("stream")), _Deadline(self.max_request_seconds, call_end,
                                                                               self.url))
@@ -3295,10 +3301,24 @@ class OpenAICompatLLM:
             if time.monotonic() + delay >= call_end:
                 raise LLMError(f"{failure} (no time left to retry within max_seconds)", failure.status)
             _log.info("model request failed (%s); retrying in %.1f s", failure, delay)
+            if failure.retry_after is not None:  # the server's "slow down" holds back every thread of this client
+                with self._lock:
+                    held = time.monotonic() + delay
+                    self._not_before = max(self._not_before, held)
             self._sleep(delay)
             attempt += 1
             if self.on_delta is not None:
                 self.on_delta(None)             # the reply starts again
+
+    def _wait_for_hold(self, call_end: float, held: float) -> None:
+        """Before a request: wait out a Retry-After that any thread of this client was given (held: waited already)."""
+        with self._lock:
+            wait = self._not_before - time.monotonic()
+            if wait <= 0 or self._not_before <= held:
+                return
+        if time.monotonic() + wait >= call_end:
+            raise LLMError(f"the server at {self.url} asked to wait {wait:.1f} s (Retry-After), past max_seconds")
+        self._sleep(wait)
 
     def _request_headers(self, stream: bool) -> dict:
         headers = {"Content-Type": "application/json", "User-Agent": f"agent.py/{__version__}",
@@ -4268,7 +4288,24 @@ atexit.register(_mcp_close_all)
 # -- Loop ------------------------------------------------------------------------------
 # Agent.run is the loop; Step and AgentResult are its trace; run() is the one-call form
 
-STOP_REASONS = ("final", "max_steps", "repeat_limit", "format_errors", "time_limit", "token_limit", "llm_error")
+class _Stop(typing.NamedTuple):
+    """What a stop reason means (internal): the result's summary line, and the CLI's exit code."""
+
+    summary: str    # formatted with the Agent's limits, steps, tokens (the run's total) and error (the last step's)
+    exit_code: int  # the CLI's exit code after a run that stopped so (its help says what each code means)
+
+
+# Every stop reason, in one place: the loop's summaries, the CLI's exit codes and help, and batch counts read it.
+_STOPS = {
+    "final": _Stop("answered in {steps} step(s)", 0),
+    "max_steps": _Stop("no final answer within max_steps={max_steps}", 1),
+    "repeat_limit": _Stop("the same call was repeated more than max_repeats={max_repeats} times", 1),
+    "format_errors": _Stop("more than max_format_errors={max_format_errors} unparseable replies in a row", 1),
+    "time_limit": _Stop("ran past max_seconds={max_seconds}", 1),
+    "token_limit": _Stop("used {tokens} tokens, over max_total_tokens={max_total_tokens}", 1),
+    "llm_error": _Stop("the model endpoint failed: {error}", 3),
+}
+STOP_REASONS = tuple(_STOPS)
 _CUT_OFF = _ask("your reply was cut off at the token limit before the JSON object was complete; "
                 "send a shorter reply with a one-sentence thought")
 _REPEATED = _ask("your reply kept repeating the same text, so it was stopped; write one short JSON object and "
@@ -4535,9 +4572,9 @@ class Agent:
         row). After a format error later calls send the action schema, and after a
         failed reply repeats an earlier one a raised temperature (``constrain``).
         A context overflow sets a context budget for the rest of the run and retries
-        once. Stops the run, with a ``stop_reason`` and every step kept: a final
-        answer, ``max_steps``, ``repeat_limit``, ``format_errors``, ``time_limit``,
-        ``token_limit``, and ``llm_error`` when the model client raises. Nothing a
+        once. Stops the run, with a ``stop_reason`` and every step kept: one of
+        ``STOP_REASONS`` (``_STOPS`` says what each means), ``llm_error`` when the
+        model client raises. Nothing a
         model or a tool does makes this raise; ValueError only for a task that is
         not text or a malformed ``history`` (a list of ``{"role", "content"}``
         messages). An exception from your own ``on_step`` propagates, and so does
@@ -4754,15 +4791,10 @@ class Agent:
     def _finish(self, state: _RunState, stop: str) -> AgentResult:
         usage = dict(state.usage, total_tokens=state.usage["prompt_tokens"] + state.usage["completion_tokens"])
         last_error = state.steps[-1].error if state.steps else None
-        summary = {
-            "final": f"answered in {len(state.steps)} step(s)",
-            "max_steps": f"no final answer within max_steps={self.max_steps}",
-            "repeat_limit": f"the same call was repeated more than max_repeats={self.max_repeats} times",
-            "format_errors": f"more than max_format_errors={self.max_format_errors} unparseable replies in a row",
-            "time_limit": f"ran past max_seconds={self.max_seconds}",
-            "token_limit": f"used {usage['total_tokens']} tokens, over max_total_tokens={self.max_total_tokens}",
-            "llm_error": f"the model endpoint failed: {last_error}",
-        }[stop]
+        summary = _STOPS[stop].summary.format(
+            steps=len(state.steps), max_steps=self.max_steps, max_repeats=self.max_repeats,
+            max_format_errors=self.max_format_errors, max_seconds=self.max_seconds, tokens=usage["total_tokens"],
+            max_total_tokens=self.max_total_tokens, error=last_error)
         return AgentResult(answer=state.answer if stop == "final" else None, stop_reason=stop, steps=state.steps,
                            messages=state.messages, usage=usage, seconds=_now() - state.started,
                            summary=summary)
@@ -4778,12 +4810,354 @@ def run(task: str, llm: Optional[LLM] = None, tools: _Tools = None, **options: A
                  **options).run(task)
 
 
+# -- Batch -----------------------------------------------------------------------------
+# run_batch runs a task list through one Agent on a few threads that share its client;
+# each result is appended to a JSON Lines file as its run ends, so a second call resumes
+
+# An expected number is matched by a number in the answer within this relative, else absolute, difference.
+_EXPECT_REL_TOL, _EXPECT_ABS_TOL = 1e-6, 1e-9
+
+
+def run_batch(agent: Agent, tasks: Iterable[dict], *, workers: int = 4, out: Optional[str] = None,
+              traces: Optional[str] = None, on_result: Optional[Callable[[dict], None]] = None) -> dict:
+    """Run each task through ``agent`` on ``workers`` threads that share its client; return the summary.
+
+    A task is ``{"id": text or number, "task": text}``, with an optional ``"expect"``:
+    a number the answer must hold (within ``_EXPECT_REL_TOL``) or a text it must
+    contain, ignoring case; other fields are copied to its result. ``tasks`` is
+    read as the workers need it, so a generator keeps memory flat. Each result
+    (the task's fields, ``solved`` when there is an ``expect``, ``stop_reason``,
+    ``answer``, ``steps``, ``format_errors``, ``prompt_tokens``, ``completion_tokens``,
+    ``estimated_tokens``, ``seconds``, ``error`` and, with ``traces``, ``trace``) goes
+    to ``on_result``, in this thread, as its run ends.
+
+    ``out`` (a path): each result is appended there as one JSON line and flushed,
+    and a task whose id is already there is skipped, so a second call resumes; a
+    cut-off last line (a crash in mid-write) is dropped and its task runs again.
+    ``traces`` (a directory): each whole result is saved there (``AgentResult.save``),
+    so ``MockLLM.from_trace`` (``--replay``) replays it. The summary counts every
+    result in ``out``, earlier ones too (``_Tally.summary``).
+
+    A first KeyboardInterrupt starts no more tasks, lets the running ones end and
+    be written, then raises KeyboardInterrupt; a second one raises at once (the
+    runs in flight are lost, no line is half-written). ValueError for a malformed
+    task or an id that came before (the tasks before it have run), OSError when
+    ``out`` or ``traces`` cannot be written; an exception from ``on_result`` or the
+    agent's ``on_step`` stops the batch the same way and is raised.
+    """
+    _check_setting("workers", workers)
+    tally = _Tally()
+    results = _ResultsFile(out, tally.add) if out is not None else None
+    if traces is not None:
+        os.makedirs(traces, exist_ok=True)
+    feed = _Feed(tasks, results.ids if results else set())
+    try:
+        _collect(_start_workers(agent, feed, workers, traces), workers, feed, tally, results, on_result)
+    finally:
+        if results is not None:
+            results.close()
+    return tally.summary()
+
+
+def _task_problem(item: Any) -> Optional[str]:
+    """What makes item no task, or None: it needs a non-empty task, an id of text or a number, a usable expect."""
+    if not isinstance(item, dict):
+        return f"a task is a JSON object, not {_json_type(item)}"
+    if not isinstance(item.get("task"), str) or not item["task"].strip():
+        return 'no non-empty "task" text'
+    key = item.get("id")
+    if not ((isinstance(key, str) and key.strip()) or _is_number(key)):
+        return f'"id" must be non-empty text or a number, not {_shown(key)}'
+    if "expect" in item and not (isinstance(item["expect"], str) or _is_number(item["expect"])):
+        return f'"expect" must be text or a number, not {_shown(item["expect"])}'
+    return None
+
+
+def _id_key(task_id: Any) -> str:
+    """The id as it is compared: its JSON text, so 7 and "7" are two ids."""
+    return json.dumps(task_id)
+
+
+def _task_file(path: str, shard: tuple = (1, 1)) -> Iterable[tuple]:
+    """Each non-blank line of a task file that falls to shard K of N: (its number, the task, or None and the problem).
+
+    Lines are counted in the file, so N machines can split one file without talking. OSError when it cannot be read.
+    """
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, 1):
+            if not _in_shard(number, shard) or not line.strip():
+                continue
+            try:
+                item = json.loads(line, parse_constant=_not_finite)
+            except (ValueError, RecursionError):
+                yield number, None, "not valid JSON"
+                continue
+            problem = _task_problem(item)
+            yield number, (None if problem else item), problem
+
+
+def _in_shard(number: int, shard: tuple) -> bool:
+    """Whether line number (from 1) falls to shard K of N: lines K, K+N, K+2N, ..."""
+    k, n = shard
+    return (number - 1) % n == k - 1
+
+
+class _Feed:
+    """The tasks, handed to the workers one at a time (internal): each checked, ids already done skipped."""
+
+    def __init__(self, tasks: Iterable[dict], done: set) -> None:
+        self._tasks, self._done, self._seen = iter(tasks), done, set()
+        self._lock = threading.Lock()
+        self.stop = threading.Event()       # set: hand out no more tasks
+        self.position = 0                   # tasks read so far
+
+    def next(self) -> Optional[dict]:
+        """The next task to run; None when there are no more or the batch stops. ValueError for a bad one."""
+        with self._lock:
+            for item in self._tasks if not self.stop.is_set() else ():
+                self.position += 1
+                problem = _task_problem(item)
+                if problem is not None:
+                    raise ValueError(f"task {self.position}: {problem}")
+                key = _id_key(item["id"])
+                if key in self._seen:
+                    raise ValueError(f"task {self.position}: the id {key} came before")
+                self._seen.add(key)
+                if key not in self._done:
+                    return item
+            return None
+
+
+def _start_workers(agent: Agent, feed: _Feed, workers: int, traces: Optional[str]) -> queue.Queue:
+    """Start the worker threads; each puts ("result", record), ("error", exc) and at its end ("done", None)."""
+    outbox: queue.Queue = queue.Queue(maxsize=workers)   # bounded: a slow writer holds the workers back
+
+    def work() -> None:
+        try:
+            item = feed.next()
+            while item is not None:
+                outbox.put(("result", _run_task(agent, item, traces)))
+                item = feed.next()
+        except BaseException as exc:   # a bad task, or the user's own on_step: the batch stops and raises it
+            outbox.put(("error", exc))
+        finally:
+            outbox.put(("done", None))
+
+    for number in range(workers):   # daemons: after a second Ctrl-C the runs in flight are dropped
+        threading.Thread(target=work, name=f"agent-batch-{number + 1}", daemon=True).start()
+    return outbox
+
+
+def _run_task(agent: Agent, item: dict, traces: Optional[str]) -> dict:
+    """Run one task; its result line (the task's fields, then the run's), its whole result saved under traces."""
+    result = agent.run(item["task"])
+    record = dict(item)
+    if "expect" in item:
+        record["solved"] = _solved(result.answer, item["expect"])
+    format_errors = sum(1 for step in result.steps if step.raw is not None and step.action is None)
+    record.update(stop_reason=result.stop_reason, answer=result.answer, steps=len(result.steps),
+                  format_errors=format_errors, prompt_tokens=result.usage["prompt_tokens"],
+                  completion_tokens=result.usage["completion_tokens"], estimated_tokens=result.usage["estimated"],
+                  seconds=round(result.seconds, 3),
+                  error=None if result.ok else (result.steps[-1].error if result.steps else None))
+    if traces is not None:
+        path = os.path.join(traces, _trace_name(item["id"]))
+        try:
+            result.save(path)
+            record["trace"] = path
+        except OSError as exc:
+            record["trace"] = f"not saved: {exc.strerror or exc}"
+    return record
+
+
+# An expected number against the numbers in an answer: 1,024 and 1024 alike, signs, decimals, exponents
+_ANSWER_NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?|[-+]?\.\d+")
+
+
+def _solved(answer: Optional[str], expect: Any) -> bool:
+    """Whether answer holds expect: a number in it within the tolerance, or the text, ignoring case."""
+    if answer is None:
+        return False
+    if isinstance(expect, str):
+        return expect.casefold() in answer.casefold()
+    for match in _ANSWER_NUMBER.finditer(answer):
+        try:
+            if math.isclose(float(match.group().replace(",", "")), expect, rel_tol=_EXPECT_REL_TOL,
+                            abs_tol=_EXPECT_ABS_TOL):
+                return True
+        except OverflowError:   # an expect beyond a float: no answer's number is near it
+            continue
+    return False
+
+
+def _trace_name(task_id: Any) -> str:
+    """A file name for the id's trace: the id itself when it is a plain name, else a cleaned one with a hash."""
+    text = str(task_id)
+    if re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}", text):
+        return f"{text}.json"
+    import hashlib
+
+    digest = hashlib.sha256(_id_key(task_id).encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', text)[:80]}-{digest}.json"
+
+
+def _collect(outbox: queue.Queue, running: int, feed: _Feed, tally: _Tally, results: Optional[_ResultsFile],
+             on_result: Optional[Callable[[dict], None]]) -> None:
+    """Write and pass on each result as it comes, until the running workers are done; run_batch's Ctrl-C rule."""
+    error, interrupted = None, False
+    while running:
+        try:
+            kind, value = outbox.get()
+            if kind == "done":
+                running -= 1
+            elif kind == "error":
+                error = error or value
+                feed.stop.set()
+            else:
+                if results is not None:
+                    results.write(value)
+                tally.add(value, earlier=False)
+                if on_result is not None:
+                    on_result(value)
+        except KeyboardInterrupt:
+            if interrupted:
+                raise
+            interrupted = True
+            feed.stop.set()
+            _log.warning("interrupted: no more tasks start; the running ones end and are written "
+                         "(interrupt again to stop at once)")
+        except BaseException as exc:   # the writer or on_result failed: stop, let the runs end, raise it
+            error = error or exc
+            feed.stop.set()
+    if error is not None:
+        raise error
+    if interrupted:
+        raise KeyboardInterrupt
+
+
+class _ResultsFile:
+    """The results file (internal): the ids already in it, then one writer that appends a whole line per result."""
+
+    def __init__(self, path: str, count: Callable[..., None]) -> None:
+        self.path, self.ids = path, set()
+        self._read(count)
+        self._handle = open(path, "ab", buffering=0)   # unbuffered: each line is one write, flushed
+
+    def _read(self, count: Callable[..., None]) -> None:
+        """Collect the ids already written and count each result (``_Tally.add``); drop a cut-off last line."""
+        try:
+            handle = open(self.path, "rb+")
+        except FileNotFoundError:
+            return
+        with handle:
+            end = 0
+            for end_of_line, record in _whole_lines(handle, self.path):
+                end = end_of_line
+                self.ids.add(_id_key(record["id"]))
+                count(record, earlier=True)
+            if handle.seek(0, os.SEEK_END) > end:   # a crash in mid-write: its task runs again
+                handle.truncate(end)
+
+    def write(self, record: dict) -> None:
+        """Append record as one JSON line (a lone surrogate written as its escape), in one unbuffered write."""
+        text = json.dumps(AgentResult._plain(record), ensure_ascii=False, allow_nan=False) + "\n"
+        data = text.encode("utf-8", "backslashreplace")
+        while data:
+            data = data[self._handle.write(data):]
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+def _whole_lines(handle: Any, path: str) -> Iterable[tuple]:
+    """Each whole line of an open results file: (the offset it ends at, its record). A cut-off last line is left out."""
+    end = 0
+    for number, line in enumerate(handle, 1):
+        if not line.endswith(b"\n"):
+            return
+        end += len(line)
+        yield end, _result_line(line, path, number)
+
+
+def _result_line(line: bytes, path: str, number: int) -> dict:
+    """A line of a results file as a record; ValueError when it is not one (a wrong --out would be appended to)."""
+    try:
+        record = json.loads(line.decode("utf-8", "replace"))
+    except ValueError:
+        record = None
+    if not (isinstance(record, dict) and _task_problem(dict(record, task="-")) is None):
+        raise ValueError(f"{path} line {number} is not a result line (JSON with an id): "
+                         "is it the results file of a batch? Pass another --out")
+    return record
+
+
+class _Tally:
+    """The counts behind a batch's summary (internal): a few numbers per result, and each one's seconds."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.done = self.earlier = self.checked = self.solved = 0
+        self.steps = self.format_errors = self.prompt_tokens = self.completion_tokens = 0
+        self.estimated = False
+        self.reasons = dict.fromkeys(STOP_REASONS, 0)
+        self.seconds = array.array("d")      # 8 bytes a result: kept for the percentiles
+
+    def add(self, record: dict, earlier: bool = False) -> None:
+        """Count one result line; earlier: it was in the results file before this run."""
+        self.done += 1
+        self.earlier += earlier
+        if "solved" in record:
+            self.checked += 1
+            self.solved += record["solved"] is True
+        reason = record.get("stop_reason")
+        self.reasons[reason] = self.reasons.get(reason, 0) + 1
+        for name in ("steps", "format_errors", "prompt_tokens", "completion_tokens"):
+            value = record.get(name)
+            setattr(self, name, getattr(self, name) + (value if _is_int(value) else 0))
+        self.estimated = self.estimated or record.get("estimated_tokens") is True
+        if _is_number(record.get("seconds")):
+            self.seconds.append(float(record["seconds"]))
+
+    def summary(self) -> dict:
+        """The summary as plain data: solved, stop reasons, per-task means, tokens, seconds p50/p95."""
+        per_task = max(self.done, 1)
+        ordered = sorted(self.seconds)
+        return {"tasks": self.done, "earlier": self.earlier, "checked": self.checked, "solved": self.solved,
+                "solved_percent": round(100 * self.solved / self.checked, 1) if self.checked else None,
+                "stop_reasons": {reason: n for reason, n in self.reasons.items() if n},
+                "steps_per_task": round(self.steps / per_task, 2),
+                "format_errors_per_task": round(self.format_errors / per_task, 2),
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "estimated_tokens": self.estimated, "seconds_p50": _percentile(ordered, 50),
+                "seconds_p95": _percentile(ordered, 95), "wall_seconds": round(time.monotonic() - self.started, 3)}
+
+
+def _percentile(ordered: list, percent: float) -> Optional[float]:
+    """The nearest-rank percentile of sorted numbers; None for none.
+
+    >>> _percentile([1.0, 2.0, 3.0, 4.0], 50), _percentile([1.0, 2.0, 3.0, 4.0], 95)
+    (2.0, 4.0)
+    """
+    if not ordered:
+        return None
+    return ordered[max(0, math.ceil(percent / 100 * len(ordered)) - 1)]
+
+
 # -- CLI -------------------------------------------------------------------------------
 # main() is python agent.py: parse the flags, build, run, print; the only place that prints
 
 _DEMO_TASK = "What time is it now, and what is (128*3+40)/4?"
-_EXIT_CODES = {"final": 0, "llm_error": 3}  # any other stop reason: 1
 _BROKEN_PIPE = 141                          # 128 + SIGPIPE, as the shell reports a closed pipe
+_EXIT_MEANINGS = {0: "answered", 1: "stopped without an answer", 2: "bad usage or configuration",
+                  3: "the model endpoint failed", 130: "interrupted", _BROKEN_PIPE: "the output pipe was closed"}
+
+
+def _exit_codes_help() -> str:
+    """The exit codes for --help, each with the stop reasons (_STOPS) that lead to it."""
+    def meaning(code: int) -> str:
+        reasons = ", ".join(reason for reason, stop in _STOPS.items() if stop.exit_code == code)
+        return f"{code} {_EXIT_MEANINGS[code]}" + (f" ({reasons})" if reasons else "")
+    return "Exit codes: " + ", ".join(meaning(code) for code in _EXIT_MEANINGS) + "."
 
 
 # C0 controls but tab and newline, DEL, C1 controls (\x9b is a CSI), bidirectional overrides
@@ -4837,9 +5211,7 @@ def _cli_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agent.py", description="A ReAct agent for models without native function calling. "
         "With no model configured it runs offline with a mock model.",
-        epilog="The API key is read from OPENAI_API_KEY only (never a flag). Exit codes: 0 answered, "
-        "1 stopped without an answer, 2 bad usage or configuration, 3 the model endpoint failed, "
-        "130 interrupted, 141 the output pipe was closed.")
+        epilog=f"The API key is read from OPENAI_API_KEY only (never a flag). {_exit_codes_help()}")
     add = parser.add_argument
     add("task", nargs="?", help=f"the task (default: {_DEMO_TASK!r})")
     add("--model", help="model name (default: $OPENAI_MODEL; with only a base URL, the one model the server serves)")
@@ -4876,7 +5248,25 @@ def _cli_parser() -> argparse.ArgumentParser:
     add("--offline", action="store_true", help="use the offline mock model even if one is configured")
     add("-i", "--interactive", action="store_true", help="ask several questions in one conversation")
     add("--version", action="version", version=f"agent.py {__version__}")
+    batch = parser.add_argument_group("batch runs", "run every task of a file; the options above apply to each")
+    batch.add_argument("--batch", metavar="FILE", help='a JSON Lines file, a task a line: {"id": ..., "task": ...}, '
+                       'optionally "expect": a number or text the answer must hold')
+    batch.add_argument("--out", metavar="FILE", help="with --batch: append each result here as a JSON line; "
+                       "run again with the same --out to resume")
+    batch.add_argument("--workers", type=_cli_number("workers"), default=_default(run_batch, "workers"),
+                       help=f"tasks run at once (default {_default(run_batch, 'workers')})")
+    batch.add_argument("--traces", metavar="DIR", help="save each task's whole result in DIR, for --replay")
+    batch.add_argument("--shard", metavar="K/N", type=_cli_shard, default=(1, 1),
+                       help="run only the tasks on lines K, K+N, K+2N, ... of the file (N machines, one file)")
     return parser
+
+
+def _cli_shard(text: str) -> tuple:
+    """An argparse type for --shard K/N: 1 <= K <= N, else exit 2."""
+    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not match or not 1 <= int(match[1]) <= int(match[2]):
+        raise argparse.ArgumentTypeError(f"invalid shard {text!r} (must be K/N with 1 <= K <= N, such as 2/8)")
+    return int(match[1]), int(match[2])
 
 
 def _cli_load_tools(path: str) -> list:
@@ -5106,7 +5496,7 @@ def _cli_once(agent: Agent, task: str, args: argparse.Namespace, trace: Optional
         hint = _cli_hint(agent, result)
         if hint:
             _cli_say(f"agent.py: hint: {hint}")
-    return _EXIT_CODES.get(result.stop_reason, 1), result
+    return _STOPS[result.stop_reason].exit_code, result
 
 
 def _cli_interactive(agent: Agent, args: argparse.Namespace, trace: Optional[_Trace]) -> int:
@@ -5154,6 +5544,152 @@ def _cli_run(args: argparse.Namespace) -> int:
     return code
 
 
+# -- CLI, batch runs ---------------------------------------------------------------------
+# --batch: check the task file, build the agent, run_batch with progress, print the summary
+
+_BATCH_ALONE = {"task": "a task", "trace": "--trace (use --traces DIR)", "replay": "--replay",
+                "interactive": "--interactive"}
+
+
+def _cli_batch(args: argparse.Namespace) -> int:
+    """--batch: every check before anything runs, then the run; the exit code."""
+    try:
+        to_run = _cli_batch_check(args)
+        agent, label = _cli_agent(args)
+    except (ValueError, OSError, AgentError) as exc:
+        _cli_say(f"agent.py: {exc}")
+        return 2
+    agent.confirm = None   # nobody to ask while several tasks run: tools that ask first are declined
+    progress = _BatchProgress(to_run, args)
+    if not args.quiet:
+        _cli_say(f"agent.py: {label}; {to_run} task(s) to run, {args.workers} at a time")
+    try:
+        summary = run_batch(agent, _cli_batch_tasks(args), workers=args.workers, out=args.out,
+                            traces=args.traces, on_result=progress)
+    except KeyboardInterrupt:
+        progress.clear()
+        _cli_say(f"agent.py: interrupted; {progress.tally.done} result(s) written to {args.out}: "
+                 "run the same command again to resume")
+        return 130
+    except (ValueError, OSError) as exc:   # --out or --traces cannot be written
+        progress.clear()
+        _cli_say(f"agent.py: {exc}")
+        return 2
+    progress.clear()
+    return _cli_batch_report(summary, label, args)
+
+
+def _cli_batch_check(args: argparse.Namespace) -> int:
+    """Refuse what does not go with --batch, report bad lines, refuse duplicate ids; the number of tasks to run."""
+    alone = [text for name, text in _BATCH_ALONE.items() if getattr(args, name)]
+    if alone:
+        raise ValueError(f"--batch runs the tasks of its file: {alone[0]} does not go with it")
+    if not args.out:
+        raise ValueError("--batch needs --out FILE: the results go there, and a second run resumes from it")
+    done = _cli_done_ids(args.out)
+    try:
+        to_run, repeated = _cli_scan(args, done)
+    except OSError as exc:
+        raise OSError(f"cannot read the task file {args.batch}: {exc.strerror or exc}") from None
+    if repeated:
+        raise ValueError(f"{args.batch} repeats ids, so results could not be told apart: {', '.join(repeated)}; "
+                         "nothing was run")
+    return to_run
+
+
+def _cli_scan(args: argparse.Namespace, done: set) -> tuple:
+    """Read the whole task file once, reporting each bad line: the tasks of this shard not done, the repeated ids."""
+    seen, repeated, to_run = set(), [], 0
+    for number, item, problem in _task_file(args.batch):
+        if problem is not None:
+            _cli_say(f"agent.py: {args.batch} line {number}: {problem}; skipped")
+            continue
+        key = _id_key(item["id"])
+        if key in seen:
+            repeated.append(f"{key} (line {number})")
+        seen.add(key)
+        to_run += _in_shard(number, args.shard) and key not in done
+    return to_run, repeated
+
+
+def _cli_done_ids(path: str) -> set:
+    """The ids already in a results file (none when it does not exist); ValueError when it is not one."""
+    try:
+        with open(path, "rb") as handle:
+            return {_id_key(record["id"]) for _, record in _whole_lines(handle, path)}
+    except FileNotFoundError:
+        return set()
+
+
+def _cli_batch_tasks(args: argparse.Namespace) -> Iterable[dict]:
+    """The tasks of the file in this shard, read as the workers need them (the bad lines were reported)."""
+    return (item for _, item, _ in _task_file(args.batch, args.shard) if item is not None)
+
+
+class _BatchProgress:
+    """--batch's progress on stderr: a live line on a terminal, else a line per task; none with --quiet."""
+
+    def __init__(self, total: int, args: argparse.Namespace) -> None:
+        self.total, self.workers, self.tally = total, args.workers, _Tally()
+        self.live = not args.quiet and sys.stderr.isatty()
+        self.lines = not args.quiet and not self.live
+
+    def __call__(self, record: dict) -> None:
+        self.tally.add(record)
+        if self.lines:
+            solved = {True: ", solved", False: ", not solved"}.get(record.get("solved"), "")
+            _cli_say(f"[{self.tally.done}/{self.total}] {_short(json.dumps(record['id']), 40)}: "
+                     f"{record['stop_reason']}{solved}, {record['steps']} step(s), {record['seconds']:.1f} s")
+        elif self.live:
+            sys.stderr.write("\r\x1b[K" + _short(self.line(), shutil.get_terminal_size().columns - 1))
+            sys.stderr.flush()
+
+    def line(self) -> str:
+        """done/total, solved, running, failures by stop reason, tasks per minute, time left."""
+        tally = self.tally
+        per_minute = tally.done / max(time.monotonic() - tally.started, 1e-9) * 60
+        left = (self.total - tally.done) / per_minute * 60 if per_minute else 0.0
+        failed = ", ".join(f"{reason} {n}" for reason, n in tally.reasons.items() if n and reason != "final")
+        return (f"{tally.done}/{self.total} done, {tally.solved} solved, "
+                f"{min(self.workers, self.total - tally.done)} running, {failed or 'no failures'}, "
+                f"{per_minute:.1f}/min, {left:.0f} s left")
+
+    def clear(self) -> None:
+        if self.live and self.tally.done:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
+def _cli_batch_report(summary: dict, label: str, args: argparse.Namespace) -> int:
+    """Print the summary (a table, or JSON with --json) on stdout; 3 when a task's model endpoint failed, else 0."""
+    if args.json:
+        _cli_say(json.dumps(dict(summary, model=label), ensure_ascii=False), sys.stdout)
+    else:
+        _cli_say(_summary_table(summary, label), sys.stdout)
+    failed = summary["stop_reasons"].get("llm_error", 0)
+    if failed:
+        _cli_say(f"agent.py: {failed} task(s) stopped with llm_error (the model endpoint failed); to run them "
+                 f"again, remove their lines from {args.out} and run the same command")
+    return _STOPS["llm_error"].exit_code if failed else 0
+
+
+def _summary_table(summary: dict, label: str) -> str:
+    """A batch summary as a small table, one figure a line, for reading (and pasting side by side)."""
+    checked = summary["checked"]
+    solved = f"{summary['solved']} of {checked} ({summary['solved_percent']}%)" if checked else "no task has expect"
+    reasons = ", ".join(f"{reason} {n}" for reason, n in summary["stop_reasons"].items()) or "none"
+    estimated = " (estimated)" if summary["estimated_tokens"] else ""
+    rows = [("endpoint", label),
+            ("tasks", f"{summary['tasks']} ({summary['earlier']} from an earlier run)"),
+            ("solved", solved), ("stop reasons", reasons),
+            ("steps", f"{summary['steps_per_task']} per task"),
+            ("format errors", f"{summary['format_errors_per_task']} per task"),
+            ("tokens", f"{summary['prompt_tokens']} prompt, {summary['completion_tokens']} completion{estimated}"),
+            ("seconds", f"p50 {summary['seconds_p50']}, p95 {summary['seconds_p95']} a task; "
+                        f"{summary['wall_seconds']} in all")]
+    return "\n".join(f"{name:<14}{value}" for name, value in rows)
+
+
 def _cli_silence() -> None:
     """After a broken pipe, point stdout and stderr at devnull so the interpreter's last flush cannot fail."""
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -5178,7 +5714,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         _log.addHandler(handler)
         _log.setLevel(logging.INFO if args.verbose == 1 else logging.DEBUG)
     try:
-        return _cli_run(args)
+        return _cli_batch(args) if args.batch else _cli_run(args)
     except BrokenPipeError:  # the reader went away (| head): stop quietly
         _cli_silence()
         return _BROKEN_PIPE
