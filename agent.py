@@ -35,7 +35,10 @@ a ruler ``# -- Section, part`` starts a part of a section):
 - Demo: the ``calculator`` and ``clock`` tools and the offline planner ``MockLLM`` runs.
 - Models: the ``LLM`` protocol and ``MockLLM``; then ``OpenAICompatLLM``, which talks HTTP, after
   its helpers (what an answer means) and its plumbing (deadlines, server-sent events; skip on first read).
-- Loop: ``Agent.run`` is the loop; ``Step`` and ``AgentResult`` are its trace; ``run`` is one call.
+- MCP: ``ToolRegistry.add_mcp`` (via ``_add_mcp``) registers an MCP server's tools; ``_McpSession`` routes
+  answers by id over ``_McpStdio`` (a command) or ``_McpHttp`` (a URL, on the client's plumbing).
+- Loop: ``Agent.run`` is the loop; ``Step`` and ``AgentResult`` are its trace; ``run`` is one call;
+  ``_RunState.trim`` drops old steps for the context budget, and a digest or a summary stands in for them.
 - Batch: ``run_batch`` runs a task list through one ``Agent`` on a few threads, resumable from its results file.
 - CLI: ``main`` is ``python agent.py``.
 """
@@ -45,6 +48,8 @@ from __future__ import annotations
 import argparse
 import array
 import ast
+import atexit
+import collections
 import difflib
 import functools
 import importlib.util
@@ -1222,6 +1227,7 @@ class ToolRegistry:
         _check_setting("default_timeout", default_timeout, optional=True)
         self.default_timeout = default_timeout  # seconds per call; a tool's own timeout wins
         self._tools: dict = {}
+        self._servers: list = []                # MCP connections (add_mcp), closed by close()
 
     def register(self, func: Any = None, *, name: Optional[str] = None, description: Optional[str] = None,
                  parameters: Optional[dict] = None, timeout: Optional[float] = None, confirm: bool = False) -> Any:
@@ -1379,6 +1385,43 @@ class ToolRegistry:
         if _in_event_loop():  # asyncio.run cannot nest: await it on a worker's own loop
             return _POOL.run(_awaited, {"awaitable": result}, None)
         return _invoke(_awaited, {"awaitable": result})
+
+    def add_mcp(self, server: Union[str, list], *, name: Optional[str] = None, env: Optional[dict] = None,
+                cwd: Any = None, tools: Optional[Iterable[str]] = None, timeout: Optional[float] = None,
+                headers: Optional[dict] = None) -> list[str]:
+        """Register the tools of an MCP server; return the names they were registered under.
+
+        ``server`` is a command (a list, or a string split as a shell would; never run through a
+        shell), started with only PATH, HOME, locale and temp of our environment plus ``env``,
+        in ``cwd``; or an ``http(s)://`` URL (Streamable HTTP), sent ``headers`` (its credentials,
+        which no message shows). ``tools`` keeps only the tools so named; ``name`` prefixes every
+        tool name (``name_tool``) when two servers would collide. ``timeout`` bounds each request
+        (default: the registry's ``default_timeout``, or 30 s). A tool the server marks
+        ``destructiveHint`` asks ``confirm`` first. Every failure of a call is an ``ERROR:`` result.
+        ToolError when the server cannot be started, reached or read, or a tool cannot be
+        registered (its schema, its name): then nothing is registered and the server is stopped.
+        """
+        # A thin method: the MCP section, after the client whose HTTP plumbing it uses, does the work
+        # (Python finds _add_mcp when this runs, so it may be defined further down).
+        before = set(self._tools)
+        _add_mcp(self, server, name=name, env=env, cwd=cwd, tools=tools, timeout=timeout, headers=headers)
+        return [tool for tool in self._tools if tool not in before]
+
+    def close(self) -> None:
+        """Stop the MCP servers of this registry (stdin closed, then SIGTERM, then SIGKILL).
+
+        Their tools stay listed and answer with an ERROR. Also done at the end of a ``with``
+        block and at interpreter exit.
+        """
+        servers, self._servers = self._servers, []
+        for server in servers:
+            server.close()
+
+    def __enter__(self) -> ToolRegistry:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
 
 
 _Tools = Union[ToolRegistry, Iterable[Union[Tool, Callable[..., Any]]], None]   # what Agent and run take as tools
@@ -2446,6 +2489,40 @@ def _trace_steps(path: str) -> list:
     return steps
 
 
+_OVERFLOW_NOTE = re.compile(r"context overflow: max_context_chars=(\d+)")   # the note Agent._overflowed writes
+
+
+def _recorded_calls(step: dict) -> list[tuple]:
+    """The model calls a recorded step made, in order, as (reply to script, finish_reason) pairs."""
+    calls: list[tuple] = []
+    overflow = _OVERFLOW_NOTE.search(" ".join(n for n in step.get("notes") or () if isinstance(n, str)))
+    if overflow:
+        calls.append((_overflow_again(int(overflow.group(1))), None))
+    summaries = step.get("summary_calls")
+    for record in summaries if isinstance(summaries, list) else ():
+        if isinstance(record, dict) and isinstance(record.get("raw"), str):
+            calls.append((record["raw"], _recorded_reason(record)))
+        elif isinstance(record, dict):
+            calls.append((LLMError(_text(record.get("error") or "the summary call failed")), None))
+    if isinstance(step.get("raw"), str):
+        calls.append((step["raw"], _recorded_reason(step)))
+    return calls
+
+
+def _overflow_again(budget: int) -> Callable[[list[dict]], str]:
+    """A scripted reply that overflows as a recorded call did, with counts that make the agent set the same budget."""
+    def reply(messages: list[dict]) -> str:
+        exc = LLMError("replayed: the request exceeds the available context size", 400, "context_overflow")
+        exc.n_ctx, exc.n_prompt_tokens = budget, sum(len(m["content"]) for m in messages)  # sent * n_ctx / n_prompt
+        raise exc
+    return reply
+
+
+def _recorded_reason(record: dict) -> Optional[str]:
+    reason = record.get("finish_reason")
+    return reason if isinstance(reason, str) else None
+
+
 _Scripted = Union[str, Callable[[list[dict]], str], BaseException]   # one reply of MockLLM's script
 
 
@@ -2472,13 +2549,15 @@ class MockLLM:
         """Replay the raw replies of a saved run: ``AgentResult.save`` JSON or a ``--trace`` JSON Lines file.
 
         Each replayed reply reports its step's ``finish_reason`` again, so a cut-off
-        replays as a cut-off. Raises OSError when the file cannot be read and
-        ValueError when it holds no run.
+        replays as a cut-off. The other calls a step recorded are replayed before
+        its reply, in the order they were made: a context overflow the step notes, as
+        the same overflow (so the same budget follows), then its ``summary_calls``
+        (``memory="summary"``), a failed one as an ``LLMError`` with the same message.
+        Raises OSError when the file cannot be read and ValueError when it holds no run.
         """
-        steps = [step for step in _trace_steps(path) if isinstance(step, dict) and isinstance(step.get("raw"), str)]
-        llm = cls([step["raw"] for step in steps])
-        llm._finish_reasons = [step.get("finish_reason") if isinstance(step.get("finish_reason"), str) else None
-                               for step in steps]
+        calls = [call for step in _trace_steps(path) if isinstance(step, dict) for call in _recorded_calls(step)]
+        llm = cls([reply for reply, _ in calls])
+        llm._finish_reasons = [reason for _, reason in calls]
         return llm
 
     def chat(self, messages: list[dict], **options: Any) -> str:
@@ -3527,6 +3606,765 @@ class OpenAICompatLLM:
         return shown
 
 
+# -- MCP -------------------------------------------------------------------------------
+# ToolRegistry.add_mcp's body: an MCP server's tools as ordinary Tools, over stdio (a command) or Streamable HTTP
+# (a URL); one connection per server, shared by every caller, a reader routing answers by id
+
+_MCP_VERSION = "2026-07-28"       # the current revision: no handshake, every request carries _meta
+_MCP_OLD_VERSION = "2025-11-25"   # the handshake era (initialize, notifications/initialized), which most servers speak
+_MCP_OLD_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+_MCP_UNSUPPORTED_VERSION = -32022   # a modern server's answer to a version it does not speak: still a modern server
+_MCP_META = "io.modelcontextprotocol/"
+_MCP_CLIENT = {"name": "agent.py", "version": __version__}
+_MCP_DEFAULT_TIMEOUT = 30.0   # seconds per request when neither add_mcp nor the registry sets one
+_MCP_PROBE_SECONDS = 5.0      # stdio: a server silent this long after server/discover is sent initialize too
+_MCP_GRACE_SECONDS = 1.0      # a tool's limit in the registry is its request's, plus this: the request ends first
+_MCP_MAX_MESSAGE_BYTES = 32 * 2**20   # one message (a stdio line, an HTTP body); a larger one ends the connection
+_MCP_MAX_PAGES = 100          # pages of tools/list read at most
+_MCP_STDERR_LINES = 20        # lines of a server's stderr kept, to quote when it dies
+_MCP_CLOSE_SECONDS = 2.0      # after stdin is closed, the wait before SIGTERM, and again before SIGKILL
+_MCP_SKIPPED_LOGGED = 5       # non-JSON stdout lines logged as warnings; later ones at debug level
+_MCP_SUMMARY_CHARS = 300      # a first paragraph longer than this is cut to its first sentence in the prompt
+_MCP_PROMPT_DROPS = frozenset({"title", "$schema", "examples"})   # schema annotations the prompt leaves out
+_MCP_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP", "TMP",
+            "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "APPDATA", "LOCALAPPDATA", "USERPROFILE")
+# What the model is told when an MCP call fails (the registry's own texts cover bad arguments and timeouts).
+_MCP_TEXTS = {
+    "is_error": "ERROR: {tool!r} failed: {text} Check the arguments or try another approach.",
+    "rpc_error": "ERROR: the MCP server refused {tool!r}: {text} Check the tool name and arguments.",
+    "timeout": "ERROR: {tool!r} got no answer from its MCP server within {seconds:g} s (the call was cancelled). "
+               "Try smaller input, or go on without it.",
+    "input_required": "ERROR: {tool!r} asked for input from a person, which this agent cannot give. "
+                      "Go on without it.",
+    "failed": "ERROR: {tool!r} could not be called: {text} Go on without it.",
+}
+
+
+def _add_mcp(registry: ToolRegistry, server: Any, *, name: Optional[str] = None, env: Optional[dict] = None,
+             cwd: Any = None, tools: Optional[Iterable[str]] = None, timeout: Optional[float] = None,
+             headers: Optional[dict] = None, missing_ok: bool = False) -> list:
+    """Connect, list the tools, register the chosen ones (all or none); the names the server offers.
+
+    ToolError for a server that cannot be started or reached or answers wrongly, a tool whose schema cannot be
+    enforced, a name in ``tools`` the server lacks (unless ``missing_ok``), or a name already taken.
+    """
+    _check_setting("timeout", timeout, optional=True)
+    if name is not None:
+        _check_tool_name(name)
+    seconds = timeout if timeout is not None else registry.default_timeout or _MCP_DEFAULT_TIMEOUT
+    session = _McpSession(_mcp_transport(server, env, cwd, headers), seconds)
+    try:
+        session.open()
+        specs = _mcp_list_tools(session)
+        chosen = _mcp_chosen(specs, tools, session.label, missing_ok)
+        built = [_mcp_tool(session, spec, name, seconds) for spec in chosen]
+        taken = next((tool.name for tool in built if tool.name in registry), None)
+        if taken is not None or len({tool.name for tool in built}) < len(built):
+            raise ToolError(f"MCP server {session.label}: the tool name {taken or 'of two tools'!r} is taken; "
+                            "give the server a prefix with name=... (CLI: a name in --mcp-config)")
+    except BaseException:
+        session.close()
+        raise
+    for tool in built:
+        registry.register(tool)
+    registry._servers.append(session)
+    return [spec["name"] for spec in specs]
+
+
+def _mcp_transport(server: Any, env: Optional[dict], cwd: Any, headers: Optional[dict]) -> Any:
+    """The transport for a command (a list, or a string split as a shell would, never run by one) or a URL."""
+    if isinstance(server, str) and re.match(r"https?://", server.strip(), re.I):
+        if env or cwd:
+            raise ToolError("env= and cwd= are for a server started as a command, not for a URL")
+        return _McpHttp(server.strip(), headers or {})
+    if headers:
+        raise ToolError("headers= are for a server at a URL; give a command's secrets with env=")
+    if isinstance(server, str):
+        import shlex
+
+        argv = shlex.split(server, posix=os.name != "nt")
+    elif isinstance(server, (list, tuple)) and all(isinstance(part, (str, os.PathLike)) for part in server):
+        argv = [os.fspath(part) for part in server]
+    else:
+        raise ToolError(f"an MCP server is a command (a string or a list of strings) or an http(s):// URL, "
+                        f"got {type(server).__name__}")
+    if not argv:
+        raise ToolError("empty MCP server command")
+    return _McpStdio(argv, _mcp_env(env), cwd)
+
+
+def _mcp_env(extra: Optional[dict]) -> dict:
+    """A server's environment: ours for PATH, HOME, locale and temp only, then what it is given (no secret of ours)."""
+    env = {key: os.environ[key] for key in _MCP_ENV if key in os.environ}
+    env.update({key: value for key, value in os.environ.items() if key.startswith("LC_")})
+    for key, value in (extra or {}).items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise ToolError(f"env= of an MCP server maps names to strings; {key!r} does not")
+        env[key] = value
+    return env
+
+
+def _mcp_list_tools(session: _McpSession) -> list:
+    """Every tool the server lists, page by page; ToolError for a listing that is not one."""
+    specs: list = []
+    cursor = None
+    for _ in range(_MCP_MAX_PAGES):
+        result = session.request("tools/list", {"cursor": cursor} if cursor else {})
+        page = result.get("tools")
+        if not isinstance(page, list) or not all(isinstance(spec, dict) and isinstance(spec.get("name"), str)
+                                                 for spec in page):
+            raise ToolError(f"MCP server {session.label} answered tools/list without a list of named tools")
+        specs.extend(page)
+        cursor = result.get("nextCursor")
+        if not isinstance(cursor, str) or not cursor:
+            return specs
+    raise ToolError(f"MCP server {session.label} listed more than {_MCP_MAX_PAGES} pages of tools")
+
+
+def _mcp_chosen(specs: list, wanted: Optional[Iterable[str]], label: str, missing_ok: bool) -> list:
+    if wanted is None:
+        return specs
+    wanted = [wanted] if isinstance(wanted, str) else list(wanted)
+    offered = [spec["name"] for spec in specs]
+    missing = [tool for tool in wanted if tool not in offered]
+    if missing and not missing_ok:
+        raise ToolError(f"MCP server {label} has no tool {missing[0]!r} (it has: {', '.join(offered) or 'none'})")
+    return [spec for spec in specs if spec["name"] in wanted]
+
+
+def _mcp_tool(session: _McpSession, spec: dict, prefix: Optional[str], seconds: float) -> Tool:
+    """One listed tool as a Tool: a short description, the schema without annotations, confirm when destructive."""
+    remote = spec["name"]
+    local = re.sub(r"[^A-Za-z0-9_-]", "_", f"{prefix}_{remote}" if prefix else remote)[:64]
+    schema = spec.get("inputSchema")
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        raise ToolError(f"MCP server {session.label}: tool {remote!r} has no inputSchema of \"type\": \"object\"")
+    annotations = spec.get("annotations") if isinstance(spec.get("annotations"), dict) else {}
+    try:
+        return Tool(local, _mcp_summary(spec.get("description")) or remote, _mcp_trimmed(schema),
+                    _mcp_caller(session, remote, seconds), seconds + _MCP_GRACE_SECONDS,
+                    annotations.get("destructiveHint") is True)
+    except ToolError as exc:
+        raise ToolError(f"MCP server {session.label}: tool {remote!r} refused: {exc} "
+                        "(leave it out with tools=[...], CLI --mcp-tools)") from None
+
+
+def _mcp_summary(description: Any) -> str:
+    """The first paragraph of a description, or its first sentence when that paragraph is long."""
+    if not isinstance(description, str):
+        return ""
+    paragraph = re.split(r"\n\s*\n", description.strip(), maxsplit=1)[0]
+    paragraph = " ".join(paragraph.split())
+    if len(paragraph) > _MCP_SUMMARY_CHARS:
+        paragraph = re.split(r"(?<=[.!?])\s", paragraph, maxsplit=1)[0][:_MCP_SUMMARY_CHARS]
+    return paragraph
+
+
+def _mcp_trimmed(schema: Any, names: bool = False) -> Any:
+    """The schema without the annotations in _MCP_PROMPT_DROPS (they describe, never constrain); ``names``: a map
+    of names to schemas (properties, $defs), whose keys are kept whatever they are."""
+    if isinstance(schema, list):
+        return [_mcp_trimmed(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if names:
+        return {key: _mcp_trimmed(value) for key, value in schema.items()}
+    kept = {}
+    for key, value in schema.items():
+        if key in _MCP_PROMPT_DROPS:
+            continue
+        if key in ("enum", "const", "default"):
+            kept[key] = value
+        else:
+            kept[key] = _mcp_trimmed(value, names=key in ("properties", "$defs", "definitions", "patternProperties"))
+    return kept
+
+
+def _mcp_caller(session: _McpSession, remote: str, seconds: float) -> Callable[..., str]:
+    """The function a Tool runs: one tools/call; every failure is an ERROR text, never an exception."""
+    def call(**arguments: Any) -> str:
+        try:
+            result = session.request("tools/call", {"name": remote, "arguments": arguments}, seconds)
+        except _McpRpcError as exc:
+            return _MCP_TEXTS["rpc_error"].format(tool=remote, text=_mcp_sentence(exc))
+        except _McpTimeout:
+            return _MCP_TEXTS["timeout"].format(tool=remote, seconds=seconds)
+        except _McpFailure as exc:
+            return _MCP_TEXTS["failed"].format(tool=remote, text=_mcp_sentence(exc))
+        return _mcp_result_text(remote, result)
+
+    call.__name__ = call.__qualname__ = re.sub(r"\W", "_", remote) or "mcp_tool"
+    return call
+
+
+def _mcp_sentence(value: Any) -> str:
+    text = " ".join(_text(value).split()) or "(no message)"
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def _mcp_result_text(tool: str, result: dict) -> str:
+    """What the model reads of a tools/call result: text joined, other content as one line each."""
+    if result.get("resultType") == "input_required":
+        return _MCP_TEXTS["input_required"].format(tool=tool)
+    blocks = result.get("content") if isinstance(result.get("content"), list) else []
+    texts = [block["text"] for block in blocks if isinstance(block, dict) and block.get("type") == "text"
+             and isinstance(block.get("text"), str)]
+    others = [_mcp_block(block) for block in blocks if not (isinstance(block, dict) and block.get("type") == "text")]
+    if not texts and "structuredContent" in result:
+        texts = [json.dumps(result["structuredContent"], ensure_ascii=False, default=str)]
+    text = "\n".join(texts + others)
+    if result.get("isError") is True:
+        return _MCP_TEXTS["is_error"].format(tool=tool, text=_mcp_sentence(text or "the tool reported an error"))
+    return text or "(the tool returned nothing)"
+
+
+def _mcp_block(block: Any) -> str:
+    """One non-text content block as a line: a text model cannot see an image, so it is told what there was."""
+    if not isinstance(block, dict):
+        return f"[content that is not an object: {_shown(block)}]"
+    kind = block.get("type")
+    if kind in ("image", "audio"):
+        size = len(block["data"]) * 3 // 4 if isinstance(block.get("data"), str) else 0
+        return f"[{kind}: {block.get('mimeType') or 'unknown type'}, about {size:,} bytes, not shown]"
+    if kind == "resource_link":
+        title = f"{block.get('name')}: " if block.get("name") else ""
+        return f"[resource link: {title}{block.get('uri')}]"
+    if kind == "resource":
+        resource = block.get("resource") if isinstance(block.get("resource"), dict) else {}
+        if isinstance(resource.get("text"), str):
+            return resource["text"]
+        size = len(resource["blob"]) * 3 // 4 if isinstance(resource.get("blob"), str) else 0
+        return f"[resource {resource.get('uri')}: {resource.get('mimeType') or 'binary'}, about {size:,} bytes]"
+    return f"[{_text(kind)} content, not shown]"
+
+
+class _McpFailure(Exception):
+    """An MCP request failed: the connection is gone, or the answer cannot be read (internal); the message says why."""
+
+
+class _McpRpcError(_McpFailure):
+    """The server answered a request with a JSON-RPC error (internal): ``code`` and ``data`` are its own."""
+
+    def __init__(self, message: str, code: Any = None, data: Any = None) -> None:
+        super().__init__(message)
+        self.code, self.data = code, data
+
+
+class _McpTimeout(_McpFailure):
+    """No answer within the request's time (internal)."""
+
+
+class _McpGone(_McpFailure):
+    """The connection cannot carry a request: the server exited, cannot be reached, or was closed (internal)."""
+
+
+class _McpSession:
+    """One connection to an MCP server: ids, the answers routed to their callers, the protocol era (internal).
+
+    A transport (_McpStdio, _McpHttp) sends a message and hands every message that arrives to ``deliver``, from
+    its reader thread or from the caller's. Each caller waits on its own queue, so a hung request times out alone.
+    """
+
+    def __init__(self, transport: Any, seconds: float) -> None:
+        self.transport, self.seconds, self.label = transport, seconds, transport.label
+        self.modern = False                 # the verdict of open(): True for 2026-07-28, False for the handshake era
+        self.version: Optional[str] = None
+        self._lock = threading.Lock()
+        self._pending: dict = {}            # id -> the queue of the caller waiting for that answer
+        self._ids = itertools.count(1)
+        transport.session = self
+
+    def open(self) -> None:
+        """Find the era (server/discover first; any other error, or silence, means the handshake era); ToolError."""
+        self.transport.start()
+        try:
+            self._handshake(time.monotonic() + self.seconds)
+        except _McpFailure as exc:
+            raise ToolError(f"MCP server {self.label} could not be opened: {exc}") from None
+        _log.info("MCP server %s speaks %s", self.label, self.version)
+
+    def _handshake(self, deadline: float) -> None:
+        box: queue.SimpleQueue = queue.SimpleQueue()
+        discover = self._send("server/discover", {}, box, deadline, modern=True)
+        initialize = None
+        probe_end = min(deadline, time.monotonic() + getattr(self.transport, "probe_seconds", math.inf))
+        while True:
+            answer = self._next(box, probe_end if initialize is None else deadline)
+            if answer is None and initialize is None:   # silent: a slow start, or an old server that ignores it
+                initialize = self._send_initialize(box, deadline)
+                continue
+            if answer is None:
+                raise _McpTimeout(f"no answer to server/discover or initialize within {self.seconds:g} s")
+            if answer.get("id") == discover and self._is_modern(answer):
+                self.modern, self.version = True, _MCP_VERSION
+                return
+            if answer.get("id") == discover and initialize is None:
+                initialize = self._send_initialize(box, deadline)
+            elif answer.get("id") == initialize and "result" in answer:
+                self._adopt_old(answer["result"])
+                return
+            elif answer.get("id") == initialize and "failure" in answer:
+                raise answer["failure"]
+            elif answer.get("id") == initialize and _mcp_error_code(answer) != _MCP_UNSUPPORTED_VERSION:
+                raise _McpRpcError(f"initialize failed: {_mcp_error_text(answer)}")
+
+    def _is_modern(self, answer: dict) -> bool:
+        """True for a discover result that offers our version; ToolError for a server that speaks none of ours."""
+        result = answer.get("result")
+        if isinstance(result, dict):
+            return _MCP_VERSION in (result.get("supportedVersions") or [_MCP_VERSION])
+        supported = answer.get("error", {}).get("data", {}) if isinstance(answer.get("error"), dict) else {}
+        supported = supported.get("supported") if isinstance(supported, dict) else None
+        if _mcp_error_code(answer) == _MCP_UNSUPPORTED_VERSION and isinstance(supported, list) \
+                and not set(supported) & set(_MCP_OLD_VERSIONS):
+            raise _McpFailure(f"it speaks only protocol versions {', '.join(map(str, supported))}; agent.py speaks "
+                              f"{_MCP_VERSION} and {_MCP_OLD_VERSION}")
+        return False
+
+    def _send_initialize(self, box: queue.SimpleQueue, deadline: float) -> Any:
+        return self._send("initialize", {"protocolVersion": _MCP_OLD_VERSION, "capabilities": {},
+                                         "clientInfo": _MCP_CLIENT}, box, deadline, modern=False)
+
+    def _adopt_old(self, result: Any) -> None:
+        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        if version not in _MCP_OLD_VERSIONS:
+            raise _McpFailure(f"initialize answered with protocol version {_text(version, repr)}, "
+                              f"which agent.py does not speak")
+        self.modern, self.version = False, version
+        self.transport.send({"jsonrpc": "2.0", "method": "notifications/initialized"},
+                            time.monotonic() + self.seconds)
+
+    def request(self, method: str, params: dict, seconds: Optional[float] = None) -> dict:
+        """Send one request and wait for its answer: the result; _McpRpcError, _McpTimeout or _McpFailure."""
+        deadline = time.monotonic() + (seconds or self.seconds)
+        box: queue.SimpleQueue = queue.SimpleQueue()
+        ident = self._send(method, params, box, deadline, self.modern)
+        try:
+            answer = self._next(box, deadline)
+        finally:
+            self._forget(ident)
+        if answer is None:
+            self._cancel(ident, method)
+            raise _McpTimeout(f"no answer to {method} within {seconds or self.seconds:g} s")
+        if "failure" in answer:
+            raise answer["failure"]
+        if "error" in answer:
+            error = answer["error"] if isinstance(answer["error"], dict) else {}
+            raise _McpRpcError(_mcp_error_text(answer), error.get("code"), error.get("data"))
+        result = answer.get("result")
+        if not isinstance(result, dict):
+            raise _McpFailure(f"the server answered {method} with a result that is not an object")
+        return result
+
+    def _send(self, method: str, params: dict, box: queue.SimpleQueue, deadline: float, modern: bool) -> int:
+        ident = next(self._ids)
+        if modern:
+            params = {**params, "_meta": {_MCP_META + "protocolVersion": _MCP_VERSION,
+                                          _MCP_META + "clientCapabilities": {}, _MCP_META + "clientInfo": _MCP_CLIENT}}
+        with self._lock:
+            self._pending[ident] = box
+        try:
+            self.transport.send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params}, deadline)
+        except _McpGone:
+            self._forget(ident)
+            raise
+        except _McpFailure as exc:   # over HTTP the answer comes in the same exchange: it failed, as an answer
+            box.put({"id": ident, "failure": exc})
+        return ident
+
+    def _next(self, box: queue.SimpleQueue, deadline: float) -> Optional[dict]:
+        """The next answer in box before deadline, or None; a failure put there is raised."""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            try:
+                answer = box.get(timeout=min(left, threading.TIMEOUT_MAX))
+            except queue.Empty:
+                continue
+            if isinstance(answer, BaseException):
+                raise answer
+            return answer
+
+    def _forget(self, ident: int) -> None:
+        with self._lock:
+            self._pending.pop(ident, None)
+
+    def _cancel(self, ident: int, method: str) -> None:
+        try:
+            self.transport.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                 "params": {"requestId": ident, "reason": "timed out"}},
+                                time.monotonic() + min(self.seconds, 5.0))
+        except _McpFailure as exc:
+            _log.debug("MCP server %s: could not cancel %s: %s", self.label, method, exc)
+
+    def deliver(self, message: Any) -> None:
+        """Route one message that arrived: an answer to its caller (a stray or repeated id is ignored)."""
+        if isinstance(message, list):   # a batch (protocol 2025-03-26)
+            for item in message:
+                self.deliver(item)
+            return
+        if not isinstance(message, dict):
+            _log.warning("MCP server %s sent a message that is not an object; ignored", self.label)
+            return
+        ident = message.get("id")
+        if "method" in message:
+            if "id" in message:
+                self._answer_server(message)
+            return                          # a notification: progress and log messages, nothing to do
+        with self._lock:
+            box = self._pending.pop(ident, None) if type(ident) is int else None   # True is an int; not an id
+        if box is None:
+            _log.warning("MCP server %s answered id %s, which no caller waits for; ignored", self.label,
+                         _text(ident, repr)[:40])
+            return
+        box.put(message)
+
+    def _answer_server(self, message: dict) -> None:
+        """A server's own request: ping is answered; sampling, elicitation and roots are not offered."""
+        if message.get("method") == "ping":
+            reply = {"jsonrpc": "2.0", "id": message["id"], "result": {}}
+        else:
+            reply = {"jsonrpc": "2.0", "id": message["id"],
+                     "error": {"code": -32601, "message": "agent.py offers no such method"}}
+        try:
+            self.transport.send(reply, time.monotonic() + 5.0)
+        except _McpFailure as exc:
+            _log.debug("MCP server %s: could not answer its request: %s", self.label, exc)
+
+    def fail_all(self, failure: _McpFailure) -> None:
+        """Wake every waiting caller with failure (the connection is gone)."""
+        with self._lock:
+            boxes, self._pending = list(self._pending.values()), {}
+        for box in boxes:
+            box.put(failure)
+
+    def close(self) -> None:
+        self.fail_all(_McpFailure(f"the connection to MCP server {self.label} was closed"))
+        self.transport.close()
+
+
+class _McpStdio:
+    """A server started as a command: one JSON-RPC message per line on its stdin and stdout (internal).
+
+    A reader thread hands every stdout line to the session; another keeps the last lines of stderr, the
+    server's log, to quote when it dies. A line that is not JSON is skipped and logged; a line over
+    _MCP_MAX_MESSAGE_BYTES ends the connection (it cannot be skipped without reading it whole).
+    """
+
+    probe_seconds = _MCP_PROBE_SECONDS
+
+    def __init__(self, argv: list, env: dict, cwd: Any) -> None:
+        self.argv, self.env, self.cwd = argv, env, cwd
+        label = " ".join([os.path.basename(argv[0]), *argv[1:]])
+        self.label = label if len(label) <= 100 else label[:97] + "..."
+        self.session: Any = None
+        self._process: Any = None
+        self._failure: Optional[_McpFailure] = None
+        self._stderr: collections.deque = collections.deque(maxlen=_MCP_STDERR_LINES)
+        self._write_lock = threading.Lock()
+        self._threads: list = []
+        self._skipped = 0
+
+    def start(self) -> None:
+        """Start the server, with no shell, and its reader threads; ToolError when it cannot be started."""
+        import subprocess
+
+        program = shutil.which(self.argv[0], path=self.env.get("PATH"))
+        if program is None:
+            raise ToolError(f"MCP server command {self.argv[0]!r} not found (on the PATH it is given)")
+        try:
+            self._process = subprocess.Popen([program, *self.argv[1:]], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                             stderr=subprocess.PIPE, env=self.env, cwd=self.cwd)
+        except (OSError, ValueError) as exc:
+            raise ToolError(f"MCP server {self.label!r} could not be started: {exc}") from None
+        _MCP_OPEN.add(self)
+        for target in (self._read, self._read_stderr):
+            thread = threading.Thread(target=target, name="agent-mcp", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def send(self, message: dict, deadline: float) -> None:
+        """Write one message as a line; _McpGone when the server is gone."""
+        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+        with self._write_lock:
+            if self._failure is not None:
+                raise self._failure
+            try:
+                self._process.stdin.write(data)
+                self._process.stdin.flush()
+            except (OSError, ValueError):
+                raise _McpGone(self._exit_text()) from None
+
+    def _read(self) -> None:
+        stdout = self._process.stdout
+        try:
+            while True:
+                line = stdout.readline(_MCP_MAX_MESSAGE_BYTES + 1)   # bounded: never a whole flood at once
+                if not line:
+                    break
+                if len(line) > _MCP_MAX_MESSAGE_BYTES:
+                    self._end(_McpGone(f"MCP server {self.label} sent a message over {_MCP_MAX_MESSAGE_BYTES:,} "
+                                       "bytes; the connection was closed"))
+                    self._process.kill()
+                    return
+                self._take(line)
+        except (OSError, ValueError):
+            pass
+        self._end(_McpGone(self._exit_text()))
+
+    def _take(self, line: bytes) -> None:
+        """One stdout line: a message for the session, or a line that is not one (skipped and logged)."""
+        if not line.strip():
+            return
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            message = None
+        if isinstance(message, (dict, list)):
+            self.session.deliver(message)
+            return
+        self._skipped += 1
+        level = logging.WARNING if self._skipped <= _MCP_SKIPPED_LOGGED else logging.DEBUG
+        _log.log(level, "MCP server %s printed a line that is not a JSON-RPC message; skipped: %r", self.label,
+                 line[:200].decode("utf-8", errors="replace"))
+
+    def _read_stderr(self) -> None:
+        try:
+            for line in iter(functools.partial(self._process.stderr.readline, 65536), b""):
+                text = line.decode("utf-8", errors="replace").rstrip()
+                self._stderr.append(text)
+                _log.debug("MCP server %s: %s", self.label, text)
+        except (OSError, ValueError):
+            pass
+
+    def _end(self, failure: _McpFailure) -> None:
+        with self._write_lock:
+            self._failure = self._failure or failure
+        self.session.fail_all(self._failure)
+
+    def _exit_text(self) -> str:
+        """What happened to the server, with the last lines of its stderr."""
+        import subprocess
+
+        try:
+            code = self._process.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            code = None
+        if len(self._threads) > 1:
+            self._threads[1].join(timeout=1.0)   # the rest of its stderr
+        what = "stopped answering" if code is None else f"exited with code {code}"
+        tail = " | ".join(line for line in self._stderr if line.strip())[-1000:]
+        return f"MCP server {self.label} {what}" + (f"; its last stderr lines: {tail}" if tail else "; no stderr")
+
+    def close(self) -> None:
+        """Close stdin, wait, then SIGTERM, wait, then SIGKILL: nothing is left running."""
+        import subprocess
+
+        _MCP_OPEN.discard(self)
+        process = self._process
+        if process is None or process.returncode is not None and not self._threads:
+            return
+        with self._write_lock:
+            self._failure = self._failure or _McpGone(f"the connection to MCP server {self.label} was closed")
+            try:
+                process.stdin.close()
+            except OSError:
+                pass
+        for stop in (None, process.terminate, process.kill):
+            try:
+                if stop is not None:
+                    stop()
+                process.wait(timeout=_MCP_CLOSE_SECONDS)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+            except OSError:
+                break
+        for thread in self._threads:
+            thread.join(timeout=1.0)
+        self._threads = []
+        for pipe in (process.stdout, process.stderr):
+            pipe.close()
+
+
+class _McpHttp:
+    """A server at a URL (Streamable HTTP): each message is its own POST, answered by JSON or an SSE stream.
+
+    The client's plumbing bounds every read (_Deadline, _Body, _EventStream), follows no redirect and never
+    reaches a loopback server through a proxy; errors are scrubbed of the headers, the server's credentials.
+    """
+
+    def __init__(self, url: str, headers: dict) -> None:
+        parts = urlsplit(url)
+        try:
+            port = parts.port
+        except ValueError as exc:
+            raise ToolError(f"invalid MCP server URL ({exc})") from None
+        if not parts.hostname or port == 0 or parts.username is not None or parts.password is not None:
+            raise ToolError("an MCP server URL names a host and holds no user or password (give credentials as "
+                            "headers=)")
+        if not isinstance(headers, dict) or not all(isinstance(value, str) for value in headers.values()):
+            raise ToolError("headers= of an MCP server maps names to strings")
+        if headers and parts.scheme.lower() == "http" and not _is_loopback(url):
+            raise ToolError(f"headers (credentials) are not sent over plain http:// to {parts.hostname}; use https://")
+        self.url, self.headers = url, {str(key): value.strip() for key, value in headers.items()}
+        self.label = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))   # no query: it may hold a token
+        self._api_key = None                 # OpenAICompatLLM._scrub reads this and self.headers
+        self.session: Any = None
+        self.session_id: Optional[str] = None
+
+    def start(self) -> None:
+        _MCP_OPEN.add(self)
+
+    def send(self, message: dict, end: float) -> None:
+        """POST one message and hand what answers it to the session; _McpFailure (or a subclass) when it fails."""
+        deadline = _Deadline(max(end - time.monotonic(), 0.0), end, self.label, name="timeout")
+        try:
+            response = self._open(message, deadline)
+            if response is not None:
+                try:
+                    self._read(response, message, deadline)
+                finally:
+                    response.close()
+        except LLMError as exc:              # a deadline passed, or the body is over the cap
+            timeout = deadline.passed()
+            raise (_McpTimeout if timeout else _McpFailure)(self._scrub(str(exc))) from None
+        except _Retryable as exc:            # a stall or a break mid-answer
+            raise _McpFailure(self._scrub(str(exc))) from None
+
+    def _open(self, message: dict, deadline: _Deadline) -> Any:
+        import http.client
+        import urllib.error
+        import urllib.request
+
+        request = urllib.request.Request(self.url, data=json.dumps(message).encode("utf-8"),
+                                         headers=self._headers(message), method="POST")
+        request.timing = (deadline.left(), deadline)
+        try:
+            return _build_opener(self.url).open(request, timeout=min(deadline.left(), threading.TIMEOUT_MAX))
+        except urllib.error.HTTPError as exc:
+            self._http_error(exc, deadline)
+        except (OSError, http.client.HTTPException) as exc:
+            reason = getattr(exc, "reason", None) or exc
+            if deadline.passed():
+                raise deadline.expired() from None
+            raise _McpGone(f"could not reach MCP server {self.label}: "
+                           f"{self._scrub(str(reason)) or type(exc).__name__}") from None
+        return None
+
+    def _headers(self, message: dict) -> dict:
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                   "User-Agent": f"agent.py/{__version__}"}
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        if "_meta" in params:                # the modern era routes by these
+            headers.update({"Mcp-Protocol-Version": _MCP_VERSION, "Mcp-Method": message["method"]})
+            if message["method"] == "tools/call":
+                headers["Mcp-Name"] = _mcp_header_value(params["name"])
+        elif self.session.version is not None:
+            headers["Mcp-Protocol-Version"] = self.session.version
+        if self.session_id is not None:
+            headers["Mcp-Session-Id"] = self.session_id
+        for name, value in self.headers.items():
+            if _HEADER_CONTROL.search(value) or _HEADER_CONTROL.search(name):
+                raise _McpGone(f"header {name!r} of MCP server {self.label} holds a control character "
+                               "(its value is not shown)")
+            headers[name] = value
+        return headers
+
+    def _http_error(self, exc: Any, deadline: _Deadline) -> None:
+        """An error status: a JSON-RPC error in its body is delivered as the answer, anything else raised."""
+        text = _read_error_body(exc, deadline, deadline.left()).decode("utf-8", errors="replace")
+        try:
+            answer = json.loads(text)
+        except (ValueError, RecursionError):
+            answer = None
+        if isinstance(answer, dict) and "error" in answer and "id" in answer:
+            self.session.deliver(answer)
+            return
+        if 300 <= exc.code < 400:
+            raise _McpFailure(f"HTTP {exc.code} from MCP server {self.label}: a redirect (agent.py follows none; "
+                              "fix the URL)")
+        hint = " (check the credentials in its headers)" if exc.code in (401, 403) else ""
+        raise _McpFailure(f"HTTP {exc.code} from MCP server {self.label}{hint}: {_quoted(text, self._scrub)}")
+
+    def _read(self, response: Any, message: dict, deadline: _Deadline) -> None:
+        """Deliver the JSON answer, or each event of the stream until the answer to message has come."""
+        if message.get("method") == "initialize":
+            self.session_id = response.headers.get("Mcp-Session-Id") or self.session_id
+        body = _Body(response, deadline, _MCP_MAX_MESSAGE_BYTES, deadline.left())
+        if "event-stream" not in (response.headers.get("Content-Type") or ""):
+            text = b"".join(iter(body.read, b"")).decode("utf-8", errors="replace")
+            if text.strip():
+                self._deliver(text)
+            return
+        events = _EventStream()
+        for piece in itertools.chain(iter(body.read, b""), [b""]):
+            for data in events.feed(piece):
+                if self._deliver(data) == message.get("id") and "id" in message:
+                    return
+
+    def _deliver(self, text: str) -> Any:
+        """Hand one JSON message to the session; the id it answers, if any."""
+        try:
+            answer = json.loads(text)
+        except (ValueError, RecursionError):
+            raise _McpFailure(f"MCP server {self.label} answered with something that is not JSON: "
+                              f"{_quoted(text, self._scrub)}") from None
+        self.session.deliver(answer)
+        return answer.get("id") if isinstance(answer, dict) and "method" not in answer else None
+
+    def _scrub(self, text: str) -> str:
+        return OpenAICompatLLM._scrub(self, text)   # the client's scrubber reads only _api_key and headers
+
+    def close(self) -> None:
+        """End the session of a handshake-era server (DELETE, best effort)."""
+        import urllib.request
+
+        _MCP_OPEN.discard(self)
+        if self.session_id is None:
+            return
+        headers = {"Mcp-Session-Id": self.session_id, **self.headers}
+        self.session_id = None
+        try:
+            _build_opener(self.url).open(urllib.request.Request(self.url, headers=headers, method="DELETE"),
+                                         timeout=2.0).close()
+        except Exception as exc:             # the server may be gone already; nothing is left running here
+            _log.debug("MCP server %s: DELETE of the session failed: %s", self.label, exc)
+
+
+def _mcp_header_value(text: str) -> str:
+    """A value as an HTTP header carries it: printable ASCII as it is, anything else as MCP's base64 form."""
+    if re.fullmatch(r"[\x20-\x7e]*", text):
+        return text
+    import base64
+
+    return f"=?base64?{base64.b64encode(text.encode('utf-8')).decode('ascii')}?="
+
+
+def _mcp_error_code(answer: dict) -> Any:
+    error = answer.get("error")
+    return error.get("code") if isinstance(error, dict) else None
+
+
+def _mcp_error_text(answer: dict) -> str:
+    error = answer.get("error")
+    if not isinstance(error, dict):
+        return "an error without a message"
+    return f"{_text(error.get('message'))[:500]} (JSON-RPC error {_text(error.get('code'))})"
+
+
+_MCP_OPEN: set = set()   # transports still open, closed at interpreter exit
+
+
+def _mcp_close_all() -> None:
+    for transport in list(_MCP_OPEN):
+        transport.close()
+
+
+atexit.register(_mcp_close_all)
+
+
 # -- Loop ------------------------------------------------------------------------------
 # Agent.run is the loop; Step and AgentResult are its trace; run() is the one-call form
 
@@ -3566,6 +4404,38 @@ _HOT_TEMPERATURE = 0.7     # at least this once a failed reply repeats: a determ
 _CONSTRAINED_PENALTY = 0.5
 _now = time.monotonic      # the loop's clock for max_seconds and step times (tests replace it); tools keep their own
 _TRIM_TO = 0.6             # over budget, trim to this share of it, so later calls share their prefix
+# Memory: what stands in for the steps a context budget drops, joined to the task's message (a message
+# of its own after the task would break the alternation of roles).
+_MEMORY_MODES = ("digest", "summary", "none")
+_MEMORY_SHARE = 0.2        # the digest or the summary takes at most this share of the context budget
+_MIN_SUMMARY_CHARS = 100   # with less room than this, no summary is asked for: the digest is sent
+_DIGEST_CALL_CHARS = 60    # a digest line shows this much of the call ...
+_DIGEST_RESULT_CHARS = 100  # ... and this much of the start of its result
+_DROPPED_NOTE = ("[Note: {n} earlier step(s) of this task were left out to save space; "
+                 "their results are no longer shown.]")
+_DIGEST_HEADER = "[Note: {n} earlier step(s) of this task were left out to save space; their calls and results:]"
+_DIGEST_GAP = "... {n} more step(s) left out here ..."
+_DIGEST_REPEAT = "a repeat of step {step}, not run again"
+_DIGEST_UNREADABLE = "(a reply that could not be read)"
+_SUMMARY_HEADER = "[Note: {n} earlier step(s) of this task were left out to save space. Notes on what they found:]"
+_SUMMARY_PROMPT = ("You keep the notes of an agent that works on a task with tools. Its oldest steps are about to "
+                   "leave its view. Write down the facts from the earlier notes and these steps that the task may "
+                   "still need: names, numbers, results, what failed. Plain sentences, at most {words} words, "
+                   "no JSON, nothing else.")
+_SUMMARY_REQUEST = "Task: {task}\n\nEarlier notes: {notes}\n\nSteps leaving the view (call → result):\n{steps}"
+
+
+@dataclass
+class _SummaryCall:
+    """A model call that summarised the steps a trim dropped (memory="summary"), kept on the step it came before."""
+
+    raw: Optional[str] = None             # the reply; None if the call failed
+    finish_reason: Optional[str] = None   # the client's finish_reason for this reply, when it reports one
+    seconds: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: Optional[str] = None           # why the digest was sent instead: the call's error, or what was wrong
+                                          # with its reply; None when the summary was used
 
 
 @dataclass
@@ -3582,6 +4452,7 @@ class Step:
     finish_reason: Optional[str] = None   # the client's finish_reason for this reply, when it reports one
     reasoning: Optional[str] = None       # a separate reasoning field the server sent, never parsed
     notes: list[str] = field(default_factory=list)   # what the agent changed for this call (ladder rungs, budgets)
+    summary_calls: list[_SummaryCall] = field(default_factory=list)  # made before this step's call (memory)
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -3696,49 +4567,157 @@ class _RunState:
     hot: bool = False                     # second rung: a raised temperature is sent
     failed: set[str] = field(default_factory=set)    # raw replies that could not be parsed
     answer_rung: int = 0                  # the step whose model call may send only a final answer
+    memory: str = "digest"                # what stands in for dropped steps: digest, summary or none
+    note: str = ""                        # joined to the task while steps are dropped ("\n\n" and the digest,
+                                          # the summary or a count), counted in what is sent
+    digest: list[str] = field(default_factory=list)  # one line per dropped step
+    digest_chars: int = 0                 # characters in the digest's lines, line breaks included
 
     def append(self, role: str, content: str) -> None:
         """Add a message to the conversation and count its characters."""
         self.messages.append({"role": role, "content": content})
         self.tail_chars += len(content)
 
-    def context(self) -> list[dict]:
-        """What is sent: the whole conversation, or, over the context budget, the oldest step pairs left out.
+    def over_budget(self) -> bool:
+        """Whether what the next call would send is longer than the context budget."""
+        return self.budget is not None and self.head_chars + len(self.note) + self.tail_chars > self.budget
 
-        Over the budget, pairs are dropped from the front down to about 60% of it at
-        once, so the calls until the next trim share their prefix and a server can
-        reuse its processed prompt; each pair is dropped once (amortised O(1) per
-        step). The system prompt and the task are always sent, and the latest pair too.
+    def trim(self) -> None:
+        """Drop the oldest step pairs down to about 60% of the budget, and write the note that stands in for them.
+
+        Dropping well below the budget at once lets the calls until the next trim share
+        their prefix, so a server can reuse its processed prompt; each pair is dropped
+        once, and its digest line written once (amortised O(1) per step). The system
+        prompt, the task and the latest pair are always kept.
         """
-        if self.budget is None:
-            return self.messages
-        messages, head = self.messages, self.head
-        over_budget = self.head_chars + self.tail_chars > self.budget
-        if over_budget:
-            while (self.head_chars + self.tail_chars > self.budget * _TRIM_TO
-                   and len(messages) - head - self.dropped > 2):
-                first = head + self.dropped
-                self.tail_chars -= len(messages[first]["content"]) + len(messages[first + 1]["content"])
-                self.dropped += 2
-        sent = messages
+        target = self.budget * _TRIM_TO
+        while (self.head_chars + self._note_room() + self.tail_chars > target
+               and len(self.messages) - self.head - self.dropped > 2):
+            first = self.head + self.dropped
+            self.tail_chars -= len(self.messages[first]["content"]) + len(self.messages[first + 1]["content"])
+            if self.memory != "none":
+                line = _digest_line(self.steps[self.dropped // 2], self.calls, _DIGEST_RESULT_CHARS)
+                self.digest.append(line)
+                self.digest_chars += len(line) + 1
+            self.dropped += 2
+        self.note = self.digest_note() if self.memory != "none" else f"\n\n{_DROPPED_NOTE.format(n=self.dropped // 2)}"
+
+    def _note_room(self) -> int:
+        """What the note will take once the pairs dropped so far are in it (the summary's room: the digest's)."""
+        if self.memory == "none":
+            return len(_DROPPED_NOTE) + 2
+        return min(self.memory_limit(), len(_DIGEST_HEADER) + 3 + self.digest_chars)
+
+    def memory_limit(self) -> int:
+        """The most characters the note (the digest or the summary, with its header) may take.
+
+        A share of the budget, and no more than the budget leaves beside the head and the steps still sent.
+        """
+        return max(0, min(int(self.budget * _MEMORY_SHARE), self.budget - self.head_chars - self.tail_chars))
+
+    def digest_note(self) -> str:
+        """The digest of every dropped step: one line each, bounded, the same for the same history."""
+        header = _DIGEST_HEADER.format(n=self.dropped // 2)
+        return f"\n\n{header}\n{_keep_ends(self.digest, self.digest_chars, self.memory_limit() - len(header) - 3)}"
+
+    def context(self, trimmed: bool = False) -> list[dict]:
+        """What is sent: the whole conversation, or, once steps are dropped, the note in their place.
+
+        The note (the digest, the summary or a count) is joined to the task's message and
+        stays the same until the next trim, so the calls between two trims share their prefix.
+        ``trimmed``: this call trimmed, and a latest reply still over the trim's target is shortened.
+        """
+        sent = self.messages
         if self.dropped:
-            task = messages[head - 1]
-            note = (f"\n\n[Note: {self.dropped // 2} earlier step(s) of this task were left out to save space; "
-                    "their results are no longer shown.]")
-            sent = messages[:head - 1] + [{"role": task["role"], "content": task["content"] + note}] + \
-                messages[head + self.dropped:]
-        return self._shorten_latest(sent) if over_budget else sent
+            task = self.messages[self.head - 1]
+            joined = {"role": task["role"], "content": task["content"] + self.note}
+            sent = self.messages[:self.head - 1] + [joined] + self.messages[self.head + self.dropped:]
+        return self._shorten_latest(sent) if trimmed else sent
 
     def _shorten_latest(self, sent: list[dict]) -> list[dict]:
         """A trim that left only the latest pair over its target: a reply that ran to the token limit.
 
         That reply is sent as its head and tail, cut to the trim's target; result.messages keeps it whole.
         """
-        over = self.head_chars + self.tail_chars - int(self.budget * _TRIM_TO)
+        over = self.head_chars + len(self.note) + self.tail_chars - int(self.budget * _TRIM_TO)
         if over <= 0 or len(sent) <= self.head or sent[-2]["role"] != "assistant":
             return sent
         reply = sent[-2]["content"]
         return sent[:-2] + [{"role": "assistant", "content": _truncate(reply, max(200, len(reply) - over))}, sent[-1]]
+
+
+def _digest_line(step: Step, calls: dict, result_chars: Optional[int]) -> str:
+    """A dropped step as ``index. name(arguments) → the start of its result``; a repeat or an unread reply says so.
+
+    ``calls`` is the run's (name, canonical arguments) -> _Earlier: a call first run in another step is a repeat.
+    A tool's error shows as its result does, starting with ``ERROR:``.
+    """
+    action = step.action
+    if action is None or action.kind != "tool_call":
+        return f"{step.index}. {_DIGEST_UNREADABLE}"
+    arguments = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False, default=str)}"
+                          for key, value in action.arguments.items())
+    call = _clip(f"{action.name}({arguments})", _DIGEST_CALL_CHARS)
+    earlier = calls.get((action.name, _canonical(action.arguments)))
+    if earlier is not None and earlier.step != step.index:
+        return f"{step.index}. {call} → {_DIGEST_REPEAT.format(step=earlier.step)}"
+    result = _observation_result(step.observation or "") or ""
+    return f"{step.index}. {call} → {_clip(result, result_chars)}"
+
+
+def _clip(text: str, limit: Optional[int]) -> str:
+    """text on one line, cut to limit characters (None: whole) with an ellipsis."""
+    text = " ".join(text.split())
+    return text if limit is None or len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _keep_ends(lines: list[str], total: int, limit: int) -> str:
+    """The lines, one per line; over limit characters (``total`` of them), the first and the newest that fit.
+
+    Half the room goes to the first lines and the rest to the newest, as a long
+    observation keeps its head and tail; a line longer than half the room is cut to
+    it, so the first and the newest line show when anything does. One line between
+    says how many were left out.
+    """
+    if total <= limit:
+        return "\n".join(lines)
+    room = limit - len(_DIGEST_GAP.format(n=len(lines))) - 1
+    width = room // 2 - 1                 # a line and its line break in half the room
+    head = tail = used = 0
+    while head < len(lines) and used + min(len(lines[head]), width) + 1 <= room // 2:
+        used += min(len(lines[head]), width) + 1
+        head += 1
+    while head + tail < len(lines) and used + min(len(lines[-1 - tail]), width) + 1 <= room:
+        used += min(len(lines[-1 - tail]), width) + 1
+        tail += 1
+    kept = [line if len(line) <= width else line[:width - 1] + "…" for line in lines[:head] + lines[len(lines) - tail:]]
+    return "\n".join(kept[:head] + [_DIGEST_GAP.format(n=len(lines) - head - tail)] + kept[head:])
+
+
+def _summary_request(state: _RunState, notes: str, dropped: list[Step], limit: int) -> list[dict]:
+    """The summary call's messages: the prompt, then the task, the earlier notes and the dropped steps in full.
+
+    The whole request is cut to the context budget, which the model is known to take.
+    """
+    system = _SUMMARY_PROMPT.format(words=max(20, limit // 8))  # about 6 characters a word, and room to spare
+    steps = "\n".join(_digest_line(step, state.calls, None) for step in dropped)
+    text = _SUMMARY_REQUEST.format(task=state.messages[state.head - 1]["content"], notes=notes.strip() or "(none yet)",
+                                   steps=steps)
+    return [{"role": "system", "content": system},
+            {"role": "user", "content": _truncate(text, max(1000, state.budget - len(system)))}]
+
+
+def _summary_problem(text: str, finish_reason: Optional[str], limit: int) -> Optional[str]:
+    """Why a summary reply cannot stand in for the dropped steps, or None when it can."""
+    if finish_reason == "length":
+        return "the summary was cut off at the token limit"
+    if finish_reason == "repetition":
+        return "the summary kept repeating itself"
+    if not text:
+        return "the summary was empty"
+    if len(text) > limit:
+        return f"the summary was too long ({len(text)} characters, at most {limit})"
+    return None
 
 
 def _as_registry(tools: _Tools) -> ToolRegistry:
@@ -3812,7 +4791,8 @@ class Agent:
                  max_repeats: int = 2, max_format_errors: int = 3, max_observation_chars: int = 4000,
                  max_context_chars: Optional[int] = None, max_seconds: Optional[float] = None,
                  max_total_tokens: Optional[int] = None, on_step: Optional[Callable[[Step], None]] = None,
-                 confirm: Optional[Callable[[str, dict], bool]] = None, constrain: str = "auto") -> None:
+                 confirm: Optional[Callable[[str, dict], bool]] = None, constrain: str = "auto",
+                 memory: str = "digest") -> None:
         for name, value in {"max_steps": max_steps, "max_repeats": max_repeats, "max_format_errors": max_format_errors,
                             "max_observation_chars": max_observation_chars}.items():
             _check_setting(name, value)
@@ -3821,6 +4801,8 @@ class Agent:
             _check_setting(name, value, optional=True)   # None: no such limit
         if constrain not in _CONSTRAIN_MODES:
             raise ValueError(f"invalid constrain {constrain!r} (must be one of {', '.join(_CONSTRAIN_MODES)})")
+        if memory not in _MEMORY_MODES:
+            raise ValueError(f"invalid memory {memory!r} (must be one of {', '.join(_MEMORY_MODES)})")
         self.llm = llm
         self.tools = _as_registry(tools)
         self.system_prompt = _render_prompt(system_prompt, self.tools)
@@ -3834,6 +4816,7 @@ class Agent:
         self.on_step = on_step                      # called with each Step as it ends
         self.confirm = confirm                      # asked before tools registered with confirm=True
         self.constrain = constrain                  # the decoding ladder: auto, always or never
+        self.memory = memory                        # what stands in for steps a context budget drops
         self._accepts = _chat_options(llm)          # checked once: the per-call options llm.chat takes
         self._example = _example(self.tools) if system_prompt is None else None   # the prompt's worked example
         if constrain == "always" and "response_schema" not in self._accepts:
@@ -3877,7 +4860,7 @@ class Agent:
             messages.append({"role": "user", "content": task})
         head_chars = sum(len(m["content"]) for m in messages)
         state = _RunState(messages=messages, head=len(messages), head_chars=head_chars, started=_now(),
-                          budget=self.max_context_chars)
+                          budget=self.max_context_chars, memory=self.memory)
         if self.constrain == "always" and "response_schema" in self._accepts:
             state.schema = self.tools.action_schema()
         return state
@@ -3935,16 +4918,73 @@ class Agent:
 
     def _chat(self, state: _RunState, step: Step) -> Any:
         """One model call with this run's options; after a context overflow, trim and retry once."""
+        messages = self._context(state, step)   # may make a summary call first, so the options come after it
         options = self._options(state)
         if not state.steps and "response_schema" in options and len(self.tools):
             self._rung(step, "the first call of a run may only call a tool (a response_schema of the tool calls)")
         try:
-            return self.llm.chat(state.context(), **options)
+            return self.llm.chat(messages, **options)
         except LLMError as exc:
             if exc.kind != "context_overflow":
                 raise
             self._overflowed(state, step, exc)
-        return self.llm.chat(state.context(), **self._options(state))
+        return self.llm.chat(self._context(state, step), **self._options(state))
+
+    def _context(self, state: _RunState, step: Step) -> list[dict]:
+        """What the next call sends; over the context budget, the oldest steps are dropped and remembered."""
+        if not state.over_budget():
+            return state.context()
+        notes, first = state.note, state.dropped // 2
+        state.trim()
+        if self.memory == "summary" and state.dropped // 2 > first:
+            self._summarise(state, step, notes, state.steps[first:state.dropped // 2])
+        return state.context(trimmed=True)
+
+    def _summarise(self, state: _RunState, step: Step, notes: str, dropped: list[Step]) -> None:
+        """memory="summary": the model's notes on the dropped steps become the note; on any failure, the digest."""
+        limit, text = state.memory_limit() - len(_SUMMARY_HEADER) - 3, ""
+        if limit < _MIN_SUMMARY_CHARS:  # no call: a summary that short would hold less than the digest
+            problem = f"the context budget leaves no room for a summary ({max(0, limit)} characters)"
+        else:
+            call = self._summary_call(state, _summary_request(state, notes, dropped, limit))
+            step.summary_calls.append(call)
+            text = (call.raw or "").strip()
+            if call.raw is None:
+                problem = f"the summary call failed: {call.error}"
+            else:
+                problem = call.error = _summary_problem(text, call.finish_reason, limit)
+        if problem is not None:
+            step.notes.append(f"memory: {problem}; the digest of the dropped steps was sent instead")
+        else:
+            state.note = f"\n\n{_SUMMARY_HEADER.format(n=state.dropped // 2)}\n{text}"
+            step.notes.append(f"memory: the model summarised {len(dropped)} dropped step(s) in {len(text)} characters")
+        _log.info("step %d: %s", step.index, step.notes[-1])
+
+    def _summary_call(self, state: _RunState, request: list[dict]) -> _SummaryCall:
+        """One model call for the summary, timed and counted against max_total_tokens; it never raises."""
+        options = {}
+        if self.max_seconds is not None and "max_seconds" in self._accepts:
+            options["max_seconds"] = self._time_left(state)
+        call, started = _SummaryCall(), _now()
+        try:
+            raw = self.llm.chat(request, **options)
+            call.raw = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
+            reason = getattr(self.llm, "last_finish_reason", None)
+            call.finish_reason = reason if isinstance(reason, str) else None
+        except Exception as exc:  # LLMError, or whatever a custom client raises
+            call.error = str(exc) if isinstance(exc, LLMError) else f"{type(exc).__name__}: {exc}"
+        call.seconds = _now() - started
+        if call.raw is None:
+            return call                   # a failed call: no reply, no tokens to count
+        counts = _reported_usage(getattr(self.llm, "last_usage", None))
+        if counts is None:
+            counts = {"prompt_tokens": sum(len(m["content"]) for m in request) // 4,
+                      "completion_tokens": len(call.raw or "") // 4}
+            state.usage["estimated"] = True
+        call.prompt_tokens, call.completion_tokens = counts["prompt_tokens"], counts["completion_tokens"]
+        state.usage["prompt_tokens"] += call.prompt_tokens
+        state.usage["completion_tokens"] += call.completion_tokens
+        return call
 
     def _options(self, state: _RunState) -> dict:
         """The per-call options for the next call: the ladder's rungs and what is left of max_seconds."""
@@ -4545,11 +5585,21 @@ def _cli_parser() -> argparse.ArgumentParser:
     add("--max-seconds", type=_cli_number("max_seconds"), help="time budget of a task, model calls included")
     add("--max-context-chars", type=_cli_number("max_context_chars"),
         help="characters of conversation sent per call (default: all)")
+    add("--memory", choices=_MEMORY_MODES, default=_default(Agent, "memory"),
+        help="what stands in for the steps --max-context-chars drops: a digest, one line per step (the default), "
+        "a summary by the model (one more call per trim), or none")
     add("--constrain", choices=_CONSTRAIN_MODES, default="auto",
         help="constrained decoding with the action schema: after a format error (auto, the default), always, never")
     add("--json-schema", action="store_true", help="the same as --constrain always")
     add("--tools", action="append", metavar="FILE.py", help="load tools from a Python file (repeatable): its "
         "ToolRegistry named 'tools', else every public function with a docstring; replaces the demo tools")
+    mcp = parser.add_argument_group("MCP servers", "Their tools join those of --tools; with either, the demo "
+                                    "tools are left out. A tool name two servers share is refused.")
+    mcp.add_argument("--mcp", action="append", metavar="COMMAND_OR_URL", help="an MCP server (repeatable): a command, "
+                     "run without a shell (\"python -m mcp_server_time\"), or an http(s):// URL")
+    mcp.add_argument("--mcp-config", metavar="FILE", help="the servers of a JSON file in Claude Desktop's format: "
+                     "{\"mcpServers\": {NAME: {\"command\", \"args\", \"env\"} or {\"url\", \"headers\"}}}")
+    mcp.add_argument("--mcp-tools", metavar="NAME,...", help="keep only these MCP tools (as the servers name them)")
     add("--system-prompt", metavar="FILE", help="a system prompt from a file; {tools} in it lists the tools")
     add("--allow-http-key", action="store_true", help="send $OPENAI_API_KEY over plain http to a non-loopback host")
     add("--trace", metavar="FILE", help="write every step as a JSON line, as it happens")
@@ -4605,14 +5655,48 @@ def _cli_load_tools(path: str) -> list:
     return functions
 
 
-def _cli_tools(paths: Optional[list]) -> ToolRegistry:
-    if not paths:
+def _cli_tools(paths: Optional[list], mcp: bool = False) -> ToolRegistry:
+    if not paths and not mcp:
         return _demo_tools()
     registry = ToolRegistry()
-    for path in paths:
+    for path in paths or []:
         for tool in _cli_load_tools(path):
             registry.register(tool)
     return registry
+
+
+def _cli_mcp(registry: ToolRegistry, args: argparse.Namespace) -> None:
+    """Add the servers of --mcp and --mcp-config, keeping the tools --mcp-tools names; ToolError for a name none has."""
+    wanted = [name.strip() for name in args.mcp_tools.split(",") if name.strip()] if args.mcp_tools else None
+    servers = [(server, {}) for server in args.mcp or []]
+    servers += _cli_mcp_config(args.mcp_config) if args.mcp_config else []
+    offered: list = []
+    for server, options in servers:
+        offered += _add_mcp(registry, server, tools=wanted, missing_ok=True, **options)
+    missing = [name for name in wanted or [] if name not in offered]
+    if missing:
+        raise ToolError(f"no MCP server has a tool {missing[0]!r} (--mcp-tools; they have: {', '.join(offered)})")
+
+
+def _cli_mcp_config(path: str) -> list:
+    """The servers of a Claude Desktop style file: [(command or URL, add_mcp options)]; ValueError when malformed."""
+    with open(path, encoding="utf-8") as handle:
+        data = json.load(handle)
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        raise ValueError(f"{path}: no \"mcpServers\" object")
+    chosen = []
+    for name, entry in servers.items():
+        if not isinstance(entry, dict) or entry.get("disabled") is True:
+            continue
+        if isinstance(entry.get("url"), str):
+            chosen.append((entry["url"], {"headers": entry.get("headers")}))
+        elif isinstance(entry.get("command"), str) and isinstance(entry.get("args", []), list):
+            chosen.append(([entry["command"], *map(str, entry.get("args", []))],
+                           {"env": entry.get("env"), "cwd": entry.get("cwd")}))
+        else:
+            raise ValueError(f"{path}: server {name!r} has neither a \"command\" (with \"args\" a list) nor a \"url\"")
+    return chosen
 
 
 def _cli_served_model(llm: OpenAICompatLLM, args: argparse.Namespace) -> str:
@@ -4660,14 +5744,15 @@ def _cli_agent(args: argparse.Namespace) -> tuple:
     """Build everything from the flags before anything is opened; ValueError/OSError/AgentError when bad."""
     if args.task is not None and not args.task.strip():
         raise ValueError("empty task: give a task, or none at all for the demo")
-    registry = _cli_tools(args.tools)
+    registry = _cli_tools(args.tools, bool(args.mcp or args.mcp_config))
+    _cli_mcp(registry, args)
     system_prompt = None
     if args.system_prompt:
         with open(args.system_prompt, encoding="utf-8") as handle:
             system_prompt = handle.read()
     llm, label = _cli_model(args)
     agent = Agent(llm, registry, system_prompt=system_prompt, max_steps=args.max_steps,
-                  max_seconds=args.max_seconds, max_context_chars=args.max_context_chars,
+                  max_seconds=args.max_seconds, max_context_chars=args.max_context_chars, memory=args.memory,
                   constrain="always" if args.json_schema else args.constrain, confirm=_cli_confirm)
     return agent, label
 
@@ -4812,6 +5897,7 @@ def _cli_run(args: argparse.Namespace) -> int:
         _cli_say("agent.py: interrupted; the steps so far are kept in the trace")
         code = 130
     finally:
+        agent.tools.close()                 # the MCP servers it started
         if trace is not None:
             trace.close()
     if trace is not None and trace.error is not None:

@@ -19,9 +19,11 @@ STOCK = {"bolts": 1320, "nuts": 845, "washers": 77, "screws": 2600}
 
 
 def _key(text: str, known: dict) -> str:
-    """The known item or city named in the text ("a loaf of bread" -> "bread", "12 apples" -> "apple")."""
+    """The known item or city named in the text ("a loaf of bread" -> "bread", "12 apples" -> "apple"); when
+    it names several, the text itself, which is unknown: the tools answer one item at a time."""
     words = [w[:-1] if w.endswith("s") and w[:-1] in known else w for w in text.lower().replace(",", " ").split()]
-    return next((w for w in words if w in known), text.strip().lower())
+    found = {w for w in words if w in known}
+    return found.pop() if len(found) == 1 else text.strip().lower()
 
 
 def get_price(item: str) -> str:
@@ -31,7 +33,7 @@ def get_price(item: str) -> str:
         item: The item's name, e.g. "milk".
     """
     price = PRICES.get(_key(item, PRICES))
-    return f"unknown item {item!r}; known: {', '.join(PRICES)}" if price is None else f"{price:.2f} EUR"
+    return f"unknown item {item!r}; ask for one of: {', '.join(PRICES)}" if price is None else f"{price:.2f} EUR"
 
 
 def get_weather(city: str) -> str:
@@ -42,7 +44,7 @@ def get_weather(city: str) -> str:
     """
     known = WEATHER.get(_key(city, WEATHER))
     if known is None:
-        return f"no weather for {city!r}; known: {', '.join(c.title() for c in WEATHER)}"
+        return f"no weather for {city!r}; ask for one of: {', '.join(c.title() for c in WEATHER)}"
     return f"{_key(city, WEATHER).title()}: {known[0]} °C, {known[1]}"
 
 
@@ -53,7 +55,7 @@ def get_stock(item: str) -> str:
         item: The item's name, e.g. "screws".
     """
     count = STOCK.get(_key(item, STOCK))
-    return f"unknown item {item!r}; known: {', '.join(STOCK)}" if count is None else f"{count} units"
+    return f"unknown item {item!r}; ask for one of: {', '.join(STOCK)}" if count is None else f"{count} units"
 
 
 tools = agent._demo_tools()

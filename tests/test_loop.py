@@ -597,15 +597,15 @@ def sent_chars(messages):
 
 
 def test_a_context_overflow_sets_a_budget_and_retries_once():
-    replies = [call("add", a=i, b=10 ** 40) for i in range(10)] + [overflow(n_ctx=1000, n_prompt_tokens=2000),
+    replies = [call("add", a=i, b=10 ** 40) for i in range(30)] + [overflow(n_ctx=1000, n_prompt_tokens=2000),
                                                                     final("done")]
     llm = MockLLM(replies)
-    agent = Agent(llm, make_tools(), max_steps=20)
+    agent = Agent(llm, make_tools(), max_steps=40)
     result = agent.run("t")
     assert result.stop_reason == "final" and agent.max_context_chars is None
-    failed, retried = llm.calls[10], llm.calls[11]
+    failed, retried = llm.calls[30], llm.calls[31]
     budget = sent_chars(failed) // 2  # scaled by n_ctx / n_prompt_tokens
-    assert result.steps[10].notes == [f"context overflow: max_context_chars={budget} for the rest of this run; retried"]
+    assert result.steps[30].notes == [f"context overflow: max_context_chars={budget} for the rest of this run; retried"]
     assert sent_chars(retried) <= budget and retried[1]["content"].startswith("t\n\n[Note: ")
     assert_alternating(retried)
 
@@ -664,13 +664,13 @@ def test_an_overflow_under_your_own_budget_names_max_context_chars():
 
 def test_the_budget_trims_in_chunks_so_calls_share_their_prefix():
     llm = MockLLM([call("add", a=i, b=10 ** 30) for i in range(60)] + [final("x")])
-    Agent(llm, make_tools(), max_steps=70, max_context_chars=3000).run("t")
+    Agent(llm, make_tools(), max_steps=70, max_context_chars=5000).run("t")
     shared = sum(current[:len(previous)] == previous for previous, current in zip(llm.calls, llm.calls[1:]))
     trims = len(llm.calls) - 1 - shared
     assert trims >= 3 and shared >= 5 * trims  # most calls extend the one before
     for previous, current in zip(llm.calls, llm.calls[1:]):
         if current[:len(previous)] != previous:  # a trim goes well below the budget
-            assert sent_chars(current) <= 0.6 * 3000 + 200
+            assert sent_chars(current) <= 0.6 * 5000 + 200
 
 
 # -- the ladder and the loop check seen in real request bodies (OpenAICompatLLM) -----------
