@@ -8,7 +8,8 @@
 The tasks are in bench/real_tasks.jsonl and their tools in bench/real_tools.py: a made-up
 price list, weather table and inventory, so an answer from memory is wrong. Each answer is
 checked against the tools' truth: a number within 0.005 of the expected one, a text that
-must (and one that must not) appear, or, for the time, the HH:MM that the clock tool
+must (and one that must not) appear, and for a guessable answer the tool results it rests
+on ("evidence"), or, for the time, the HH:MM that the clock tool
 returned during that run (a made-up time does not count). Prints one row per task and a
 total. Not a test: it needs a running server (../shared/tools/real_server.sh).
 """
@@ -40,8 +41,8 @@ def load_tasks(path: str = TASKS_FILE) -> list:
 
 def solved(task: dict, answer: str | None, observations: list) -> bool:
     """Whether the answer is right by the tools' truth (see the module docstring)."""
-    if not answer:
-        return False
+    if not answer or not all(any(e in o for o in observations) for e in task.get("evidence", ())):
+        return False   # an answer that could be a guess counts only when the tools gave its facts
     text = answer.lower()
     if task.get("expect_clock"):
         seen = {t for o in observations for t in _CLOCK_TIME.findall(o)}
