@@ -1498,8 +1498,7 @@ def _example(registry: ToolRegistry) -> _Example:
 
 def _render_prompt(template: Optional[str], registry: ToolRegistry) -> str:
     """The system prompt: SYSTEM_PROMPT filled in, or a custom one with ``{tools}`` replaced."""
-    lines = [f"- {t.name}: {t.description} {json.dumps(_listed(t.parameters), ensure_ascii=False, separators=(',', ':'))}"
-             for t in registry]
+    lines = [f"- {t.name}: {t.description} {_compact(_listed(t.parameters))}" for t in registry]
     listing = "\n".join(lines) or "(none: answer directly with the final shape)"
     if template is not None:
         return template.replace("{tools}", listing)
@@ -1508,6 +1507,10 @@ def _render_prompt(template: Optional[str], registry: ToolRegistry) -> str:
         tools=listing, call_shape=_CALL_SHAPE, final_shape=_FINAL_SHAPE, observation=_OBSERVATION,
         example_task=example.task, example_call=json.dumps(example.call, ensure_ascii=False),
         example_result=example.result, example_final=json.dumps(example.final, ensure_ascii=False))
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 _UNLISTED = ("title", "examples", "$schema", "$comment")   # annotations a model does not need to see

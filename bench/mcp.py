@@ -8,7 +8,6 @@ http.client): the server's own time, transport included. agent.py's cost is the 
 """
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
