@@ -7,12 +7,10 @@ Python) start in milliseconds, one per test that breaks them.
 import atexit
 import json
 import logging
-import os
 import socket
 import subprocess
 import sys
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
