@@ -3740,8 +3740,9 @@ def _cli_parser() -> argparse.ArgumentParser:
     add("--tools", action="append", metavar="FILE.py", help="load tools from a Python file (repeatable): its "
         "ToolRegistry named 'tools', else every public function with a docstring; replaces the demo tools")
     add("--tool-timeout", type=_cli_number("default_timeout"), metavar="SECONDS",
-        help=f"time limit of a tool call, for tools that set none (default {_default(ToolRegistry, 'default_timeout'):g};"
-        " a --tools file's own ToolRegistry keeps its default unless this is given)")
+        help=f"time limit of a tool call, for tools that set none (default "
+        f"{_default(ToolRegistry, 'default_timeout'):g}; a --tools file's own ToolRegistry keeps its default "
+        "unless this is given)")
     add("--system-prompt", metavar="FILE", help="a system prompt from a file; {tools} in it lists the tools")
     add("--allow-http-key", action="store_true", help="send $OPENAI_API_KEY over plain http to a non-loopback host")
     add("--trace", metavar="FILE", help="write every step as a JSON line, as it happens")
@@ -3890,8 +3891,9 @@ def _cli_agent(args: argparse.Namespace) -> tuple:
     system_prompt = _cli_system_prompt(args.system_prompt)
     llm, label = _cli_model(args)
     if args.tools and isinstance(llm, MockLLM) and llm.replies is None:
-        raise ValueError(f"the offline demo model only calls the demo tools ({_CALCULATOR}, {_CLOCK}), not those of "
-                         "--tools: to use them with a model, pass --base-url URL (or set OPENAI_BASE_URL), without --offline")
+        raise ValueError(f"the offline demo model only calls the demo tools ({_CALCULATOR}, {_CLOCK}), not those "
+                         "of --tools: to use them with a model, pass --base-url URL (or set OPENAI_BASE_URL), "
+                         "without --offline")
     task = args.task or (_cli_replayed_task(args.replay, registry) if args.replay else None) or _DEMO_TASK
     agent = _CliAgent(llm, registry, system_prompt=system_prompt, max_steps=args.max_steps,
                       max_seconds=args.max_seconds, max_context_chars=args.max_context_chars,
