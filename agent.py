@@ -3877,7 +3877,10 @@ def _cli_confirm(name: str, arguments: dict) -> bool:
         return False  # nobody to ask: decline
     sys.stderr.write(f"Run {name} {json.dumps(arguments)}? [y/N] ")
     sys.stderr.flush()
-    return sys.stdin.readline().strip().lower() in ("y", "yes")
+    try:
+        return _cli_read_line().strip().lower() in ("y", "yes")
+    except UnicodeDecodeError:
+        return False
 
 
 def _cli_agent(args: argparse.Namespace) -> tuple:
@@ -4173,15 +4176,26 @@ def _cli_interactive(agent: Agent, args: argparse.Namespace, trace: Optional[_Tr
         sys.stderr.write("you> ")
         sys.stderr.flush()
         try:
-            line = sys.stdin.readline()
+            line = _cli_read_line()
         except UnicodeDecodeError as exc:
-            _cli_say(f"agent.py: that line is not {exc.encoding} text; type it again (or set PYTHONIOENCODING)")
+            _cli_say(f"agent.py: that line is not {exc.encoding} text: left out; type it again")
             continue
         if not line or line.strip() in ("exit", "quit"):
             return code
         if line.strip():
             code, result = _cli_once(agent, line.strip(), args, trace, history)
             history = result.messages
+
+
+def _cli_read_line() -> str:
+    """One line of stdin ("" at its end); UnicodeDecodeError for a line its encoding cannot read.
+
+    Bytes are read a line at a time and decoded here, so a bad byte costs only its own line.
+    """
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:   # a text stream with no bytes below it
+        return sys.stdin.readline()
+    return buffer.readline().decode(sys.stdin.encoding or "utf-8", sys.stdin.errors or "strict")
 
 
 def _cli_run(args: argparse.Namespace, status: Optional[_StatusLine]) -> int:
@@ -4240,11 +4254,21 @@ def _cli_silence() -> None:
     os.close(devnull)
 
 
+def _cli_open_streams() -> None:
+    """Point stdout or stderr at devnull when the program started with it closed (2>&-): the run goes on as usual."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        try:
+            os.write(stream.fileno(), b"")   # EBADF when closed, or open only for reading (a shell script's own)
+        except io.UnsupportedOperation:   # a stream with no file below it (a test's StringIO): it works
+            continue
+        except (AttributeError, OSError, ValueError):   # None, or a file descriptor that is closed
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     """The command line: parse, build, run, print. Returns the exit code; the only place that prints."""
-    for name in ("stdout", "stderr"):
-        if getattr(sys, name) is None:  # started with the stream closed (2>&-): write nowhere, run as usual
-            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
+    _cli_open_streams()
     try:
         args = _cli_args(argv)
     except SystemExit as exc:  # --help, --version, or bad usage
