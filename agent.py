@@ -3897,7 +3897,7 @@ def _cli_agent(args: argparse.Namespace) -> tuple:
         raise ValueError(f"the offline demo model only calls the demo tools ({_CALCULATOR}, {_CLOCK}), not those "
                          "of --tools: to use them with a model, pass --base-url URL (or set OPENAI_BASE_URL), "
                          "without --offline")
-    task = args.task or (_cli_replayed_task(args.replay, registry) if args.replay else None) or _DEMO_TASK
+    task = (_cli_replayed(args.replay, registry, args.task) if args.replay else args.task) or _DEMO_TASK
     agent = _CliAgent(llm, registry, system_prompt=system_prompt, max_steps=args.max_steps,
                       max_seconds=args.max_seconds, max_context_chars=args.max_context_chars,
                       constrain="always" if args.json_schema else args.constrain, confirm=_cli_confirm)
@@ -3915,15 +3915,29 @@ def _cli_system_prompt(path: Optional[str]) -> Optional[str]:
     return prompt
 
 
-def _cli_replayed_task(path: str, registry: ToolRegistry) -> Optional[str]:
-    """The task of the saved run (None when it holds none); warns when its calls name tools this run lacks."""
+def _called_tool(raw: Any) -> Optional[str]:
+    """The tool a saved reply calls, read as the replay will read it; None for any other reply."""
+    try:
+        action = parse_action(raw) if isinstance(raw, str) else None
+    except ActionFormatError:
+        return None
+    return action.name if action is not None and action.kind == "tool_call" else None
+
+
+def _cli_replayed(path: str, registry: ToolRegistry, task: Optional[str]) -> Optional[str]:
+    """The task to replay: the one given, else the saved run's (None when it holds none).
+
+    Warns first when the saved replies call tools this run does not have.
+    """
     records = _trace_records(path)
-    steps = [step for record in records for step in _record_steps(record)]
-    missing = sorted({step["action"]["name"] for step in steps if isinstance(step.get("action"), dict)
-                      and isinstance(step["action"].get("name"), str) and step["action"]["name"] not in registry})
+    missing = sorted({name for record in records for step in _record_steps(record)
+                      for name in [_called_tool(step.get("raw") if isinstance(step, dict) else None)]
+                      if name is not None and name not in registry})
     if missing:
         _log.warning("the replayed run called %s, which this run does not have: every such call will get "
                      "'unknown tool' (pass the --tools file it used)", ", ".join(map(repr, missing)))
+    if task:
+        return task
     for record in records:
         messages = record.get("messages") if isinstance(record, dict) else None
         if isinstance(messages, list) and all(isinstance(m, dict) and isinstance(m.get("content"), str)
