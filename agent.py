@@ -68,7 +68,7 @@ import typing
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Optional, Protocol, Union
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 # The HTTP stack (http.client, urllib.request, socket, ssl) is imported where it is used: importing it
 # costs more than agent.py itself, and the offline demo and the tests of the other sections never need it.
@@ -560,6 +560,7 @@ class Tool:
             _check_setting("timeout", self.timeout, optional=True)
         except ValueError as exc:
             raise ToolError(f"tool {_text(self.name, repr)}: {exc}") from None
+        _check_parameters(self.parameters, _text(self.name, repr))
 
     @classmethod
     def from_function(cls, func: Callable, *, name: Optional[str] = None, description: Optional[str] = None,
@@ -575,9 +576,231 @@ class Tool:
         summary, arg_docs = _parse_docstring(getattr(func, "__doc__", None))
         if parameters is None:
             parameters = _infer_parameters(func, name, arg_docs)
-        elif not isinstance(parameters, dict) or parameters.get("type") != "object":
-            raise ToolError(f"parameters of tool {name!r} must be a JSON Schema with \"type\": \"object\"")
         return cls(name, description or summary or name, parameters, func, timeout, bool(confirm))
+
+
+# -- Tools, schemas: every keyword a tool's JSON Schema holds is enforced, or refused at registration --------
+
+# The keywords agent.py enforces, each with the kind of value it takes. Every other keyword is refused when
+# the tool is registered (a schema never fails open), except the annotations, which describe and never constrain.
+_SCHEMA_KEYWORDS = {
+    "type": "types", "enum": "list", "const": "any", "$ref": "ref", "$defs": "schemas", "definitions": "schemas",
+    "properties": "schemas", "required": "names", "additionalProperties": "schema", "minProperties": "count",
+    "maxProperties": "count", "items": "schema", "minItems": "count", "maxItems": "count", "uniqueItems": "bool",
+    "minLength": "count", "maxLength": "count", "pattern": "regex", "minimum": "number", "maximum": "number",
+    "exclusiveMinimum": "number", "exclusiveMaximum": "number", "multipleOf": "positive",
+    "allOf": "schema_list", "anyOf": "schema_list", "oneOf": "schema_list", "not": "schema",
+}
+_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "format", "$schema", "$id", "$comment",
+                          "deprecated", "readOnly", "writeOnly",
+                          "discriminator"})   # pydantic's, beside a oneOf that is enforced anyway
+_TYPE_ALIASES = {python.__name__: name for python, name in _JSON_TYPES.items()}   # "int" meant "integer"
+_MAX_SCHEMA_DEPTH = 200   # subschemas nested, or references followed, deeper than this are refused
+
+
+def _check_parameters(parameters: Any, tool: str) -> None:
+    """ToolError, naming the tool and the keyword, unless parameters is a JSON Schema of an object whose every
+    keyword is enforced (or an annotation), whose every value fits its keyword, and whose references resolve."""
+    if not isinstance(parameters, dict) or parameters.get("type") != "object":
+        raise ToolError(f"parameters of tool {tool} must be a JSON Schema with \"type\": \"object\"")
+    try:
+        json.dumps(parameters, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ToolError(f"parameters of tool {tool} are not JSON: {exc}") from None
+    nodes: dict = {}
+    refs: list = []
+    _check_schema(parameters, "#", tool, nodes, refs)
+    for where, ref in refs:   # a reference must point to one of the schemas just checked
+        target = _resolve_ref(parameters, ref)
+        if not isinstance(target, bool) and id(target) not in nodes:
+            raise ToolError(f"tool {tool}: \"$ref\" {ref!r} at {where} points to no schema in the tool's parameters")
+    declared = _declared(parameters, parameters)
+    missing = [key for key in parameters.get("required", []) if declared is not None and key not in declared]
+    if missing:
+        raise ToolError(f"tool {tool}: the required parameter {missing[0]!r} is not in \"properties\"")
+
+
+def _check_schema(schema: Any, where: str, tool: str, nodes: dict, refs: list, depth: int = 0) -> None:
+    """Check one schema and its subschemas; collect the schemas seen (by id) and the references to resolve."""
+    if isinstance(schema, bool):
+        return
+    if depth > _MAX_SCHEMA_DEPTH:
+        raise ToolError(f"tool {tool}: the schema is nested more than {_MAX_SCHEMA_DEPTH} levels deep at {where}")
+    nodes[id(schema)] = schema
+    for keyword, value in schema.items():
+        kind = _SCHEMA_KEYWORDS.get(keyword)
+        if kind is None and keyword not in _ANNOTATIONS:
+            known = difflib.get_close_matches(_text(keyword), [*_SCHEMA_KEYWORDS, *_ANNOTATIONS], n=1, cutoff=0.8)
+            meant = f" (did you mean {known[0]!r}?)" if known else ""
+            raise ToolError(f"tool {tool}: the JSON Schema keyword {keyword!r} at {where} is not enforced by "
+                            f"agent.py{meant}; remove it, or check the value in the tool itself")
+        problem = _keyword_problem(kind, value) if kind else None
+        if problem:
+            raise ToolError(f"tool {tool}: {keyword!r} at {where} {problem}")
+        if kind == "ref":
+            refs.append((where, value))
+        for sub_where, sub in _subschemas(keyword, value, where):
+            _check_schema(sub, sub_where, tool, nodes, refs, depth + 1)
+
+
+def _subschemas(keyword: str, value: Any, where: str) -> list:
+    """The subschemas a keyword holds, each with where it sits: [(where, schema)]."""
+    kind = _SCHEMA_KEYWORDS.get(keyword)
+    if kind == "schema":
+        return [(f"{where}/{keyword}", value)]
+    if kind == "schemas":
+        return [(f"{where}/{keyword}/{name}", sub) for name, sub in value.items()]
+    if kind == "schema_list":
+        return [(f"{where}/{keyword}/{i}", sub) for i, sub in enumerate(value)]
+    return []
+
+
+def _keyword_problem(kind: str, value: Any) -> Optional[str]:
+    """What is wrong with a keyword's value, said after the keyword; None when it fits."""
+    is_schema = isinstance(value, (dict, bool))
+    if kind == "types":
+        return _types_problem(value)
+    checks = {
+        "list": (isinstance(value, list), "must be a list"),
+        "names": (isinstance(value, list) and all(isinstance(name, str) for name in value), "must be a list of names"),
+        "count": (_is_int(value) and value >= 0, "must be an integer >= 0"),
+        "number": (_is_number(value) and math.isfinite(value), "must be a number"),
+        "positive": (_is_number(value) and math.isfinite(value) and value > 0, "must be a number > 0"),
+        "bool": (isinstance(value, bool), "must be true or false"),
+        "regex": (isinstance(value, str) and _compiles(value), "must be a regular expression that compiles"),
+        "ref": (isinstance(value, str) and (value == "#" or value.startswith("#/")),
+                "must be a local reference (\"#/$defs/Name\"): a schema of another document is not read"),
+        "schema": (is_schema, "must be a schema (an object, or true or false)"),
+        "schemas": (isinstance(value, dict) and all(isinstance(sub, (dict, bool)) for sub in value.values()),
+                    "must map names to schemas"),
+        "schema_list": (isinstance(value, list) and bool(value) and all(isinstance(sub, (dict, bool)) for sub in value),
+                        "must be a non-empty list of schemas"),
+    }
+    ok, problem = checks.get(kind, (True, ""))
+    return None if ok else problem
+
+
+def _types_problem(value: Any) -> Optional[str]:
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not names or not all(isinstance(name, str) for name in names):
+        return "must be a type name or a non-empty list of them"
+    wrong = next((name for name in names if name not in _PYTHON_TYPES), None)
+    if wrong is None:
+        return None
+    meant = _TYPE_ALIASES.get(wrong) or next(iter(difflib.get_close_matches(wrong.lower(), list(_PYTHON_TYPES), 1)),
+                                             None)
+    hint = f"did you mean {meant!r}? " if meant else ""
+    return f"has the unknown type {wrong!r} ({hint}the types are {', '.join(_PYTHON_TYPES)})"
+
+
+def _compiles(pattern: str) -> bool:
+    try:
+        _pattern(pattern)
+    except (re.error, RecursionError, OverflowError):
+        return False
+    return True
+
+
+_ECMA_CLASSES = {"d": "0-9", "w": "A-Za-z0-9_"}   # what \d and \w mean in JSON Schema's (ECMA-262's) patterns
+
+
+@functools.lru_cache(maxsize=256)
+def _pattern(pattern: str) -> re.Pattern:
+    r"""A JSON Schema pattern compiled to mean what it means there: ``$`` only at the very end (Python's also
+    matches before a final line break, so "^[a-z]+$" would take "rm
+"), ``\d`` and ``\w`` ASCII only
+    (Python's take any script's digits and letters)."""
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\" and i + 1 < len(pattern):
+            letter = pattern[i + 1]
+            if letter in _ECMA_CLASSES:
+                out.append(_ECMA_CLASSES[letter] if in_class else f"[{_ECMA_CLASSES[letter]}]")
+            elif letter in "DW" and not in_class:
+                out.append(f"[^{_ECMA_CLASSES[letter.lower()]}]")
+            else:
+                out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        in_class = (char == "[") or (in_class and char != "]")
+        out.append("\\Z" if char == "$" and not in_class else char)
+        i += 1
+    return re.compile("".join(out))
+
+
+def _resolve_ref(root: Any, ref: str) -> Any:
+    """The subschema a local reference points to: ``"#"`` is root, ``"#/$defs/Name"`` a JSON pointer into it
+    (``~1`` is ``/``, ``~0`` is ``~``). None when it points to nothing."""
+    target = root
+    for part in ref[2:].split("/") if ref != "#" else ():
+        part = unquote(part).replace("~1", "/").replace("~0", "~")
+        if isinstance(target, dict) and part in target:
+            target = target[part]
+        elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+            target = target[int(part)]
+        else:
+            return None
+    return target
+
+
+def _declared(schema: Any, root: dict, depth: int = 0) -> Optional[dict]:
+    """The argument names a tool's schema declares, in order: its properties and those of the branches and
+    the reference it is built from. None when it allows others (``additionalProperties`` true or a schema)."""
+    if not isinstance(schema, dict) or depth > _MAX_SCHEMA_DEPTH:
+        return {}
+    if schema.get("additionalProperties", False) is not False:
+        return None
+    names = dict.fromkeys(schema.get("properties", {}))
+    parts = [*schema.get("allOf", ()), *schema.get("anyOf", ()), *schema.get("oneOf", ())]
+    if isinstance(schema.get("$ref"), str):
+        parts.append(_resolve_ref(root, schema["$ref"]))
+    for part in parts:
+        more = _declared(part, root, depth + 1)
+        if more is None:
+            return None
+        names.update(more)
+    return names
+
+
+def _embedded(parameters: dict, defs: dict) -> dict:
+    """A tool's parameters as the action schema holds them: as they are, or, when they hold references (which
+    point into the tool's own schema), a copy whose references point into the action schema's ``$defs``."""
+    if '"$ref"' not in json.dumps(parameters):
+        return parameters
+    return _rewritten(parameters, parameters, defs, {})
+
+
+def _rewritten(schema: Any, root: dict, defs: dict, names: dict) -> Any:
+    if not isinstance(schema, dict):
+        return schema
+    copy = {}
+    for keyword, value in schema.items():
+        if keyword in ("$defs", "definitions", "discriminator"):
+            continue   # what is referred to moves to defs; a discriminator's mapping would point nowhere
+        kind = _SCHEMA_KEYWORDS.get(keyword)
+        if keyword == "$ref":
+            value = "#/$defs/" + _hoisted(value, root, defs, names)
+        elif kind == "schema":
+            value = _rewritten(value, root, defs, names)
+        elif kind == "schemas":
+            value = {name: _rewritten(sub, root, defs, names) for name, sub in value.items()}
+        elif kind == "schema_list":
+            value = [_rewritten(sub, root, defs, names) for sub in value]
+        copy[keyword] = value
+    return copy
+
+
+def _hoisted(ref: str, root: dict, defs: dict, names: dict) -> str:
+    """The name in defs of what ref points to, copied there once. The name ends in a number, unique even as
+    llama.cpp's grammar converter spells it: it names a rule by the last part of a reference, [^A-Za-z0-9-] as -."""
+    target = _resolve_ref(root, ref)
+    if id(target) not in names:
+        last = re.sub(r"[^A-Za-z0-9-]+", "-", ref.rsplit("/", 1)[-1]).strip("-") or "root"
+        names[id(target)] = name = f"{last}-{len(defs)}"
+        defs[name] = {}   # taken before the copy: a schema that refers to itself finds its name
+        defs[name] = _rewritten(target, root, defs, names)
+    return names[id(target)]
 
 
 class _ArgumentError(Exception):
@@ -616,59 +839,177 @@ def _same_json(a: Any, b: Any) -> bool:
     return a == b
 
 
-def _validate(value: Any, schema: dict, path: str) -> Any:
-    """Check value against the JSON Schema subset tools use; return it with integral floats as ints.
-
-    Supported: type (one or a list), enum, const, properties, required,
-    additionalProperties (false), items, anyOf. Raises _ArgumentError naming the parameter.
-    """
-    kinds = schema.get("type")
-    if kinds is not None:
-        kinds = [kinds] if isinstance(kinds, str) else list(kinds)
-        matched = next((kind for kind in kinds if _is_type(value, kind)), None)
-        if matched is None:
-            raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got {_shown(value)}")
-        if matched == "integer":
-            value = int(value)
+def _validate(value: Any, schema: Any, path: str, root: Any = None, depth: int = 0) -> Any:
+    """Check value against a tool's schema, every keyword of _SCHEMA_KEYWORDS; return it with integral
+    floats as ints where "integer" asks. ``root`` is the schema local references point into (default:
+    schema). Raises _ArgumentError naming the parameter."""
+    if schema is True:
+        return value
+    if schema is False:
+        raise _ArgumentError(f"{_parameter(path)} is not allowed, got {_shown(value)}")
+    root = schema if root is None else root
+    if depth > _MAX_SCHEMA_DEPTH:
+        raise _ArgumentError(f"{_parameter(path)} is nested too deeply for its schema")
+    if "$ref" in schema:
+        target = _resolve_ref(root, schema["$ref"])
+        if target is None:
+            raise _ArgumentError(f"the schema of {_parameter(path)} refers to nothing ({schema['$ref']!r})")
+        value = _validate(value, target, path, root, depth + 1)
+    value = _check_type(value, schema, path)
     if "enum" in schema and not any(_same_json(value, v) for v in schema["enum"]):
         raise _ArgumentError(f"parameter {path!r} must be one of {json.dumps(schema['enum'])}, got {_shown(value)}")
     if "const" in schema and not _same_json(value, schema["const"]):
         raise _ArgumentError(f"parameter {path!r} must be {json.dumps(schema['const'])}, got {_shown(value)}")
-    if "anyOf" in schema:
-        value = _validate_any_of(value, schema["anyOf"], path)
+    value = _validate_combined(value, schema, path, root, depth)
+    _check_bounds(value, schema, path)
     if isinstance(value, dict):
-        value = _validate_object(value, schema, path)
-    if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        value = [_validate(item, schema["items"], f"{path}[{i}]") for i, item in enumerate(value)]
+        value = _validate_object(value, schema, path, root, depth)
+    if isinstance(value, list) and schema.get("items", True) is not True:
+        value = [_validate(item, schema["items"], f"{path}[{i}]", root, depth + 1) for i, item in enumerate(value)]
     return value
 
 
-def _validate_any_of(value: Any, options: list, path: str) -> Any:
-    kinds = [option.get("type") for option in options]
+def _parameter(path: str) -> str:
+    return f"parameter {path!r}" if path else "the arguments"
+
+
+def _check_type(value: Any, schema: dict, path: str) -> Any:
+    kinds = schema.get("type")
+    if kinds is None:
+        return value
+    kinds = [kinds] if isinstance(kinds, str) else list(kinds)
+    matched = next((kind for kind in kinds if _is_type(value, kind)), None)
+    if matched is None:
+        raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got {_shown(value)}")
+    return int(value) if matched == "integer" else value
+
+
+def _validate_combined(value: Any, schema: dict, path: str, root: Any, depth: int) -> Any:
+    """allOf, anyOf, oneOf and not."""
+    for option in schema.get("allOf", ()):
+        value = _validate(value, option, path, root, depth + 1)
+    if "anyOf" in schema:
+        value = _validate_any_of(value, schema["anyOf"], path, root, depth)
+    if "oneOf" in schema:
+        matches, errors = [], []
+        for option in schema["oneOf"]:
+            try:
+                matches.append(_validate(value, option, path, root, depth + 1))
+            except _ArgumentError as exc:
+                errors.append(str(exc))
+        if len(matches) > 1:
+            raise _ArgumentError(f"{_parameter(path)} must match exactly one of the allowed shapes, and matches "
+                                 f"{len(matches)}: got {_shown(value)}")
+        if not matches:
+            raise _ArgumentError("; or ".join(errors))
+        value = matches[0]
+    if "not" in schema:
+        try:
+            _validate(value, schema["not"], path, root, depth + 1)
+        except _ArgumentError:
+            return value
+        raise _ArgumentError(f"{_parameter(path)} must not match {json.dumps(schema['not'])[:80]}, got {_shown(value)}")
+    return value
+
+
+def _validate_any_of(value: Any, options: list, path: str, root: Any, depth: int) -> Any:
+    kinds = [option.get("type") if isinstance(option, dict) else None for option in options]
     if all(isinstance(kind, str) for kind in kinds) and not any(_is_type(value, kind) for kind in kinds):
         raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got {_shown(value)}")
     errors = []
     for option in options:
         try:
-            return _validate(value, option, path)
+            return _validate(value, option, path, root, depth + 1)
         except _ArgumentError as exc:
             errors.append(str(exc))
     raise _ArgumentError("; or ".join(errors) or f"parameter {path!r} matches no allowed shape")
 
 
-def _validate_object(value: dict, schema: dict, path: str) -> dict:
+# keyword: (the values it applies to, what it measures of them, the test the measure must pass, the rule as text)
+_BOUNDS = {
+    "minimum": (_is_number, None, operator.ge, "at least {}"),
+    "maximum": (_is_number, None, operator.le, "at most {}"),
+    "exclusiveMinimum": (_is_number, None, operator.gt, "more than {}"),
+    "exclusiveMaximum": (_is_number, None, operator.lt, "less than {}"),
+    "minLength": (lambda value: isinstance(value, str), len, operator.ge, "at least {} characters long"),
+    "maxLength": (lambda value: isinstance(value, str), len, operator.le, "at most {} characters long"),
+    "minItems": (lambda value: isinstance(value, list), len, operator.ge, "a list of at least {} items"),
+    "maxItems": (lambda value: isinstance(value, list), len, operator.le, "a list of at most {} items"),
+    "minProperties": (lambda value: isinstance(value, dict), len, operator.ge, "an object of at least {} keys"),
+    "maxProperties": (lambda value: isinstance(value, dict), len, operator.le, "an object of at most {} keys"),
+}
+
+
+def _check_bounds(value: Any, schema: dict, path: str) -> None:
+    """The bounds of numbers, strings, lists and objects, multipleOf, pattern and uniqueItems."""
+    problem = None
+    for keyword, (applies, measure, passes, rule) in _BOUNDS.items():
+        if keyword in schema and applies(value) and not passes(measure(value) if measure else value, schema[keyword]):
+            problem = f"be {rule.format(schema[keyword])}"
+            break
+    step = schema.get("multipleOf")
+    if problem is None and step is not None and _is_number(value) and not _is_multiple(value, step):
+        problem = f"be a multiple of {step}"
+    pattern = schema.get("pattern")
+    if problem is None and pattern is not None and isinstance(value, str) and not _pattern(pattern).search(value):
+        problem = f"match the pattern {pattern!r}"
+    if problem is None and schema.get("uniqueItems") is True and isinstance(value, list):
+        keys = [_json_key(item) for item in value]
+        problem = "hold no item twice" if len(set(keys)) < len(keys) else None
+    if problem:
+        raise _ArgumentError(f"{_parameter(path)} must {problem}, got {_shown(value)}")
+
+
+def _is_multiple(value: Any, step: Any) -> bool:
+    """Whether value is a whole multiple of step, in decimal as JSON writes them (0.3 is 3 times 0.1)."""
+    from fractions import Fraction   # deferred: only a schema with multipleOf needs it
+    try:
+        return (Fraction(repr(value)) / Fraction(repr(step))).denominator == 1
+    except (ValueError, OverflowError, ZeroDivisionError):
+        return False
+
+
+def _json_key(value: Any) -> str:
+    """value as text that is equal for values JSON Schema calls equal: 1 and 1.0 are, true and 1 are not."""
+    def plain(item: Any) -> Any:
+        if type(item) is float and item.is_integer():
+            return int(item)
+        if isinstance(item, list):
+            return [plain(inner) for inner in item]
+        return {key: plain(inner) for key, inner in item.items()} if isinstance(item, dict) else item
+    try:
+        return json.dumps(plain(value), sort_keys=True, default=repr)
+    except (TypeError, ValueError):   # keys that do not sort: one Python caller's value, not a model's
+        return repr(value)
+
+
+def _validate_object(value: dict, schema: dict, path: str, root: Any, depth: int) -> dict:
     properties = schema.get("properties", {})
     prefix = f"{path}." if path else ""
     for key in schema.get("required", []):
         if key not in value:
             raise _ArgumentError(f"missing required parameter {prefix + key!r}")
-    if schema.get("additionalProperties") is False:
+    others = schema.get("additionalProperties", True)
+    if others is False:
         extra = [key for key in value if key not in properties]
         if extra:
             allowed = ", ".join(properties) or "none"
             raise _ArgumentError(f"unexpected parameter {prefix + extra[0]!r} (allowed: {allowed})")
-    return {key: _validate(item, properties[key], prefix + key) if key in properties else item
-            for key, item in value.items()}
+    checked = {}
+    for key, item in value.items():
+        sub = properties[key] if key in properties else others
+        checked[key] = item if sub is True else _validate(item, sub, prefix + _text(key), root, depth + 1)
+    return checked
+
+
+def _check_declared(arguments: dict, schema: dict) -> None:
+    """The arguments themselves (the function's keyword arguments) are only those the schema declares, unless
+    it allows others: JSON Schema's default (any key) would let a model pass a keyword the tool never offered."""
+    declared = _declared(schema, schema)
+    extra = [] if declared is None else [key for key in arguments if key not in declared]
+    if extra:
+        allowed = ", ".join(declared) or "none"
+        raise _ArgumentError(f"unexpected parameter {_text(extra[0])!r} (allowed: {allowed})")
 
 
 def _truncate(text: str, max_chars: Optional[int]) -> str:
@@ -930,10 +1271,11 @@ class ToolRegistry:
         thought: dict = {"type": "string"}
         if max_thought_chars is not None:
             thought["maxLength"] = max_thought_chars
+        defs: dict = {}   # what the tools' references point to, under names of the whole schema
         branches = [{
             "type": "object",
             "properties": {"type": {"const": "tool_call"}, "thought": dict(thought), "name": {"const": t.name},
-                           "arguments": t.parameters},
+                           "arguments": _embedded(t.parameters, defs)},
             "required": ["type", "thought", "name", "arguments"], "additionalProperties": False,
         } for t in self._tools.values()]
         branches.append({
@@ -941,7 +1283,10 @@ class ToolRegistry:
             "properties": {"type": {"const": "final"}, "thought": thought, "answer": {"type": "string"}},
             "required": ["type", "thought", "answer"], "additionalProperties": False,
         })
-        return {"anyOf": branches}  # not oneOf: more servers support anyOf, and xgrammar reads oneOf as anyOf
+        schema: dict = {"anyOf": branches}  # not oneOf: more servers support anyOf, and xgrammar reads oneOf as anyOf
+        if defs:
+            schema["$defs"] = defs
+        return schema
 
     def call(self, name: str, arguments: Any, *, confirm: Optional[Callable[[str, dict], bool]] = None,
              max_chars: Optional[int] = None, timeout: Optional[float] = None) -> str:
@@ -972,7 +1317,10 @@ class ToolRegistry:
         if not isinstance(arguments, dict):
             return f"ERROR: the arguments for {name!r} must be a JSON object, got {_shown(arguments)}."
         try:
+            _check_declared(arguments, tool.parameters)
             kwargs = _validate(arguments, tool.parameters, "")
+        except RecursionError:
+            return f"ERROR: the arguments for {name!r} are nested too deeply. Send flatter arguments."
         except _ArgumentError as exc:
             expected = json.dumps(tool.parameters.get("properties", {}), ensure_ascii=False)
             return f"ERROR: invalid arguments for {name!r}: {exc}. Expected arguments: {expected}. Fix and call again."
@@ -1074,6 +1422,9 @@ def _example_arguments(tool: Optional[Tool]) -> str:
     properties = tool.parameters.get("properties", {}) if tool else {}
     example = {}
     for key, schema in properties.items():
+        if isinstance(schema, dict) and isinstance(schema.get("$ref"), str):
+            schema = _resolve_ref(tool.parameters, schema["$ref"])   # pydantic's models: {"$ref": "#/$defs/..."}
+        schema = schema if isinstance(schema, dict) else {}   # true or false: any value, or none
         kind = schema.get("type")
         kind = kind[0] if isinstance(kind, list) else kind
         example[key] = schema["enum"][0] if schema.get("enum") else samples.get(kind, "...")
@@ -1135,14 +1486,21 @@ def _canonical(value: Any) -> str:
 
 _MAX_REPLY_CHARS = 200_000   # a longer reply is refused before any scanning
 _MAX_JSON_DEPTH = 100        # brackets nested deeper are refused
-_THINK_OPEN = re.compile(r"<(think|thinking|reasoning)>", re.I)
-_THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)>", re.I)
-_THINK_TAG = re.compile(r"<(/?)(?:think|thinking|reasoning)>", re.I)
-_THINK_TAIL = len("</reasoning>") - 1  # what an open think block keeps between pieces
+# The one table of reasoning blocks: (opening tag, closing tag), each matched in any case. Every think
+# pattern below, and what the streaming scanner keeps of an open block, comes from it: a spelling is one line.
+_THINK_BLOCKS = (("<think>", "</think>"), ("<thinking>", "</thinking>"), ("<reasoning>", "</reasoning>"),
+                 ("[THINK]", "[/THINK]"))    # the last: Mistral's (Magistral, Devstral)
+_THINK_CLOSING = {opening.lower(): closing for opening, closing in _THINK_BLOCKS}
+_THINK_OPENS = "|".join(re.escape(opening) for opening, _ in _THINK_BLOCKS)
+_THINK_CLOSES = "|".join(re.escape(closing) for _, closing in _THINK_BLOCKS)
+_THINK_OPEN = re.compile(_THINK_OPENS, re.I)
+_THINK_CLOSE = re.compile(_THINK_CLOSES, re.I)
+_THINK_TAG = re.compile(f"(?P<close>{_THINK_CLOSES})|{_THINK_OPENS}", re.I)
+_THINK_TAIL = max(len(tag) for block in _THINK_BLOCKS for tag in block) - 1  # what an open block keeps between pieces
 # The only tags that are packaging: tokens of chat templates and tool-call wrappers. Any other
 # tag (<draft>, <example>, <reflection>) is prose, so a reply that opens with it is read whole.
-_SPECIAL_TOKEN = r"""<\|/?[\w.-]{1,40}\|> | <｜[^｜<>]{0,40}｜> | \[/?(?:TOOL_CALLS|INST)\]
-                   | </?(?:s|tool_calls?|function_?calls?)> | (?i:</(?:think|thinking|reasoning)>)"""
+_SPECIAL_TOKEN = rf"""<\|/?[\w.-]{{1,40}}\|> | <｜[^｜<>]{{0,40}}｜> | \[/?(?:TOOL_CALLS|INST)\]
+                   | </?(?:s|tool_calls?|function_?calls?)> | (?i:{_THINK_CLOSES})"""
 _FENCE_OPEN = re.compile(r"```[\w+.-]*[ \t]*\n?")
 _ACTION_OPENER = r"\{|\[\s{0,64}\{"   # an object, or an array whose first element is one
 _ACTION_START = re.compile(_ACTION_OPENER)
@@ -1153,7 +1511,7 @@ _LEAD_TOKEN = re.compile(rf"""
     (?P<space>[\s\ufeff]+)
   | (?P<action>{_ACTION_OPENER})
   | (?P<quote>"(?={_ACTION_OPENER}))                   # a stray quote right before the action
-  | (?P<think>(?i:<(?:think|thinking|reasoning)>))
+  | (?P<think>(?i:{_THINK_OPENS}))
   | (?P<fence>```[\w+.-]{{0,20}})
   | (?P<token>{_SPECIAL_TOKEN})
   | (?P<label>(?:{"|".join(_LABELS)})\b)
@@ -1180,7 +1538,8 @@ _STRING_PIECE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|u[0-9a-fA-F]{4
 
 def _may_be_packaging(rest: str) -> bool:
     """Whether rest, the undecided end of what was fed, may still grow into packaging or the action's start."""
-    return bool(_LEAD_PARTIAL.fullmatch(rest)) or any(label.startswith(rest) for label in _LABELS)
+    return (bool(_LEAD_PARTIAL.fullmatch(rest)) or any(label.startswith(rest) for label in _LABELS)
+            or any(tag.lower().startswith(rest.lower()) for block in _THINK_BLOCKS for tag in block))
 
 
 def _think_end(text: str, pos: int, depth: int) -> tuple[int, int]:
@@ -1188,7 +1547,7 @@ def _think_end(text: str, pos: int, depth: int) -> tuple[int, int]:
     ends only its own block. Returns (just past the tag that closes the outermost block, 0), or,
     when text ends first, (just past the last tag read, the depth still open)."""
     for tag in _THINK_TAG.finditer(text, pos):
-        depth += -1 if tag.group(1) else 1
+        depth += -1 if tag.group("close") else 1
         pos = tag.end()
         if not depth:
             break
@@ -1326,20 +1685,18 @@ class _ActionScanner:
         return None
 
 
-def _inside_first_object(text: str, pos: int) -> bool:
-    first = _ACTION_START.search(text)
-    if first is None or first.start() > pos:
-        return False
-    end = _ActionScanner._at(text, first.start()).end
-    return end is None or end > pos
-
-
-def _lone_closing_tag(text: str, closing: Any) -> bool:
-    """Whether a closing think tag ends reasoning whose opening tag the server dropped: an action follows it,
-    and it is not inside the first object or after an invented observation."""
-    tail = _OBSERVATION_TAIL.search(text)
-    return (_ACTION_START.search(text, closing.end()) is not None and not (tail and tail.start() < closing.start())
-            and not _inside_first_object(text, closing.start()))
+def _lone_closing_tag(text: str) -> Any:
+    """The closing think tag that ends reasoning whose opening tag the server dropped: the first one outside
+    the objects before it (a draft may quote a tag in a string), whatever the reasoning mentions. None if none."""
+    end = 0   # where the last object read ends; one that never closes runs to the end of the text
+    for closing in _THINK_CLOSE.finditer(text):
+        while end <= closing.start():
+            first = _ACTION_START.search(text, end)
+            if first is None or first.start() >= closing.start():
+                return closing
+            scanner = _ActionScanner._at(text, first.start())
+            end = scanner.end or scanner.broken_at or len(text)
+    return None
 
 
 def _drop_think(text: str, repairs: list) -> str:
@@ -1359,12 +1716,12 @@ def _drop_think(text: str, repairs: list) -> str:
         pos, depth = _think_end(text, opening.end(), 1)
         if depth:
             raise _refuse(f"your reply opens a {opening.group()} block that never closes, so it holds no action; "
-                          f"close it with </{opening.group(1)}> and put the action after it")
+                          f"close it with {_THINK_CLOSING[opening.group().lower()]} and put the action after it")
         _note(repairs, "think")
     text = ("".join(kept) + text[pos:]).strip()
-    closing = _THINK_CLOSE.search(text)
-    if closing and _lone_closing_tag(text, closing):
-        text = text[closing.end():].strip()  # the server dropped the opening tag
+    closing = _lone_closing_tag(text)
+    if closing:
+        text = text[closing.end():].strip()  # the server dropped the opening tag: all before it is reasoning
         _note(repairs, "think")
     return text
 
@@ -1616,6 +1973,7 @@ _LOOKALIKES = {  # the one table of keys models write for an action's own; compa
                      "tool_input", "tool_args"), "arguments"),
     **dict.fromkeys(("final_answer", "response", "output"), "answer"),
 }
+_CALL_METADATA = ("id", "index", "call_id")   # what OpenAI's tool calls carry beside the call: not an argument
 _CALL_IN_NAME = re.compile(r"[()\[\]{}\"'=\n\r]")
 _KEY_WORDS = "|".join(sorted({"type", "name", "arguments", "answer", *_LOOKALIKES}, key=len, reverse=True))
 # An action's key written in an object that cannot be read, also quoted as \" or \\\" (an action written
@@ -1670,13 +2028,14 @@ def _check_others(action: Any, others: Iterable, opened: bool, repairs: list) ->
 
 def _check_rest(rest: str, action: Any, opened: bool, repairs: list) -> None:
     """Read what follows the action: prose and an invented observation are ignored; other objects are judged
-    by _check_others."""
+    by _check_others. After prose, an observation ends the reply but hides no object from that judgement: a
+    mention of the marker between an example call and the real action never makes the example run."""
     tail = _OBSERVATION_TAIL.search(rest)
+    before = rest[:tail.start()] if tail else rest
     if tail:
-        rest = rest[:tail.start()]
         _note(repairs, "observation_tail")
-    _check_others(action, _objects(rest), opened, repairs)
-    if rest.strip().strip("`").strip():
+    _check_others(action, _objects(before if opened else rest), opened, repairs)
+    if before.strip().strip("`").strip():
         _note(repairs, "trailing_prose")
 
 
@@ -1813,10 +2172,10 @@ def _arguments_from_string(text: str, repairs: list) -> Any:
 
 def _check_stray_arguments(obj: dict) -> None:
     """In a call whose arguments are missing or empty, a look-alike of "arguments", or any key other than
-    the action's own holding a value, is an argument in the wrong place: dropping it would run the tool
-    on its defaults. Refused, naming "arguments"."""
+    the action's own or OpenAI's call metadata holding a value, is an argument in the wrong place: dropping
+    it would run the tool on its defaults. Refused, naming "arguments"."""
     stray = _lookalike(obj, "arguments") or next(
-        (key for key in obj if _spelling(key) not in _OWN_KEYS and _present(obj, key)), None)
+        (key for key in obj if _spelling(key) not in _OWN_KEYS + _CALL_METADATA and _present(obj, key)), None)
     if stray is None:
         return
     shown = json.dumps(stray, ensure_ascii=False)[:60]
@@ -2702,7 +3061,7 @@ class OpenAICompatLLM:
 
     def __init__(self, model: str, base_url: str = "https://api.openai.com/v1", api_key: Optional[str] = None, *,
                  temperature: Optional[float] = 0.0, max_tokens: Optional[int] = None, timeout: float = 60,
-                 max_retries: int = 3, stop: Optional[Iterable[str]] = (_OBSERVATION,),
+                 max_retries: int = 3, stop: Optional[Iterable[str]] = (),
                  extra_body: Optional[dict] = None, headers: Optional[dict] = None, opener: Any = None,
                  sleep: Callable[[float], None] = time.sleep, response_schema: Optional[dict] = None,
                  stream: bool = True, on_delta: Optional[Callable[[Optional[str]], None]] = None,
@@ -2724,7 +3083,10 @@ class OpenAICompatLLM:
         self.max_request_seconds = max_request_seconds   # seconds: a whole request, its first byte included
         self.max_response_bytes = max_response_bytes     # a longer answer is refused
         self.max_retries = max_retries       # retries after the first attempt
-        self.stop = list(stop or ())         # sent as "stop"; cut client-side if the server rejects it
+        # Sent as "stop"; cut client-side if the server rejects it. None by default: a server cuts at a stop
+        # inside a reasoning model's reasoning too, which may mention the marker (issue 18.1); the parser
+        # ends a reply at an invented observation instead, and streaming stops at the end of an opening action.
+        self.stop = list(stop or ())
         self.extra_body, self.headers = dict(extra_body or {}), dict(headers or {})
         self.organization, self.project = organization, project   # sent as the SDK does
         self.response_schema = response_schema   # kept on every call: per-call schemas do not replace it
