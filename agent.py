@@ -4426,7 +4426,7 @@ class _CliAgent(Agent):
 
     def _run_tool(self, state: _RunState, step: Step, action: Action) -> str:
         tool = self.tools.get(action.name)
-        if self.status is None or tool is None:
+        if self.status is None or tool is None or tool.confirm:   # a confirmation prompt needs the line to itself
             return super()._run_tool(state, step, action)
         limits = [limit for limit in (tool.timeout if tool.timeout is not None else self.tools.default_timeout,
                                       self._time_left(state)) if limit is not None]

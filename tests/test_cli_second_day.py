@@ -5,12 +5,14 @@ import io
 import json
 import os
 import pty
+import re
+import shlex
 import sys
 import threading
 
 import pytest
 from _http_servers import chat_answer, completion, error_answer, json_answer, llama_cpp_stream, stream_of
-from conftest import call, final, replay_file
+from conftest import ROOT, call, final, replay_file
 
 import agent
 from agent import LLMError, MockLLM, main
@@ -172,6 +174,27 @@ def test_on_a_terminal_a_running_tool_shows_with_its_limit(tmp_path, monkeypatch
     assert main(["--tools", tools_file(tmp_path, source), "--tool-timeout", "7", "--replay", path, "t"]) == 0
     terminal.wait_for("ping {} → pong")
     assert seen == ["ping"]
+
+
+ASKS_FIRST = '''
+from agent import ToolRegistry
+
+tools = ToolRegistry()
+
+@tools.register(confirm=True)
+def delete(path: str) -> str:
+    """Delete a file."""
+    return "deleted"
+'''
+
+
+def test_a_tool_that_asks_first_gets_no_live_line_over_its_question(tmp_path, monkeypatch, terminal):
+    path = replay_file(tmp_path, call("delete", path="/tmp/x"), final("declined"))
+    terminal.attach()
+    assert main(["--tools", tools_file(tmp_path, ASKS_FIRST), "--replay", path, "t"]) == 0
+    terminal.wait_for("final answer: declined")
+    assert "running delete" not in terminal.text
+    assert 'delete {"path": "/tmp/x"} → ERROR: the user declined' in terminal.text
 
 
 def test_off_a_terminal_one_line_says_a_call_is_slow(monkeypatch, clock):
@@ -434,3 +457,38 @@ def test_only_the_calls_without_usage_are_estimated_and_they_are_named(monkeypat
     assert usage["estimated"] is True and usage["estimated_steps"] == [2]
     assert usage["prompt_tokens"] > 100 and usage["completion_tokens"] == 10 + len(final("4")) // 4
     assert "agent.py: usage: " in captured.err and "tokens (estimated for step 2)" in captured.err
+
+
+# -- the README: a newcomer's first commands, and the real session ---------------------------------------
+
+def readme():
+    return open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+
+
+def served_by(server_base, command):
+    """A README command as argv for main(), its base URL pointed at a local scripted server."""
+    return shlex.split(re.sub(r"http://[\w.:]+/v1", server_base, command))[2:]
+
+
+def test_the_first_screen_reaches_a_local_server_with_the_third_command(serve, capsys):
+    top = readme().split("```")[1]
+    commands = [line for line in top.splitlines() if line.strip()]
+    assert len(commands) == 3 and commands[2].startswith("python agent.py --base-url http://127.0.0.1:8080/v1")
+    listing = json.dumps({"data": [{"id": "local-model"}]}).encode()
+    answers = {"GET": json_answer(listing), "POST": chat_answer(final("1000"))}
+    server = serve(lambda ex: answers[ex.handler.command](ex))
+    assert main(served_by(server.base_url, commands[2])) == 0
+    assert capsys.readouterr().out == "1000\n"
+    assert len(readme()[:readme().index(commands[2])].splitlines()) < 25   # on the first screen
+
+
+def test_the_readme_real_session_commands_run_as_written(serve, capsys):
+    section = readme()[readme().index("**A real session**"):].split("```")[1]
+    commands = [line[2:] for line in section.splitlines() if line.startswith("$ python agent.py")]
+    assert len(commands) == 2
+    listing = json.dumps({"data": [{"id": "smollm2-135m-instruct"}]}).encode()
+    answers = {"GET": json_answer(listing), "POST": chat_answer(final("395"))}
+    for command in commands:
+        server = serve(lambda ex: answers[ex.handler.command](ex))
+        assert main(served_by(server.base_url, command)) == 0, command
+        assert capsys.readouterr().out == "395\n"
