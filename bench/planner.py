@@ -4,9 +4,8 @@ backtrack (a long run of "(" with no closing digit), beside the old pattern on t
     python bench/planner.py
 """
 import re
-import time
 
-from _common import machine, table
+from _common import best_time, machine, table
 
 import agent
 
@@ -15,15 +14,6 @@ _OLD_RUN = re.compile(r"[\d(][\d\s.+\-*/%()^_]*[\d)]")   # the pattern before th
 
 def old_scan(task):
     return [m.group() for m in _OLD_RUN.finditer(task)]
-
-
-def best_time(func, arg, repeat=3):
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        func(arg)
-        times.append(time.perf_counter() - started)
-    return min(times)
 
 
 def main():
@@ -35,7 +25,7 @@ def main():
             old = best_time(old_scan, task) if n <= 12_000 else None
             rows.append((f"{n:,}", name, f"{new * 1000:.2f}", "-" if old is None else f"{old * 1000:.1f}"))
     table(("characters", "task", "now (ms)", "old pattern (ms)"), rows)
-    print(f"\n{machine()}; best of 3 runs")
+    print(f"\n{machine()}; best of 5 runs")
 
 
 if __name__ == "__main__":
