@@ -4351,7 +4351,7 @@ class _StatusLine:
     def __init__(self, terminal: bool) -> None:
         self.terminal, self._lock, self._stop = terminal, threading.Lock(), threading.Event()
         self.what: Optional[str] = None      # the wait under way, or None
-        self.step, self.since, self.text, self.tokens = 0, 0.0, "", 0
+        self.step, self.since, self.text, self.tokens, self.second = 0, 0.0, "", 0, 0
         self.told = self.shown = False       # off a terminal: the slow line was written; on one: a live line shows
         threading.Thread(target=self._tick_on, daemon=True).start()
 
@@ -4385,12 +4385,14 @@ class _StatusLine:
     def _tick_on(self) -> None:
         while not self._stop.wait(_TICK_SECONDS):
             with self._lock:
-                self._draw()
+                if self.what is not None and int(_now() - self.since) != self.second:   # a new second to show
+                    self._draw()
 
     def _draw(self) -> None:
         if self.what is None or not sys.stderr:
             return
         seconds = _now() - self.since
+        self.second = int(seconds)
         if not self.terminal:
             if not self.told and seconds >= _SLOW_SECONDS:
                 self.told = True
