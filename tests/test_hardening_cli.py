@@ -139,7 +139,15 @@ def test_interactive_with_stdin_closed_is_a_clear_exit_2():
 def test_with_stderr_unusable_the_run_goes_on_with_its_usual_exit_code(tail):
     done = run_cli("What is 2+3?", shell_tail=tail)
     assert (done.returncode, done.stdout) == (0, b"5\n")
-    assert run_cli("--max-steps", "1", "What is 2+3?", shell_tail=tail).returncode == 1
+
+
+def test_with_stderr_closed_a_run_without_an_answer_still_exits_1():
+    assert run_cli("--max-steps", "1", "What is 2+3?", shell_tail="2>&-").returncode == 1
+
+
+def test_with_stdout_closed_the_run_goes_on_with_its_usual_exit_code():
+    done = run_cli("What is 2+3?", shell_tail=">&-")
+    assert done.returncode == 0 and b"final answer: 5" in done.stderr and b"Traceback" not in done.stderr
 
 
 # -- item 24: replay of damaged or edited files -----------------------------------------------------------
