@@ -305,6 +305,7 @@ _OWNERS = {
     "max_context_chars": Agent, "max_total_tokens": Agent, "max_seconds": Agent, "max_retries": "client",
     "max_response_bytes": "client", "max_tokens": "client", "temperature": "client", "timeout": "client",
     "max_request_seconds": "client", "default_timeout": ToolRegistry, "max_thought_chars": "schema",
+    "workers": "batch",
 }
 
 
@@ -315,6 +316,8 @@ def _build(option, value):
         return ToolRegistry(**{option: value})
     if _OWNERS[option] == "schema":
         return ToolRegistry().action_schema(**{option: value})
+    if _OWNERS[option] == "batch":
+        return agent_module.run_batch(Agent(MockLLM([])), [], **{option: value})
     return agent_module.OpenAICompatLLM("m", "http://127.0.0.1:9/v1", **{option: value})
 
 
