@@ -45,7 +45,8 @@ class Terminal:
         self.stream = open(slave, "w", encoding="utf-8")
         self.chunks, self.changed = [], threading.Condition()
         self.monkeypatch = monkeypatch
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
         monkeypatch.setenv("COLUMNS", "200")
 
     def attach(self):
@@ -75,7 +76,9 @@ class Terminal:
             assert self.changed.wait_for(lambda: words in "".join(self.chunks), timeout), "".join(self.chunks)
 
     def close(self):
-        self.stream.close()
+        self.stream.close()      # the reader then reads the end of the terminal
+        self.reader.join(10)
+        os.close(self.master)
 
 
 @pytest.fixture
