@@ -2392,15 +2392,20 @@ def _demo_tools() -> ToolRegistry:
 
 
 _TIME_WORDS = re.compile(r"\b(?:time|date|clock|today|now)\b", re.I)
-_ARITHMETIC_RUN = re.compile(r"[\d(][\d\s.+\-*/%()^_]*[\d)]")
+# A run of arithmetic characters from a digit or "(", taken whole (no backtracking, so the scan is linear);
+# its end is then cut back to the last digit or ")".
+_ARITHMETIC_RUN = re.compile(r"[\d(][\d\s.+\-*/%()^_]*")
 _HAS_OPERATOR = re.compile(r"[\d)]\s*(?:\*\*|[-+*/%^])\s*[-+(]*[\d(]")
 
 
 def _find_arithmetic(task: str) -> list:
     found = []
     for match in _ARITHMETIC_RUN.finditer(task):
-        candidate = match.group().strip()
-        if _HAS_OPERATOR.search(candidate):
+        candidate, end = match.group(), match.end() - match.start()
+        while end and not (candidate[end - 1].isdecimal() or candidate[end - 1] == ")"):   # \d is isdecimal
+            end -= 1
+        candidate = candidate[:end]
+        if len(candidate) > 1 and _HAS_OPERATOR.search(candidate):
             found.append(candidate.replace("^", "**"))
     return found
 
@@ -2471,25 +2476,46 @@ class LLM(Protocol):
 
 def _trace_steps(path: str) -> list:
     """The step records of a saved result (JSON) or a trace (JSON Lines); ValueError when there are none."""
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        text = handle.read()
-    try:
-        try:
-            records = [json.loads(text)]
-        except ValueError:
-            records = [json.loads(line) for line in text.split("\n") if line.strip()]  # not splitlines: U+2028 is text
-    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply for the json module
-        problem = "nested too deeply" if isinstance(exc, RecursionError) else exc
-        raise ValueError(f"{path} is neither a saved result (JSON) nor a trace (JSON Lines): {problem}") from None
-    steps: list = []
-    for record in records:
-        if isinstance(record, dict) and isinstance(record.get("steps"), list):
-            steps.extend(record["steps"])
-        elif isinstance(record, dict) and record.get("event") == "step":
-            steps.append(record)
+    steps = [step for record in _trace_records(path) for step in _record_steps(record)]
     if not steps:
         raise ValueError(f"{path} holds no steps to replay")
     return steps
+
+
+def _trace_records(path: str) -> list:
+    """The records of a saved result (one JSON value, a UTF-8 BOM allowed) or a trace (JSON Lines).
+
+    A trace's last line cut short (a write that failed half-way) is left out, with a warning; ValueError for
+    any other line that is not JSON.
+    """
+    with open(path, encoding="utf-8-sig", errors="replace") as handle:
+        text = handle.read()
+    try:
+        try:
+            return [json.loads(text)]
+        except ValueError:
+            lines = [line for line in text.split("\n") if line.strip()]  # not splitlines: U+2028 is text
+        records = []
+        for i, line in enumerate(lines):
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                if i < len(lines) - 1 or not records or text.endswith("\n"):
+                    raise
+                _log.warning("%s: its last line is cut short (%d characters, no end): left out", path, len(line))
+        return records
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply for the json module
+        problem = "nested too deeply" if isinstance(exc, RecursionError) else exc
+        raise ValueError(f"{path} is neither a saved result (JSON) nor a trace (JSON Lines): {problem}") from None
+
+
+def _record_steps(record: Any) -> list:
+    """The steps one record holds: a saved result's, or the step a trace line is."""
+    if isinstance(record, dict) and isinstance(record.get("steps"), list):
+        return record["steps"]
+    if isinstance(record, dict) and record.get("event") == "step":
+        return [record]
+    return []
 
 
 _OVERFLOW_NOTE = re.compile(r"context overflow: max_context_chars=(\d+)")   # the note Agent._overflowed writes
@@ -2867,6 +2893,7 @@ class _Reply:
     finish_reason: Optional[str] = None
     usage: Optional[dict] = None
     stopped_early: bool = False
+    model: Optional[str] = None       # the model the server says answered
 
 
 class _PerThread:
@@ -3007,6 +3034,7 @@ class _StreamState:
         self.ended = False              # [DONE] or a finish_reason came: the stream ended cleanly
         self.stopped_early = False
         self.dropped = 0                # characters after the action's end, left out of the reply
+        self.model: Optional[str] = None   # the model a chunk names
         self._on_delta, self._scanner, self._repetition, self._stops = on_delta, scanner, repetition, stops
 
     def add(self, piece: str) -> bool:
@@ -3033,7 +3061,8 @@ class _StreamState:
 
     def reply(self) -> _Reply:
         usage = None if self.stopped_early else self.usage   # a reply cut early never saw the usage chunk
-        return _Reply("".join(self.pieces), "".join(self.reasoning), self.finish_reason, usage, self.stopped_early)
+        return _Reply("".join(self.pieces), "".join(self.reasoning), self.finish_reason, usage, self.stopped_early,
+                      self.model)
 
 
 class _TimedReader(io.RawIOBase):
@@ -3157,6 +3186,7 @@ class OpenAICompatLLM:
     last_stopped_early = _PerThread(False)  # True when reading stopped at the end of the first action
     last_reasoning = _PerThread()          # a separate reasoning field the server sent, or None
     last_usage = _PerThread()              # this call's prompt_tokens/completion_tokens, None when not reported
+    last_model = _PerThread()              # the model the server says answered this call, None when it names none
 
     def __init__(self, model: str, base_url: str = "https://api.openai.com/v1", api_key: Optional[str] = None, *,
                  temperature: Optional[float] = 0.0, max_tokens: Optional[int] = None, timeout: float = 60,
@@ -3511,6 +3541,7 @@ class OpenAICompatLLM:
         if chunk.get("error") or chunk.get("object") == "error":   # an error after the 200 went out
             self._fail(None, data)
         state.usage = _reported_usage(chunk.get("usage")) or state.usage
+        state.model = chunk["model"] if isinstance(chunk.get("model"), str) else state.model
         choices = chunk.get("choices")
         choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
         delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
@@ -3543,7 +3574,8 @@ class OpenAICompatLLM:
             raise self._unreadable("answered with a message that is not an object", text)
         finish = choice.get("finish_reason")
         return _Reply(_text_of(message.get("content")), _reasoning_of(message),
-                      finish if isinstance(finish, str) else None, _reported_usage(data.get("usage")))
+                      finish if isinstance(finish, str) else None, _reported_usage(data.get("usage")),
+                      model=data["model"] if isinstance(data.get("model"), str) else None)
 
     def _unreadable(self, problem: str, text: str, url: Optional[str] = None) -> LLMError:
         """The error for an answer that holds no reply, quoting its start, scrubbed."""
@@ -3585,6 +3617,7 @@ class OpenAICompatLLM:
                 text = text.split(stop, 1)[0]
         self.last_finish_reason, self.last_stopped_early = reply.finish_reason, reply.stopped_early
         self.last_reasoning, self.last_usage = reply.reasoning or None, reply.usage
+        self.last_model = reply.model
         if reply.usage is not None:
             with self._lock:
                 for key in self.usage:
@@ -4472,7 +4505,8 @@ class AgentResult:
     stop_reason: str                      # one of STOP_REASONS
     steps: list[Step]
     messages: list[dict]                  # the whole conversation, never trimmed; pass back as history
-    usage: dict                           # prompt_tokens, completion_tokens, total_tokens, estimated
+    usage: dict                           # prompt_tokens, completion_tokens, total_tokens, estimated,
+    #                                       estimated_steps (the steps whose call reported no usage: estimated)
     seconds: float
     summary: str = ""                     # one line: how the run ended
 
@@ -4562,7 +4596,8 @@ class _RunState:
     dropped: int = 0                      # messages after the head left out of what is sent
     format_errors: int = 0                # unparseable replies in a row
     calls: dict = field(default_factory=dict)   # (name, canonical arguments) -> _Earlier
-    usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "estimated": False})
+    usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "estimated": False,
+                                                 "estimated_steps": []})
     answer: Optional[str] = None
     budget: Optional[int] = None          # max_context_chars for this run; a context overflow may set one
     overflows: int = 0                    # context overflows reported by the client
@@ -4580,6 +4615,12 @@ class _RunState:
         """Add a message to the conversation and count its characters."""
         self.messages.append({"role": role, "content": content})
         self.tail_chars += len(content)
+
+    def estimated(self) -> None:
+        """Note that the step under way (not yet in steps) has token counts estimated, not reported."""
+        self.usage["estimated"] = True
+        if len(self.steps) + 1 not in self.usage["estimated_steps"]:
+            self.usage["estimated_steps"].append(len(self.steps) + 1)
 
     def over_budget(self) -> bool:
         """Whether what the next call would send is longer than the context budget."""
@@ -4898,7 +4939,8 @@ class Agent:
         except Exception as exc:  # LLMError, or whatever a custom client raises
             step.llm_seconds = _now() - started
             step.error = str(exc) if isinstance(exc, LLMError) else f"{type(exc).__name__}: {exc}"
-            return "llm_error"
+            spent = self.max_seconds is not None and self._time_left(state) < _MIN_START_SECONDS
+            return "time_limit" if spent else "llm_error"   # the agent's own budget ended the call, not the server
         step.llm_seconds = _now() - started
         step.raw = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
         finish_reason = getattr(self.llm, "last_finish_reason", None)
@@ -4915,7 +4957,7 @@ class Agent:
         counts = _reported_usage(getattr(self.llm, "last_usage", None))
         if counts is None:
             counts = {"prompt_tokens": (state.head_chars + state.tail_chars) // 4, "completion_tokens": len(raw) // 4}
-            state.usage["estimated"] = True
+            state.estimated()
         state.usage["prompt_tokens"] += counts["prompt_tokens"]
         state.usage["completion_tokens"] += counts["completion_tokens"]
 
@@ -4983,7 +5025,7 @@ class Agent:
         if counts is None:
             counts = {"prompt_tokens": sum(len(m["content"]) for m in request) // 4,
                       "completion_tokens": len(call.raw or "") // 4}
-            state.usage["estimated"] = True
+            state.estimated()
         call.prompt_tokens, call.completion_tokens = counts["prompt_tokens"], counts["completion_tokens"]
         state.usage["prompt_tokens"] += call.prompt_tokens
         state.usage["completion_tokens"] += call.completion_tokens
@@ -5151,7 +5193,8 @@ class Agent:
         return "max_steps" if step.index >= self.max_steps else None
 
     def _finish(self, state: _RunState, stop: str) -> AgentResult:
-        usage = dict(state.usage, total_tokens=state.usage["prompt_tokens"] + state.usage["completion_tokens"])
+        usage = dict(state.usage, total_tokens=state.usage["prompt_tokens"] + state.usage["completion_tokens"],
+                     estimated_steps=list(state.usage["estimated_steps"]))
         last_error = state.steps[-1].error if state.steps else None
         summary = _STOPS[stop].summary.format(
             steps=len(state.steps), max_steps=self.max_steps, max_repeats=self.max_repeats,
@@ -5526,6 +5569,9 @@ def _exit_codes_help() -> str:
 _TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
+_LINE_BREAKS = re.compile("[\n\u2028\u2029]")   # what ends a line besides the controls above (\r, \v, \f, \x85)
+
+
 def _printable(text: str) -> str:
     """text with terminal control characters shown escaped (``\\x1b``): model or server text cannot drive a terminal."""
     return _TERMINAL_CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
@@ -5539,9 +5585,11 @@ def _short(text: Any, limit: int = 70) -> str:
 def _cli_say(text: str, stream: Any = None) -> None:
     """Write a line that may hold any str (lone surrogates too) to stderr or ``stream``, whatever its encoding.
 
-    On stderr, control characters are shown escaped; stdout (the answer, --json) gets the text as it is.
+    On stderr, one message is one line: control characters and line breaks in it are shown escaped, so text
+    quoted from a server or a model cannot forge a line of ours. stdout (the answer, --json) gets the text as it is.
     """
-    text = _printable(text) if stream is None else text
+    text = _LINE_BREAKS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), _printable(text)) \
+        if stream is None else text
     stream = stream if stream is not None else sys.stderr
     encoding = getattr(stream, "encoding", None) or "utf-8"
     stream.write((text + "\n").encode(encoding, "backslashreplace").decode(encoding, "replace"))
@@ -5569,13 +5617,21 @@ def _default(cls: type, name: str) -> Any:
     return inspect.signature(cls).parameters[name].default
 
 
+class _JoinWords(argparse.Action):
+    """The task's words as one text (None when there are none): an unquoted task is the task meant."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Optional[str] = None) -> None:
+        setattr(namespace, self.dest, " ".join(values) if values else None)
+
+
 def _cli_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="agent.py", description="A ReAct agent for models without native function calling. "
-        "With no model configured it runs offline with a mock model.",
+        prog="agent.py", allow_abbrev=False, description="A ReAct agent for models without native function "
+        "calling. With no model configured it runs offline with a mock model.",
         epilog=f"The API key is read from OPENAI_API_KEY only (never a flag). {_exit_codes_help()}")
     add = parser.add_argument
-    add("task", nargs="?", help=f"the task (default: {_DEMO_TASK!r})")
+    add("task", nargs="*", action=_JoinWords,
+        help=f"the task; words not quoted are joined into one task (default: {_DEMO_TASK!r})")
     add("--model", help="model name (default: $OPENAI_MODEL; with only a base URL, the one model the server serves)")
     add("--base-url", help="OpenAI-compatible base URL ending in /v1 (default: $OPENAI_BASE_URL)")
     add("--temperature", type=_cli_number("temperature"),
@@ -5596,6 +5652,10 @@ def _cli_parser() -> argparse.ArgumentParser:
     add("--json-schema", action="store_true", help="the same as --constrain always")
     add("--tools", action="append", metavar="FILE.py", help="load tools from a Python file (repeatable): its "
         "ToolRegistry named 'tools', else every public function with a docstring; replaces the demo tools")
+    add("--tool-timeout", type=_cli_number("default_timeout"), metavar="SECONDS",
+        help=f"time limit of a tool call, for tools that set none (default "
+        f"{_default(ToolRegistry, 'default_timeout'):g}; a --tools file's own ToolRegistry keeps its default "
+        "unless this is given)")
     mcp = parser.add_argument_group("MCP servers", "Their tools join those of --tools; with either, the demo "
                                     "tools are left out. A tool name two servers share is refused.")
     mcp.add_argument("--mcp", action="append", metavar="COMMAND_OR_URL", help="an MCP server (repeatable): a command, "
@@ -5611,7 +5671,8 @@ def _cli_parser() -> argparse.ArgumentParser:
     add("--quiet", action="store_true", help="no progress lines on stderr")
     add("-v", "--verbose", action="count", default=0, help="log retries, adaptations and ladder rungs; -vv: debug")
     add("--offline", action="store_true", help="use the offline mock model even if one is configured")
-    add("-i", "--interactive", action="store_true", help="ask several questions in one conversation")
+    add("-i", "--interactive", action="store_true",
+        help="ask several questions in one conversation; steps count from 1 in each turn")
     add("--version", action="version", version=f"agent.py {__version__}")
     batch = parser.add_argument_group("batch runs", "run every task of a file; the options above apply to each")
     batch.add_argument("--batch", metavar="FILE", help='a JSON Lines file, a task a line: {"id": ..., "task": ...}, '
@@ -5634,8 +5695,32 @@ def _cli_shard(text: str) -> tuple:
     return int(match[1]), int(match[2])
 
 
-def _cli_load_tools(path: str) -> list:
-    """The tools a --tools file defines; ValueError when it cannot be loaded or defines none."""
+def _cli_args(argv: Optional[list[str]]) -> argparse.Namespace:
+    """The flags, the task's words anywhere among them; SystemExit for bad usage.
+
+    A flag that does not exist is bad usage, never taken for a longer one, and the error names the flag meant.
+    """
+    parser = _cli_parser()
+    args, unknown = parser.parse_known_intermixed_args(argv)
+    if unknown:
+        meant = _meant_flag(unknown[0].split("=", 1)[0], [flag for flag in parser._option_string_actions
+                                                           if flag.startswith("--")])
+        parser.error(f"unrecognized argument {_short(unknown[0], 40)}" + (f": did you mean {meant}?" if meant else ""))
+    return args
+
+
+def _meant_flag(word: str, flags: list) -> Optional[str]:
+    """The flags a mistyped one may mean: those it abbreviates, else the closest spelling; None when none is close."""
+    longer = [flag for flag in flags if flag.startswith(word) and len(word) > 2]
+    if longer:
+        return " or ".join(longer)
+    close = difflib.get_close_matches(word, flags, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _cli_load_tools(path: str) -> Union[ToolRegistry, list]:
+    """What a --tools file defines: its ToolRegistry named ``tools`` as it is, else its public functions with a
+    docstring; ValueError when it cannot be loaded or defines none."""
     # the file's own `import agent` must get this module, so its ToolRegistry is ours
     sys.modules.setdefault("agent", sys.modules[__name__])
     name = "agent_tools_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
@@ -5644,12 +5729,14 @@ def _cli_load_tools(path: str) -> list:
         if spec is None or spec.loader is None:
             raise ImportError("not a Python file")
         module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module   # as import does: a @dataclass under postponed annotations looks itself up
         spec.loader.exec_module(module)
     except (Exception, SystemExit) as exc:  # the user's own code: any failure is a configuration error
+        sys.modules.pop(name, None)
         raise ValueError(f"could not load tools from {path}: {type(exc).__name__}: {exc}") from None
     registry = getattr(module, "tools", None)
     if isinstance(registry, ToolRegistry):
-        return list(registry)
+        return registry
     functions = [value for key, value in vars(module).items() if not key.startswith("_")
                  and inspect.isfunction(value) and value.__module__ == name and value.__doc__]
     if not functions:
@@ -5658,14 +5745,22 @@ def _cli_load_tools(path: str) -> list:
     return functions
 
 
-def _cli_tools(paths: Optional[list], mcp: bool = False) -> ToolRegistry:
+def _cli_tools(paths: Optional[list], timeout: Optional[float], mcp: bool = False) -> tuple:
+    """The demo tools, or those of the --tools files (the first file's own ToolRegistry, as it is, holds them all),
+    and where each came from."""
     if not paths and not mcp:
-        return _demo_tools()
-    registry = ToolRegistry()
-    for path in paths or []:
-        for tool in _cli_load_tools(path):
-            registry.register(tool)
-    return registry
+        registry, sources = _demo_tools(), {}
+    else:
+        loaded = [(path, _cli_load_tools(path)) for path in paths or []]
+        registry = next((tools for _, tools in loaded if isinstance(tools, ToolRegistry)), None) or ToolRegistry()
+        sources = {tool.name: path for path, tools in loaded if tools is registry for tool in tools}
+        for path, tools in loaded:
+            for tool in (tools if tools is not registry else ()):
+                registry.register(tool)
+            sources.update({tool.name: path for tool in registry if tool.name not in sources})
+    if timeout is not None:
+        registry.default_timeout = timeout
+    return registry, sources
 
 
 def _cli_mcp(registry: ToolRegistry, args: argparse.Namespace) -> None:
@@ -5708,6 +5803,9 @@ def _cli_served_model(llm: OpenAICompatLLM, args: argparse.Namespace) -> str:
     try:
         names = llm._served_models(args.max_seconds)   # the client's own key rule, proxy rule, opener, deadlines
     except LLMError as exc:
+        if "Connection refused" in str(exc):
+            raise ValueError(f"no server is listening at {llm.base_url} ({exc}): start it, or check the port "
+                             "(--base-url, OPENAI_BASE_URL)") from None
         raise ValueError(f"no model named, and asking {url} failed ({exc}): pass --model NAME or set OPENAI_MODEL"
                          ) from None
     if len(names) == 1:
@@ -5717,6 +5815,10 @@ def _cli_served_model(llm: OpenAICompatLLM, args: argparse.Namespace) -> str:
                      "or set OPENAI_MODEL")
 
 
+_OFFLINE_LABEL = ("offline demo model (for a local server pass --base-url URL or set OPENAI_BASE_URL, "
+                  "e.g. http://localhost:8080/v1; --model NAME picks a model)")
+
+
 def _cli_model(args: argparse.Namespace) -> tuple:
     """The model to drive and a one-line description of it; ValueError/OSError for bad configuration."""
     if args.replay:
@@ -5724,7 +5826,13 @@ def _cli_model(args: argparse.Namespace) -> tuple:
     model = args.model or os.environ.get("OPENAI_MODEL")
     base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
     if args.offline or not (model or base_url):
-        return MockLLM(), "offline demo model (set OPENAI_MODEL or pass --model to use a real one)"
+        return MockLLM(), _OFFLINE_LABEL
+    if not base_url:
+        default = _default(OpenAICompatLLM, "base_url")
+        if not (os.environ.get("OPENAI_API_KEY") or "").strip():
+            raise ValueError(f"no base URL: using {default}, which needs OPENAI_API_KEY, and it is not set: set it, "
+                             "or pass --base-url URL (or set OPENAI_BASE_URL) for a local server")
+        _log.warning("no base URL: using %s (pass --base-url URL or set OPENAI_BASE_URL for a local server)", default)
     options = {"model": model or "(asking the server)", "base_url": args.base_url, "max_tokens": args.max_tokens,
                "temperature": args.temperature, "timeout": args.timeout}
     if args.allow_http_key:
@@ -5736,32 +5844,89 @@ def _cli_model(args: argparse.Namespace) -> tuple:
 
 
 def _cli_confirm(name: str, arguments: dict) -> bool:
-    if not sys.stdin.isatty():
+    if sys.stdin is None or not sys.stdin.isatty():
         return False  # nobody to ask: decline
     sys.stderr.write(f"Run {name} {json.dumps(arguments)}? [y/N] ")
     sys.stderr.flush()
-    return sys.stdin.readline().strip().lower() in ("y", "yes")
+    try:
+        return _cli_read_line().strip().lower() in ("y", "yes")
+    except UnicodeDecodeError:
+        return False
 
 
 def _cli_agent(args: argparse.Namespace) -> tuple:
-    """Build everything from the flags before anything is opened; ValueError/OSError/AgentError when bad."""
+    """Build everything from the flags before anything is opened: the agent, its label and the task.
+
+    ValueError/OSError/AgentError when something is bad; a warning for what will not work as meant.
+    """
     if args.task is not None and not args.task.strip():
         raise ValueError("empty task: give a task, or none at all for the demo")
-    registry = _cli_tools(args.tools, bool(args.mcp or args.mcp_config))
+    mcp = bool(args.mcp or args.mcp_config)
+    registry, sources = _cli_tools(args.tools, args.tool_timeout, mcp)
     _cli_mcp(registry, args)
-    system_prompt = None
-    if args.system_prompt:
-        with open(args.system_prompt, encoding="utf-8") as handle:
-            system_prompt = handle.read()
+    _log.info("tools: %s", ", ".join(f"{tool.name} ({sources.get(tool.name, 'MCP' if mcp else 'demo')})"
+                                     for tool in registry))
+    system_prompt = _cli_system_prompt(args.system_prompt)
     llm, label = _cli_model(args)
-    agent = Agent(llm, registry, system_prompt=system_prompt, max_steps=args.max_steps,
-                  max_seconds=args.max_seconds, max_context_chars=args.max_context_chars, memory=args.memory,
-                  constrain="always" if args.json_schema else args.constrain, confirm=_cli_confirm)
-    return agent, label
+    if (args.tools or mcp) and isinstance(llm, MockLLM) and llm.replies is None:
+        raise ValueError(f"the offline demo model only calls the demo tools ({_CALCULATOR}, {_CLOCK}), not those "
+                         "of --tools or --mcp: to use them with a model, pass --base-url URL (or set "
+                         "OPENAI_BASE_URL), without --offline")
+    task = (_cli_replayed(args.replay, registry, args.task) if args.replay else args.task) or _DEMO_TASK
+    agent = _CliAgent(llm, registry, system_prompt=system_prompt, max_steps=args.max_steps,
+                      max_seconds=args.max_seconds, max_context_chars=args.max_context_chars, memory=args.memory,
+                      constrain="always" if args.json_schema else args.constrain, confirm=_cli_confirm)
+    return agent, label, task
+
+
+def _cli_system_prompt(path: Optional[str]) -> Optional[str]:
+    if not path:
+        return None
+    with open(path, encoding="utf-8-sig") as handle:
+        prompt = handle.read()
+    if "{tools}" not in prompt:
+        _log.warning("%s has no {tools}: the model will not see the tools, nor the reply format unless the prompt "
+                     "gives it (see the README)", path)
+    return prompt
+
+
+def _called_tool(raw: Any) -> Optional[str]:
+    """The tool a saved reply calls, read as the replay will read it; None for any other reply."""
+    try:
+        action = parse_action(raw) if isinstance(raw, str) else None
+    except ActionFormatError:
+        return None
+    return action.name if action is not None and action.kind == "tool_call" else None
+
+
+def _cli_replayed(path: str, registry: ToolRegistry, task: Optional[str]) -> Optional[str]:
+    """The task to replay: the one given, else the saved run's (None when it holds none).
+
+    Warns first when the saved replies call tools this run does not have.
+    """
+    records = _trace_records(path)
+    missing = sorted({name for record in records for step in _record_steps(record)
+                      for name in [_called_tool(step.get("raw") if isinstance(step, dict) else None)]
+                      if name is not None and name not in registry})
+    if missing:
+        _log.warning("the replayed run called %s, which this run does not have: every such call will get "
+                     "'unknown tool' (pass the --tools file it used)", ", ".join(map(repr, missing)))
+    if task:
+        return task
+    for record in records:
+        messages = record.get("messages") if isinstance(record, dict) else None
+        if isinstance(messages, list) and all(isinstance(m, dict) and isinstance(m.get("content"), str)
+                                              and "role" in m for m in messages):
+            at = _task_index(messages)
+            if at is not None:
+                return messages[at]["content"]
+    _log.warning("%s holds no task (its run did not finish): replaying it with the demo task", path)
+    return None
 
 
 def _cli_progress(step: Step) -> str:
-    """The step's line: what the model did (its thought and call, or the reply it could not read), never the reply."""
+    """The step's line: what the model did (its thought and call, or the reply it could not read), never the reply;
+    after a call, ``→`` and the start of what came back, an error as such."""
     action = step.action
     if step.raw is None:
         what = f"model failed: {_short(step.error, 200)}"
@@ -5771,32 +5936,120 @@ def _cli_progress(step: Step) -> str:
     elif action.kind == "final":
         what = f"final answer: {_short(action.answer)}"
     else:
-        what = f"{action.name} {_short(json.dumps(action.arguments, ensure_ascii=False), 60)}"
+        what = f"{action.name} {_short(json.dumps(action.arguments, ensure_ascii=False), 60)} → {_cli_result(step)}"
     thought = f" {_short(action.thought, 60)} |" if action and action.thought else ""
     seconds = step.llm_seconds + step.tool_seconds
     return f"[step {step.index}]{thought} {what} ({seconds:.2f} s)"
 
 
-class _LiveLine:
-    """On a terminal: one line on stderr showing the reply as it streams, with a token count (the client's on_delta)."""
+def _cli_result(step: Step) -> str:
+    """The start of what a call brought back, on one line: its error, else the result the observation carries."""
+    if step.error is not None:
+        return _short(step.error if step.error.startswith("ERROR:") else f"ERROR: {step.error}", 90)
+    return _short(_observation_result(step.observation or "") or "", 60)
 
-    def __init__(self) -> None:
-        self.text, self.tokens, self.step = "", 0, 1
+
+_SLOW_SECONDS = 5.0   # off a terminal, a model call or a tool that takes longer gets one line saying so
+_TICK_SECONDS = 0.2   # how often the status line looks at the clock
+
+
+class _StatusLine:
+    """What the run is doing while you wait, on stderr; every stderr line of a run goes through ``say``.
+
+    On a terminal, one live line from the moment a model call starts: ``waiting for the model… 3 s``, then the
+    reply as it streams with a token count (the client's ``on_delta``), then ``running clock (limit 30 s)… 2 s``
+    while a tool runs; a step's line replaces it. Elsewhere, one line once a wait has passed _SLOW_SECONDS.
+    """
+
+    def __init__(self, terminal: bool) -> None:
+        self.terminal, self._lock, self._stop = terminal, threading.Lock(), threading.Event()
+        self.what: Optional[str] = None      # the wait under way, or None
+        self.step, self.since, self.text, self.tokens, self.second = 0, 0.0, "", 0, 0
+        self.told = self.shown = False       # off a terminal: the slow line was written; on one: a live line shows
+        threading.Thread(target=self._tick_on, daemon=True).start()
+
+    def begin(self, step: int, what: str) -> None:
+        with self._lock:
+            self.step, self.what, self.since, self.text, self.tokens, self.told = step, what, _now(), "", 0, False
+            self._draw()
+
+    def end(self) -> None:
+        with self._lock:
+            self.what = None
+            self._erase()
 
     def __call__(self, piece: Optional[str]) -> None:
-        if piece is None:  # the client retries: the reply starts again
-            self.text, self.tokens = "", 0
-            return
-        self.text, self.tokens = (self.text + piece)[-400:], self.tokens + 1  # a streamed piece is about a token
-        head = f"[step {self.step}] {self.tokens} tokens: "
-        room = max(10, shutil.get_terminal_size().columns - len(head) - 1)
-        sys.stderr.write("\r\x1b[K" + head + _short(self.text, 10 ** 6)[-room:])
-        sys.stderr.flush()
+        """The client's on_delta: the next piece of the reply, or None when a retry starts it again."""
+        with self._lock:
+            self.text, self.tokens = ("", 0) if piece is None else ((self.text + piece)[-400:], self.tokens + 1)
+            self._draw()
 
-    def clear(self) -> None:
-        if self.tokens:
+    def say(self, text: str) -> None:
+        """Write a line on stderr (as _cli_say does) without tearing the live line."""
+        with self._lock:
+            self._erase()
+            _cli_say(text)
+            self._draw()
+
+    def close(self) -> None:
+        self._stop.set()
+        self.end()
+
+    def _tick_on(self) -> None:
+        while not self._stop.wait(_TICK_SECONDS):
+            with self._lock:
+                if self.what is not None and int(_now() - self.since) != self.second:   # a new second to show
+                    self._draw()
+
+    def _draw(self) -> None:
+        if self.what is None or not sys.stderr:
+            return
+        seconds = _now() - self.since
+        self.second = int(seconds)
+        if not self.terminal:
+            if not self.told and seconds >= _SLOW_SECONDS:
+                self.told = True
+                _cli_say(f"agent.py: step {self.step}: {self.what}, {seconds:.0f} s so far…")
+            return
+        head = f"[step {self.step}] {self.tokens} tokens, {seconds:.0f} s: " if self.tokens else \
+            f"[step {self.step}] {self.what}… {seconds:.0f} s"
+        room = max(10, shutil.get_terminal_size().columns - len(head) - 1)
+        sys.stderr.write("\r\x1b[K" + head + (_short(self.text, 10 ** 6)[-room:] if self.tokens else ""))
+        sys.stderr.flush()
+        self.shown = True
+
+    def _erase(self) -> None:
+        if self.shown and sys.stderr:
             sys.stderr.write("\r\x1b[K")
-        self.text, self.tokens, self.step = "", 0, self.step + 1
+            sys.stderr.flush()
+        self.shown = False
+
+
+class _CliAgent(Agent):
+    """The Agent, telling the CLI's status line when a model call or a tool starts and ends (the loop never prints)."""
+
+    status: Optional[_StatusLine] = None
+
+    def _query(self, state: _RunState, step: Step) -> Optional[str]:
+        if self.status is None:
+            return super()._query(state, step)
+        self.status.begin(step.index, "waiting for the model")
+        try:
+            return super()._query(state, step)
+        finally:
+            self.status.end()
+
+    def _run_tool(self, state: _RunState, step: Step, action: Action) -> str:
+        tool = self.tools.get(action.name)
+        if self.status is None or tool is None or tool.confirm:   # a confirmation prompt needs the line to itself
+            return super()._run_tool(state, step, action)
+        limits = [limit for limit in (tool.timeout if tool.timeout is not None else self.tools.default_timeout,
+                                      self._time_left(state)) if limit is not None]
+        self.status.begin(step.index, f"running {action.name}" + (f" (limit {min(limits):.3g} s)" if limits else ""))
+        try:
+            return super()._run_tool(state, step, action)
+        finally:
+            self.status.end()
 
 
 class _Trace:
@@ -5822,29 +6075,21 @@ class _Trace:
             self.error = self.error or exc
 
 
-def _cli_on_step(args: argparse.Namespace, trace: Optional[_Trace],
-                 live: Optional[_LiveLine]) -> Callable[[Step], None]:
+def _cli_on_step(args: argparse.Namespace, trace: Optional[_Trace], status: Optional[_StatusLine],
+                 llm: Any) -> Callable[[Step], None]:
+    warned: list = []   # the one model name the server answered as, when it was not the one asked for
+
     def on_step(step: Step) -> None:
         if trace is not None:  # one whole line per step, flushed, so an interrupted run keeps its steps
             trace.write("step", step.to_dict())
-        if live is not None:
-            live.clear()
-        if not args.quiet:
-            _cli_say(_cli_progress(step))
+        if status is not None:
+            status.say(_cli_progress(step))
+        served = getattr(llm, "last_model", None) if step.raw is not None else None
+        if isinstance(served, str) and not warned and not served.startswith(getattr(llm, "model", "")):
+            warned.append(served)  # OpenAI answers gpt-4o as gpt-4o-2024-08-06: a longer name is the same model
+            _log.warning("the server answered as model %r, not %r: it may serve one model whatever the name asked",
+                         served, llm.model)
     return on_step
-
-
-def _cli_hint(agent: Agent, result: AgentResult) -> Optional[str]:
-    """The likely cause of a failed run, when the error names one."""
-    error = (result.steps[-1].error or "") if result.steps else ""
-    model = getattr(agent.llm, "model", None)
-    if result.stop_reason == "llm_error" and "HTTP 404" in error and _names_model(error, model):
-        return f"unknown model {model!r}: the server does not serve it (GET /models lists what it serves)"
-    if result.stop_reason == "llm_error" and "Connection refused" in error:
-        return "nothing answers at that address: is the server running, and is the port right?"
-    if result.stop_reason == "format_errors":
-        return "the model could not write the JSON action: try --constrain always, or a larger model"
-    return None
 
 
 def _cli_once(agent: Agent, task: str, args: argparse.Namespace, trace: Optional[_Trace],
@@ -5853,23 +6098,79 @@ def _cli_once(agent: Agent, task: str, args: argparse.Namespace, trace: Optional
     if trace is not None:
         trace.write("result", {key: value for key, value in result.to_dict().items() if key != "steps"})
     if args.json:
-        _cli_say(json.dumps(result.to_dict(), ensure_ascii=False, default=str), sys.stdout)
+        _cli_say(_cli_json(result.to_dict(), sys.stdout), sys.stdout)
     elif result.answer is not None:
         _cli_say(result.answer, sys.stdout)
+    _log.info("usage: %s", _cli_usage(result.usage))
     if not result.ok:
-        _cli_say(f"agent.py: stopped ({result.stop_reason}): {result.summary}")
+        _cli_say(f"agent.py: stopped ({result.stop_reason}): {result.summary}{_cli_while(result)}")
         hint = _cli_hint(agent, result)
         if hint:
             _cli_say(f"agent.py: hint: {hint}")
     return _STOPS[result.stop_reason].exit_code, result
 
 
+def _cli_json(data: dict, stream: Any) -> str:
+    """data as JSON that stream can write as it is: ASCII-escaped when its encoding cannot hold the text."""
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    try:
+        text.encode(getattr(stream, "encoding", None) or "utf-8")
+    except (UnicodeEncodeError, LookupError):   # an ASCII terminal, or a lone surrogate
+        text = json.dumps(data, default=str)
+    return text
+
+
+def _cli_usage(usage: dict) -> str:
+    steps = usage.get("estimated_steps") or []
+    estimated = f" (estimated for step{'s' if len(steps) > 1 else ''} {', '.join(map(str, steps))})" if steps else ""
+    return f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens{estimated}"
+
+
+def _cli_while(result: AgentResult) -> str:
+    """For a run out of time during a tool call: which tool was running."""
+    last = result.steps[-1] if result.steps else None
+    if result.stop_reason != "time_limit" or last is None or last.action is None or last.action.kind == "final":
+        return ""
+    return f", while {last.action.name} ran" if last.tool_seconds or last.error else ""
+
+
+def _cli_hint(agent: Agent, result: AgentResult) -> Optional[str]:
+    """The likely cause of a failed run, when the error names one."""
+    error = (result.steps[-1].error or "") if result.steps else ""
+    model = getattr(agent.llm, "model", None)
+    if result.stop_reason == "llm_error" and _names_model(error, model) and (
+            "HTTP 404" in error or ("HTTP 400" in error and _NOT_SERVED.search(error))):
+        return f"unknown model {model!r}: the server does not serve it ({_cli_served(agent.llm)})"
+    if result.stop_reason == "llm_error" and "Connection refused" in error:
+        return "nothing answers at that address: is the server running, and is the port right?"
+    if result.stop_reason == "format_errors":
+        return "the model could not write the JSON action: try --constrain always, or a larger model"
+    return None
+
+
+_NOT_SERVED = re.compile(r"not found|unknown|does not exist|no such|not available|not loaded", re.I)
+
+
+def _cli_served(llm: Any) -> str:
+    """What the server says it serves (GET /models), as the end of a hint."""
+    try:
+        names = llm._served_models()
+    except (AttributeError, LLMError):
+        return "GET /models lists what it serves"
+    return f"it serves {_short(', '.join(names[:20]), 300)}: pass one with --model" if names else "it lists none"
+
+
 def _cli_interactive(agent: Agent, args: argparse.Namespace, trace: Optional[_Trace]) -> int:
+    """Questions from stdin, one conversation; steps count from 1 in each turn, as each turn is one run."""
     code, history = 0, None
     while True:
         sys.stderr.write("you> ")
         sys.stderr.flush()
-        line = sys.stdin.readline()
+        try:
+            line = _cli_read_line()
+        except UnicodeDecodeError as exc:
+            _cli_say(f"agent.py: that line is not {exc.encoding} text: left out; type it again")
+            continue
         if not line or line.strip() in ("exit", "quit"):
             return code
         if line.strip():
@@ -5877,25 +6178,35 @@ def _cli_interactive(agent: Agent, args: argparse.Namespace, trace: Optional[_Tr
             history = result.messages
 
 
-def _cli_run(args: argparse.Namespace) -> int:
+def _cli_read_line() -> str:
+    """One line of stdin ("" at its end); UnicodeDecodeError for a line its encoding cannot read.
+
+    Bytes are read a line at a time and decoded here, so a bad byte costs only its own line.
+    """
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:   # a text stream with no bytes below it
+        return sys.stdin.readline()
+    return buffer.readline().decode(sys.stdin.encoding or "utf-8", sys.stdin.errors or "strict")
+
+
+def _cli_run(args: argparse.Namespace, status: Optional[_StatusLine]) -> int:
     """Build, open the trace, run and print; the exit code."""
+    if args.interactive and sys.stdin is None:
+        _cli_say("agent.py: -i reads questions from stdin, and stdin is closed")
+        return 2
     try:
-        agent, label = _cli_agent(args)  # every option is checked before the trace file is opened
+        agent, label, task = _cli_agent(args)  # every option is checked before the trace file is opened
         trace = _Trace(args.trace) if args.trace else None
     except (ValueError, OSError, AgentError) as exc:
         _cli_say(f"agent.py: {exc}")
         return 2
-    live = None
-    if not args.quiet and sys.stderr.isatty() and hasattr(agent.llm, "on_delta"):
-        live = agent.llm.on_delta = _LiveLine()  # the CLI owns this client: one run at a time
-    agent.on_step = _cli_on_step(args, trace, live)
+    if status is not None and status.terminal and hasattr(agent.llm, "on_delta"):
+        agent.llm.on_delta = status  # the CLI owns this client: one run at a time
+    agent.on_step, agent.status = _cli_on_step(args, trace, status, agent.llm), status
     if not args.quiet:
         _cli_say(f"agent.py: {label}")
     try:
-        if args.interactive:
-            code = _cli_interactive(agent, args, trace)
-        else:
-            code = _cli_once(agent, args.task or _DEMO_TASK, args, trace)[0]
+        code = _cli_interactive(agent, args, trace) if args.interactive else _cli_once(agent, task, args, trace)[0]
     except KeyboardInterrupt:
         _cli_say("agent.py: interrupted; the steps so far are kept in the trace")
         code = 130
@@ -5920,7 +6231,7 @@ def _cli_batch(args: argparse.Namespace) -> int:
     """--batch: every check before anything runs, then the run; the exit code."""
     try:
         to_run = _cli_batch_check(args)
-        agent, label = _cli_agent(args)
+        agent, label, _ = _cli_agent(args)
     except (ValueError, OSError, AgentError) as exc:
         _cli_say(f"agent.py: {exc}")
         return 2
@@ -6055,6 +6366,21 @@ def _summary_table(summary: dict, label: str) -> str:
     return "\n".join(f"{name:<14}{value}" for name, value in rows)
 
 
+class _CliLog(logging.Handler):
+    """The CLI's log lines on stderr, written as every other line of ours: one line each, controls escaped."""
+
+    def __init__(self, say: Callable[[str], None]) -> None:
+        super().__init__()
+        self.say = say
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            warning = "warning: " if record.levelno >= logging.WARNING else ""
+            self.say(f"agent.py: {warning}{record.getMessage()}")
+        except Exception:  # a log line must never stop the run
+            self.handleError(record)
+
+
 def _cli_silence() -> None:
     """After a broken pipe, point stdout and stderr at devnull so the interpreter's last flush cannot fail."""
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -6066,27 +6392,39 @@ def _cli_silence() -> None:
     os.close(devnull)
 
 
+def _cli_open_streams() -> None:
+    """Point stdout or stderr at devnull when the program started with it closed (2>&-): the run goes on as usual."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        try:
+            os.write(stream.fileno(), b"")   # EBADF when closed, or open only for reading (a shell script's own)
+        except io.UnsupportedOperation:   # a stream with no file below it (a test's StringIO): it works
+            continue
+        except (AttributeError, OSError, ValueError):   # None, or a file descriptor that is closed
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     """The command line: parse, build, run, print. Returns the exit code; the only place that prints."""
+    _cli_open_streams()
     try:
-        args = _cli_parser().parse_args(argv)
+        args = _cli_args(argv)
     except SystemExit as exc:  # --help, --version, or bad usage
         return exc.code if isinstance(exc.code, int) else 2
-    handler = None
-    if args.verbose:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("agent.py: %(message)s"))
-        _log.addHandler(handler)
-        _log.setLevel(logging.INFO if args.verbose == 1 else logging.DEBUG)
+    status = None if args.quiet else _StatusLine(sys.stderr.isatty())
+    handler = _CliLog(status.say if status is not None else _cli_say)
+    _log.addHandler(handler)
+    _log.setLevel({0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG))
     try:
-        return _cli_batch(args) if args.batch else _cli_run(args)
+        return _cli_batch(args) if args.batch else _cli_run(args, status)
     except BrokenPipeError:  # the reader went away (| head): stop quietly
         _cli_silence()
         return _BROKEN_PIPE
     finally:
-        if handler is not None:
-            _log.removeHandler(handler)
-            _log.setLevel(logging.NOTSET)
+        _log.removeHandler(handler)
+        _log.setLevel(logging.NOTSET)
+        if status is not None:
+            status.close()
 
 
 if __name__ == "__main__":

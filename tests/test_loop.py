@@ -238,7 +238,8 @@ def test_token_limit_with_reported_usage():
     replies = [call("add", a=i, b=1) for i in range(5)]
     result = Agent(Counting(replies), make_tools(), max_total_tokens=250).run("t")
     assert result.stop_reason == "token_limit" and len(result.steps) == 3
-    assert result.usage == {"prompt_tokens": 300, "completion_tokens": 30, "estimated": False, "total_tokens": 330}
+    assert result.usage == {"prompt_tokens": 300, "completion_tokens": 30, "estimated": False, "total_tokens": 330,
+                            "estimated_steps": []}
 
 
 def test_a_call_without_reported_usage_is_estimated():

@@ -373,7 +373,8 @@ def test_an_unreachable_url_is_a_tool_error():
 # -- CLI -------------------------------------------------------------------------------------------------
 
 def cli_registry(*argv):
-    args = agent._cli_parser().parse_args([*argv, "--offline", "task"])
+    # a model, not --offline: the offline demo model only calls the demo tools (issue 23, item 10)
+    args = agent._cli_parser().parse_args([*argv, "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "task"])
     return agent._cli_agent(args)[0].tools
 
 

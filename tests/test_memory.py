@@ -207,7 +207,7 @@ def test_summary_tokens_count_against_max_total_tokens():
     result, _ = run(long_run(), memory="summary", llm=llm, max_total_tokens=11 * 101 + 500)
     assert result.stop_reason == "token_limit" and len(result.steps) == 11
     assert result.usage == {"prompt_tokens": 11 * 100 + 1000, "completion_tokens": 11 + 50, "estimated": False,
-                            "total_tokens": 11 * 101 + 1050}
+                            "total_tokens": 11 * 101 + 1050, "estimated_steps": []}
     assert result.steps[10].summary_calls[0].prompt_tokens == 1000
     result, _ = run(long_run(), memory="digest", llm=NoteTaker(long_run(), [], usage=usage),
                     max_total_tokens=11 * 101 + 500)
