@@ -4803,12 +4803,11 @@ def _copied(action: Action, example: Optional[_Example]) -> Optional[str]:
     """What of the prompt a reply copied in place of its own content (placeholders, the worked example), or None.
 
     A copied thought is let through: it runs nothing, and refusing it refused calls that were right."""
-    values = [("answer", None, action.answer), ("tool name", None, action.name)]
-    values += [(f'argument "{key}"', key.rsplit(".", 1)[-1], value) for key, value in _leaves(action.arguments)]
-    for where, key, value in values:
-        text = value.strip() if isinstance(value, str) else None
-        if text in _PLACEHOLDERS or (key and text in (f"<{key}>", f"{{{{{key}}}}}")):
-            return f"your {where} is {text!r}, a placeholder copied from the instructions; write your own"
+    values = [("answer", action.answer), ("tool name", action.name)]
+    values += [(f'argument "{key}"', value) for key, value in _leaves(action.arguments)]
+    for where, value in values:
+        if isinstance(value, str) and value.strip() in _PLACEHOLDERS:
+            return f"your {where} is {value.strip()!r}, a placeholder copied from the instructions; write your own"
     if example is not None and action.kind == "final" and action.answer == example.final["answer"]:
         return "your answer is the one of the instructions' example, which is about another task; answer yours"
     if example is not None and (action.name, action.arguments) == (example.call["name"], example.call["arguments"]):

@@ -203,9 +203,11 @@ def test_a_copied_thought_is_let_through(serve):
     assert result.steps[0].action.name == "add" and result.answer == "5"
 
 
-def test_a_template_placeholder_named_for_its_argument_is_a_copy(serve):
-    result, _ = run_on_server(serve, [call("echo", text="{{text}}"), call("echo", text="hi"), final("hi")])
-    assert "'{{text}}', a placeholder" in result.steps[0].error and result.answer == "hi"
+def test_a_template_of_the_models_own_is_not_taken_for_a_copy(serve):
+    """SmolLM2 writes "{{item}}" of its own; our prompt has no such text, and refusing it ended runs."""
+    result, _ = run_on_server(serve, [call("echo", text="{{text}}"), final("hi")])
+    assert result.steps[0].action.name == "echo" and result.answer == "hi"
+
 
 
 def test_a_repeat_of_a_failed_call_samples_hotter(serve):
