@@ -35,14 +35,21 @@ a ruler ``# -- Section, part`` starts a part of a section):
 - Demo: the ``calculator`` and ``clock`` tools and the offline planner ``MockLLM`` runs.
 - Models: the ``LLM`` protocol and ``MockLLM``; then ``OpenAICompatLLM``, which talks HTTP, after
   its helpers (what an answer means) and its plumbing (deadlines, server-sent events; skip on first read).
-- Loop: ``Agent.run`` is the loop; ``Step`` and ``AgentResult`` are its trace; ``run`` is one call.
+- MCP: ``ToolRegistry.add_mcp`` (via ``_add_mcp``) registers an MCP server's tools; ``_McpSession`` routes
+  answers by id over ``_McpStdio`` (a command) or ``_McpHttp`` (a URL, on the client's plumbing).
+- Loop: ``Agent.run`` is the loop; ``Step`` and ``AgentResult`` are its trace; ``run`` is one call;
+  ``_RunState.trim`` drops old steps for the context budget, and a digest or a summary stands in for them.
+- Batch: ``run_batch`` runs a task list through one ``Agent`` on a few threads, resumable from its results file.
 - CLI: ``main`` is ``python agent.py``.
 """
 
 from __future__ import annotations
 
 import argparse
+import array
 import ast
+import atexit
+import collections
 import difflib
 import functools
 import importlib.util
@@ -68,7 +75,7 @@ import typing
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Optional, Protocol, Union
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 # The HTTP stack (http.client, urllib.request, socket, ssl) is imported where it is used: importing it
 # costs more than agent.py itself, and the offline demo and the tests of the other sections never need it.
@@ -79,6 +86,7 @@ __all__ = [
     "AgentError", "UnsafeExpression", "ActionFormatError", "ToolError", "LLMError",
     "safe_eval", "Tool", "ToolRegistry", "Action", "parse_action", "SYSTEM_PROMPT",
     "LLM", "MockLLM", "OpenAICompatLLM", "STOP_REASONS", "Step", "AgentResult", "Agent", "run", "main",
+    "run_batch",
 ]
 __version__ = "0.1.0"
 
@@ -160,6 +168,7 @@ _SETTINGS = {name: _Rule(*rule) for name, rule in {   # every numeric option of 
     "max_tokens": (True, 1, True), "temperature": (False, 0, True), "timeout": (False, 0, False),
     "default_timeout": (False, 0, False), "max_request_seconds": (False, 0, False), "max_seconds": (False, 0, False),
     "max_thought_chars": (True, 1, True),
+    "workers": (True, 1, True),
 }.items()}
 
 
@@ -560,6 +569,7 @@ class Tool:
             _check_setting("timeout", self.timeout, optional=True)
         except ValueError as exc:
             raise ToolError(f"tool {_text(self.name, repr)}: {exc}") from None
+        _check_parameters(self.parameters, _text(self.name, repr))
 
     @classmethod
     def from_function(cls, func: Callable, *, name: Optional[str] = None, description: Optional[str] = None,
@@ -575,9 +585,231 @@ class Tool:
         summary, arg_docs = _parse_docstring(getattr(func, "__doc__", None))
         if parameters is None:
             parameters = _infer_parameters(func, name, arg_docs)
-        elif not isinstance(parameters, dict) or parameters.get("type") != "object":
-            raise ToolError(f"parameters of tool {name!r} must be a JSON Schema with \"type\": \"object\"")
         return cls(name, description or summary or name, parameters, func, timeout, bool(confirm))
+
+
+# -- Tools, schemas: every keyword a tool's JSON Schema holds is enforced, or refused at registration --------
+
+# The keywords agent.py enforces, each with the kind of value it takes. Every other keyword is refused when
+# the tool is registered (a schema never fails open), except the annotations, which describe and never constrain.
+_SCHEMA_KEYWORDS = {
+    "type": "types", "enum": "list", "const": "any", "$ref": "ref", "$defs": "schemas", "definitions": "schemas",
+    "properties": "schemas", "required": "names", "additionalProperties": "schema", "minProperties": "count",
+    "maxProperties": "count", "items": "schema", "minItems": "count", "maxItems": "count", "uniqueItems": "bool",
+    "minLength": "count", "maxLength": "count", "pattern": "regex", "minimum": "number", "maximum": "number",
+    "exclusiveMinimum": "number", "exclusiveMaximum": "number", "multipleOf": "positive",
+    "allOf": "schema_list", "anyOf": "schema_list", "oneOf": "schema_list", "not": "schema",
+}
+_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "format", "$schema", "$id", "$comment",
+                          "deprecated", "readOnly", "writeOnly",
+                          "discriminator"})   # pydantic's, beside a oneOf that is enforced anyway
+_TYPE_ALIASES = {python.__name__: name for python, name in _JSON_TYPES.items()}   # "int" meant "integer"
+_MAX_SCHEMA_DEPTH = 200   # subschemas nested, or references followed, deeper than this are refused
+
+
+def _check_parameters(parameters: Any, tool: str) -> None:
+    """ToolError, naming the tool and the keyword, unless parameters is a JSON Schema of an object whose every
+    keyword is enforced (or an annotation), whose every value fits its keyword, and whose references resolve."""
+    if not isinstance(parameters, dict) or parameters.get("type") != "object":
+        raise ToolError(f"parameters of tool {tool} must be a JSON Schema with \"type\": \"object\"")
+    try:
+        json.dumps(parameters, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ToolError(f"parameters of tool {tool} are not JSON: {exc}") from None
+    nodes: dict = {}
+    refs: list = []
+    _check_schema(parameters, "#", tool, nodes, refs)
+    for where, ref in refs:   # a reference must point to one of the schemas just checked
+        target = _resolve_ref(parameters, ref)
+        if not isinstance(target, bool) and id(target) not in nodes:
+            raise ToolError(f"tool {tool}: \"$ref\" {ref!r} at {where} points to no schema in the tool's parameters")
+    declared = _declared(parameters, parameters)
+    missing = [key for key in parameters.get("required", []) if declared is not None and key not in declared]
+    if missing:
+        raise ToolError(f"tool {tool}: the required parameter {missing[0]!r} is not in \"properties\"")
+
+
+def _check_schema(schema: Any, where: str, tool: str, nodes: dict, refs: list, depth: int = 0) -> None:
+    """Check one schema and its subschemas; collect the schemas seen (by id) and the references to resolve."""
+    if isinstance(schema, bool):
+        return
+    if depth > _MAX_SCHEMA_DEPTH:
+        raise ToolError(f"tool {tool}: the schema is nested more than {_MAX_SCHEMA_DEPTH} levels deep at {where}")
+    nodes[id(schema)] = schema
+    for keyword, value in schema.items():
+        kind = _SCHEMA_KEYWORDS.get(keyword)
+        if kind is None and keyword not in _ANNOTATIONS:
+            known = difflib.get_close_matches(_text(keyword), [*_SCHEMA_KEYWORDS, *_ANNOTATIONS], n=1, cutoff=0.8)
+            meant = f" (did you mean {known[0]!r}?)" if known else ""
+            raise ToolError(f"tool {tool}: the JSON Schema keyword {keyword!r} at {where} is not enforced by "
+                            f"agent.py{meant}; remove it, or check the value in the tool itself")
+        problem = _keyword_problem(kind, value) if kind else None
+        if problem:
+            raise ToolError(f"tool {tool}: {keyword!r} at {where} {problem}")
+        if kind == "ref":
+            refs.append((where, value))
+        for sub_where, sub in _subschemas(keyword, value, where):
+            _check_schema(sub, sub_where, tool, nodes, refs, depth + 1)
+
+
+def _subschemas(keyword: str, value: Any, where: str) -> list:
+    """The subschemas a keyword holds, each with where it sits: [(where, schema)]."""
+    kind = _SCHEMA_KEYWORDS.get(keyword)
+    if kind == "schema":
+        return [(f"{where}/{keyword}", value)]
+    if kind == "schemas":
+        return [(f"{where}/{keyword}/{name}", sub) for name, sub in value.items()]
+    if kind == "schema_list":
+        return [(f"{where}/{keyword}/{i}", sub) for i, sub in enumerate(value)]
+    return []
+
+
+def _keyword_problem(kind: str, value: Any) -> Optional[str]:
+    """What is wrong with a keyword's value, said after the keyword; None when it fits."""
+    is_schema = isinstance(value, (dict, bool))
+    if kind == "types":
+        return _types_problem(value)
+    checks = {
+        "list": (isinstance(value, list), "must be a list"),
+        "names": (isinstance(value, list) and all(isinstance(name, str) for name in value), "must be a list of names"),
+        "count": (_is_int(value) and value >= 0, "must be an integer >= 0"),
+        "number": (_is_number(value) and math.isfinite(value), "must be a number"),
+        "positive": (_is_number(value) and math.isfinite(value) and value > 0, "must be a number > 0"),
+        "bool": (isinstance(value, bool), "must be true or false"),
+        "regex": (isinstance(value, str) and _compiles(value), "must be a regular expression that compiles"),
+        "ref": (isinstance(value, str) and (value == "#" or value.startswith("#/")),
+                "must be a local reference (\"#/$defs/Name\"): a schema of another document is not read"),
+        "schema": (is_schema, "must be a schema (an object, or true or false)"),
+        "schemas": (isinstance(value, dict) and all(isinstance(sub, (dict, bool)) for sub in value.values()),
+                    "must map names to schemas"),
+        "schema_list": (isinstance(value, list) and bool(value) and all(isinstance(sub, (dict, bool)) for sub in value),
+                        "must be a non-empty list of schemas"),
+    }
+    ok, problem = checks.get(kind, (True, ""))
+    return None if ok else problem
+
+
+def _types_problem(value: Any) -> Optional[str]:
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not names or not all(isinstance(name, str) for name in names):
+        return "must be a type name or a non-empty list of them"
+    wrong = next((name for name in names if name not in _PYTHON_TYPES), None)
+    if wrong is None:
+        return None
+    meant = _TYPE_ALIASES.get(wrong) or next(iter(difflib.get_close_matches(wrong.lower(), list(_PYTHON_TYPES), 1)),
+                                             None)
+    hint = f"did you mean {meant!r}? " if meant else ""
+    return f"has the unknown type {wrong!r} ({hint}the types are {', '.join(_PYTHON_TYPES)})"
+
+
+def _compiles(pattern: str) -> bool:
+    try:
+        _pattern(pattern)
+    except (re.error, RecursionError, OverflowError):
+        return False
+    return True
+
+
+_ECMA_CLASSES = {"d": "0-9", "w": "A-Za-z0-9_"}   # what \d and \w mean in JSON Schema's (ECMA-262's) patterns
+
+
+@functools.lru_cache(maxsize=256)
+def _pattern(pattern: str) -> re.Pattern:
+    r"""A JSON Schema pattern compiled to mean what it means there: ``$`` only at the very end (Python's also
+    matches before a final line break, so "^[a-z]+$" would take "rm
+"), ``\d`` and ``\w`` ASCII only
+    (Python's take any script's digits and letters)."""
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\" and i + 1 < len(pattern):
+            letter = pattern[i + 1]
+            if letter in _ECMA_CLASSES:
+                out.append(_ECMA_CLASSES[letter] if in_class else f"[{_ECMA_CLASSES[letter]}]")
+            elif letter in "DW" and not in_class:
+                out.append(f"[^{_ECMA_CLASSES[letter.lower()]}]")
+            else:
+                out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        in_class = (char == "[") or (in_class and char != "]")
+        out.append("\\Z" if char == "$" and not in_class else char)
+        i += 1
+    return re.compile("".join(out))
+
+
+def _resolve_ref(root: Any, ref: str) -> Any:
+    """The subschema a local reference points to: ``"#"`` is root, ``"#/$defs/Name"`` a JSON pointer into it
+    (``~1`` is ``/``, ``~0`` is ``~``). None when it points to nothing."""
+    target = root
+    for part in ref[2:].split("/") if ref != "#" else ():
+        part = unquote(part).replace("~1", "/").replace("~0", "~")
+        if isinstance(target, dict) and part in target:
+            target = target[part]
+        elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+            target = target[int(part)]
+        else:
+            return None
+    return target
+
+
+def _declared(schema: Any, root: dict, depth: int = 0) -> Optional[dict]:
+    """The argument names a tool's schema declares, in order: its properties and those of the branches and
+    the reference it is built from. None when it allows others (``additionalProperties`` true or a schema)."""
+    if not isinstance(schema, dict) or depth > _MAX_SCHEMA_DEPTH:
+        return {}
+    if schema.get("additionalProperties", False) is not False:
+        return None
+    names = dict.fromkeys(schema.get("properties", {}))
+    parts = [*schema.get("allOf", ()), *schema.get("anyOf", ()), *schema.get("oneOf", ())]
+    if isinstance(schema.get("$ref"), str):
+        parts.append(_resolve_ref(root, schema["$ref"]))
+    for part in parts:
+        more = _declared(part, root, depth + 1)
+        if more is None:
+            return None
+        names.update(more)
+    return names
+
+
+def _embedded(parameters: dict, defs: dict) -> dict:
+    """A tool's parameters as the action schema holds them: as they are, or, when they hold references (which
+    point into the tool's own schema), a copy whose references point into the action schema's ``$defs``."""
+    if '"$ref"' not in json.dumps(parameters):
+        return parameters
+    return _rewritten(parameters, parameters, defs, {})
+
+
+def _rewritten(schema: Any, root: dict, defs: dict, names: dict) -> Any:
+    if not isinstance(schema, dict):
+        return schema
+    copy = {}
+    for keyword, value in schema.items():
+        if keyword in ("$defs", "definitions", "discriminator"):
+            continue   # what is referred to moves to defs; a discriminator's mapping would point nowhere
+        kind = _SCHEMA_KEYWORDS.get(keyword)
+        if keyword == "$ref":
+            value = "#/$defs/" + _hoisted(value, root, defs, names)
+        elif kind == "schema":
+            value = _rewritten(value, root, defs, names)
+        elif kind == "schemas":
+            value = {name: _rewritten(sub, root, defs, names) for name, sub in value.items()}
+        elif kind == "schema_list":
+            value = [_rewritten(sub, root, defs, names) for sub in value]
+        copy[keyword] = value
+    return copy
+
+
+def _hoisted(ref: str, root: dict, defs: dict, names: dict) -> str:
+    """The name in defs of what ref points to, copied there once. The name ends in a number, unique even as
+    llama.cpp's grammar converter spells it: it names a rule by the last part of a reference, [^A-Za-z0-9-] as -."""
+    target = _resolve_ref(root, ref)
+    if id(target) not in names:
+        last = re.sub(r"[^A-Za-z0-9-]+", "-", ref.rsplit("/", 1)[-1]).strip("-") or "root"
+        names[id(target)] = name = f"{last}-{len(defs)}"
+        defs[name] = {}   # taken before the copy: a schema that refers to itself finds its name
+        defs[name] = _rewritten(target, root, defs, names)
+    return names[id(target)]
 
 
 class _ArgumentError(Exception):
@@ -616,59 +848,177 @@ def _same_json(a: Any, b: Any) -> bool:
     return a == b
 
 
-def _validate(value: Any, schema: dict, path: str) -> Any:
-    """Check value against the JSON Schema subset tools use; return it with integral floats as ints.
-
-    Supported: type (one or a list), enum, const, properties, required,
-    additionalProperties (false), items, anyOf. Raises _ArgumentError naming the parameter.
-    """
-    kinds = schema.get("type")
-    if kinds is not None:
-        kinds = [kinds] if isinstance(kinds, str) else list(kinds)
-        matched = next((kind for kind in kinds if _is_type(value, kind)), None)
-        if matched is None:
-            raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got {_shown(value)}")
-        if matched == "integer":
-            value = int(value)
+def _validate(value: Any, schema: Any, path: str, root: Any = None, depth: int = 0) -> Any:
+    """Check value against a tool's schema, every keyword of _SCHEMA_KEYWORDS; return it with integral
+    floats as ints where "integer" asks. ``root`` is the schema local references point into (default:
+    schema). Raises _ArgumentError naming the parameter."""
+    if schema is True:
+        return value
+    if schema is False:
+        raise _ArgumentError(f"{_parameter(path)} is not allowed, got {_shown(value)}")
+    root = schema if root is None else root
+    if depth > _MAX_SCHEMA_DEPTH:
+        raise _ArgumentError(f"{_parameter(path)} is nested too deeply for its schema")
+    if "$ref" in schema:
+        target = _resolve_ref(root, schema["$ref"])
+        if target is None:
+            raise _ArgumentError(f"the schema of {_parameter(path)} refers to nothing ({schema['$ref']!r})")
+        value = _validate(value, target, path, root, depth + 1)
+    value = _check_type(value, schema, path)
     if "enum" in schema and not any(_same_json(value, v) for v in schema["enum"]):
         raise _ArgumentError(f"parameter {path!r} must be one of {json.dumps(schema['enum'])}, got {_shown(value)}")
     if "const" in schema and not _same_json(value, schema["const"]):
         raise _ArgumentError(f"parameter {path!r} must be {json.dumps(schema['const'])}, got {_shown(value)}")
-    if "anyOf" in schema:
-        value = _validate_any_of(value, schema["anyOf"], path)
+    value = _validate_combined(value, schema, path, root, depth)
+    _check_bounds(value, schema, path)
     if isinstance(value, dict):
-        value = _validate_object(value, schema, path)
-    if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        value = [_validate(item, schema["items"], f"{path}[{i}]") for i, item in enumerate(value)]
+        value = _validate_object(value, schema, path, root, depth)
+    if isinstance(value, list) and schema.get("items", True) is not True:
+        value = [_validate(item, schema["items"], f"{path}[{i}]", root, depth + 1) for i, item in enumerate(value)]
     return value
 
 
-def _validate_any_of(value: Any, options: list, path: str) -> Any:
-    kinds = [option.get("type") for option in options]
+def _parameter(path: str) -> str:
+    return f"parameter {path!r}" if path else "the arguments"
+
+
+def _check_type(value: Any, schema: dict, path: str) -> Any:
+    kinds = schema.get("type")
+    if kinds is None:
+        return value
+    kinds = [kinds] if isinstance(kinds, str) else list(kinds)
+    matched = next((kind for kind in kinds if _is_type(value, kind)), None)
+    if matched is None:
+        raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got {_shown(value)}")
+    return int(value) if matched == "integer" else value
+
+
+def _validate_combined(value: Any, schema: dict, path: str, root: Any, depth: int) -> Any:
+    """allOf, anyOf, oneOf and not."""
+    for option in schema.get("allOf", ()):
+        value = _validate(value, option, path, root, depth + 1)
+    if "anyOf" in schema:
+        value = _validate_any_of(value, schema["anyOf"], path, root, depth)
+    if "oneOf" in schema:
+        matches, errors = [], []
+        for option in schema["oneOf"]:
+            try:
+                matches.append(_validate(value, option, path, root, depth + 1))
+            except _ArgumentError as exc:
+                errors.append(str(exc))
+        if len(matches) > 1:
+            raise _ArgumentError(f"{_parameter(path)} must match exactly one of the allowed shapes, and matches "
+                                 f"{len(matches)}: got {_shown(value)}")
+        if not matches:
+            raise _ArgumentError("; or ".join(errors))
+        value = matches[0]
+    if "not" in schema:
+        try:
+            _validate(value, schema["not"], path, root, depth + 1)
+        except _ArgumentError:
+            return value
+        raise _ArgumentError(f"{_parameter(path)} must not match {json.dumps(schema['not'])[:80]}, got {_shown(value)}")
+    return value
+
+
+def _validate_any_of(value: Any, options: list, path: str, root: Any, depth: int) -> Any:
+    kinds = [option.get("type") if isinstance(option, dict) else None for option in options]
     if all(isinstance(kind, str) for kind in kinds) and not any(_is_type(value, kind) for kind in kinds):
         raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got {_shown(value)}")
     errors = []
     for option in options:
         try:
-            return _validate(value, option, path)
+            return _validate(value, option, path, root, depth + 1)
         except _ArgumentError as exc:
             errors.append(str(exc))
     raise _ArgumentError("; or ".join(errors) or f"parameter {path!r} matches no allowed shape")
 
 
-def _validate_object(value: dict, schema: dict, path: str) -> dict:
+# keyword: (the values it applies to, what it measures of them, the test the measure must pass, the rule as text)
+_BOUNDS = {
+    "minimum": (_is_number, None, operator.ge, "at least {}"),
+    "maximum": (_is_number, None, operator.le, "at most {}"),
+    "exclusiveMinimum": (_is_number, None, operator.gt, "more than {}"),
+    "exclusiveMaximum": (_is_number, None, operator.lt, "less than {}"),
+    "minLength": (lambda value: isinstance(value, str), len, operator.ge, "at least {} characters long"),
+    "maxLength": (lambda value: isinstance(value, str), len, operator.le, "at most {} characters long"),
+    "minItems": (lambda value: isinstance(value, list), len, operator.ge, "a list of at least {} items"),
+    "maxItems": (lambda value: isinstance(value, list), len, operator.le, "a list of at most {} items"),
+    "minProperties": (lambda value: isinstance(value, dict), len, operator.ge, "an object of at least {} keys"),
+    "maxProperties": (lambda value: isinstance(value, dict), len, operator.le, "an object of at most {} keys"),
+}
+
+
+def _check_bounds(value: Any, schema: dict, path: str) -> None:
+    """The bounds of numbers, strings, lists and objects, multipleOf, pattern and uniqueItems."""
+    problem = None
+    for keyword, (applies, measure, passes, rule) in _BOUNDS.items():
+        if keyword in schema and applies(value) and not passes(measure(value) if measure else value, schema[keyword]):
+            problem = f"be {rule.format(schema[keyword])}"
+            break
+    step = schema.get("multipleOf")
+    if problem is None and step is not None and _is_number(value) and not _is_multiple(value, step):
+        problem = f"be a multiple of {step}"
+    pattern = schema.get("pattern")
+    if problem is None and pattern is not None and isinstance(value, str) and not _pattern(pattern).search(value):
+        problem = f"match the pattern {pattern!r}"
+    if problem is None and schema.get("uniqueItems") is True and isinstance(value, list):
+        keys = [_json_key(item) for item in value]
+        problem = "hold no item twice" if len(set(keys)) < len(keys) else None
+    if problem:
+        raise _ArgumentError(f"{_parameter(path)} must {problem}, got {_shown(value)}")
+
+
+def _is_multiple(value: Any, step: Any) -> bool:
+    """Whether value is a whole multiple of step, in decimal as JSON writes them (0.3 is 3 times 0.1)."""
+    from fractions import Fraction   # deferred: only a schema with multipleOf needs it
+    try:
+        return (Fraction(repr(value)) / Fraction(repr(step))).denominator == 1
+    except (ValueError, OverflowError, ZeroDivisionError):
+        return False
+
+
+def _json_key(value: Any) -> str:
+    """value as text that is equal for values JSON Schema calls equal: 1 and 1.0 are, true and 1 are not."""
+    def plain(item: Any) -> Any:
+        if type(item) is float and item.is_integer():
+            return int(item)
+        if isinstance(item, list):
+            return [plain(inner) for inner in item]
+        return {key: plain(inner) for key, inner in item.items()} if isinstance(item, dict) else item
+    try:
+        return json.dumps(plain(value), sort_keys=True, default=repr)
+    except (TypeError, ValueError):   # keys that do not sort: one Python caller's value, not a model's
+        return repr(value)
+
+
+def _validate_object(value: dict, schema: dict, path: str, root: Any, depth: int) -> dict:
     properties = schema.get("properties", {})
     prefix = f"{path}." if path else ""
     for key in schema.get("required", []):
         if key not in value:
             raise _ArgumentError(f"missing required parameter {prefix + key!r}")
-    if schema.get("additionalProperties") is False:
+    others = schema.get("additionalProperties", True)
+    if others is False:
         extra = [key for key in value if key not in properties]
         if extra:
             allowed = ", ".join(properties) or "none"
             raise _ArgumentError(f"unexpected parameter {prefix + extra[0]!r} (allowed: {allowed})")
-    return {key: _validate(item, properties[key], prefix + key) if key in properties else item
-            for key, item in value.items()}
+    checked = {}
+    for key, item in value.items():
+        sub = properties[key] if key in properties else others
+        checked[key] = item if sub is True else _validate(item, sub, prefix + _text(key), root, depth + 1)
+    return checked
+
+
+def _check_declared(arguments: dict, schema: dict) -> None:
+    """The arguments themselves (the function's keyword arguments) are only those the schema declares, unless
+    it allows others: JSON Schema's default (any key) would let a model pass a keyword the tool never offered."""
+    declared = _declared(schema, schema)
+    extra = [] if declared is None else [key for key in arguments if key not in declared]
+    if extra:
+        allowed = ", ".join(declared) or "none"
+        raise _ArgumentError(f"unexpected parameter {_text(extra[0])!r} (allowed: {allowed})")
 
 
 def _truncate(text: str, max_chars: Optional[int]) -> str:
@@ -877,6 +1227,7 @@ class ToolRegistry:
         _check_setting("default_timeout", default_timeout, optional=True)
         self.default_timeout = default_timeout  # seconds per call; a tool's own timeout wins
         self._tools: dict = {}
+        self._servers: list = []                # MCP connections (add_mcp), closed by close()
 
     def register(self, func: Any = None, *, name: Optional[str] = None, description: Optional[str] = None,
                  parameters: Optional[dict] = None, timeout: Optional[float] = None, confirm: bool = False) -> Any:
@@ -930,10 +1281,11 @@ class ToolRegistry:
         thought: dict = {"type": "string"}
         if max_thought_chars is not None:
             thought["maxLength"] = max_thought_chars
+        defs: dict = {}   # what the tools' references point to, under names of the whole schema
         branches = [{
             "type": "object",
             "properties": {"type": {"const": "tool_call"}, "thought": dict(thought), "name": {"const": t.name},
-                           "arguments": t.parameters},
+                           "arguments": _embedded(t.parameters, defs)},
             "required": ["type", "thought", "name", "arguments"], "additionalProperties": False,
         } for t in self._tools.values()]
         branches.append({
@@ -941,7 +1293,10 @@ class ToolRegistry:
             "properties": {"type": {"const": "final"}, "thought": thought, "answer": {"type": "string"}},
             "required": ["type", "thought", "answer"], "additionalProperties": False,
         })
-        return {"anyOf": branches}  # not oneOf: more servers support anyOf, and xgrammar reads oneOf as anyOf
+        schema: dict = {"anyOf": branches}  # not oneOf: more servers support anyOf, and xgrammar reads oneOf as anyOf
+        if defs:
+            schema["$defs"] = defs
+        return schema
 
     def call(self, name: str, arguments: Any, *, confirm: Optional[Callable[[str, dict], bool]] = None,
              max_chars: Optional[int] = None, timeout: Optional[float] = None) -> str:
@@ -972,7 +1327,10 @@ class ToolRegistry:
         if not isinstance(arguments, dict):
             return f"ERROR: the arguments for {name!r} must be a JSON object, got {_shown(arguments)}."
         try:
+            _check_declared(arguments, tool.parameters)
             kwargs = _validate(arguments, tool.parameters, "")
+        except RecursionError:
+            return f"ERROR: the arguments for {name!r} are nested too deeply. Send flatter arguments."
         except _ArgumentError as exc:
             expected = json.dumps(tool.parameters.get("properties", {}), ensure_ascii=False)
             return f"ERROR: invalid arguments for {name!r}: {exc}. Expected arguments: {expected}. Fix and call again."
@@ -1028,6 +1386,43 @@ class ToolRegistry:
             return _POOL.run(_awaited, {"awaitable": result}, None)
         return _invoke(_awaited, {"awaitable": result})
 
+    def add_mcp(self, server: Union[str, list], *, name: Optional[str] = None, env: Optional[dict] = None,
+                cwd: Any = None, tools: Optional[Iterable[str]] = None, timeout: Optional[float] = None,
+                headers: Optional[dict] = None) -> list[str]:
+        """Register the tools of an MCP server; return the names they were registered under.
+
+        ``server`` is a command (a list, or a string split as a shell would; never run through a
+        shell), started with only PATH, HOME, locale and temp of our environment plus ``env``,
+        in ``cwd``; or an ``http(s)://`` URL (Streamable HTTP), sent ``headers`` (its credentials,
+        which no message shows). ``tools`` keeps only the tools so named; ``name`` prefixes every
+        tool name (``name_tool``) when two servers would collide. ``timeout`` bounds each request
+        (default: the registry's ``default_timeout``, or 30 s). A tool the server marks
+        ``destructiveHint`` asks ``confirm`` first. Every failure of a call is an ``ERROR:`` result.
+        ToolError when the server cannot be started, reached or read, or a tool cannot be
+        registered (its schema, its name): then nothing is registered and the server is stopped.
+        """
+        # A thin method: the MCP section, after the client whose HTTP plumbing it uses, does the work
+        # (Python finds _add_mcp when this runs, so it may be defined further down).
+        before = set(self._tools)
+        _add_mcp(self, server, name=name, env=env, cwd=cwd, tools=tools, timeout=timeout, headers=headers)
+        return [tool for tool in self._tools if tool not in before]
+
+    def close(self) -> None:
+        """Stop the MCP servers of this registry (stdin closed, then SIGTERM, then SIGKILL).
+
+        Their tools stay listed and answer with an ERROR. Also done at the end of a ``with``
+        block and at interpreter exit.
+        """
+        servers, self._servers = self._servers, []
+        for server in servers:
+            server.close()
+
+    def __enter__(self) -> ToolRegistry:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
 
 _Tools = Union[ToolRegistry, Iterable[Union[Tool, Callable[..., Any]]], None]   # what Agent and run take as tools
 
@@ -1047,49 +1442,98 @@ class Action:
     repairs: tuple[str, ...] = ()          # short tags of local repairs; () when the text was clean
 
 
-_CALL_SHAPE = '{"type": "tool_call", "thought": "...", "name": "<tool name>", "arguments": {...}}'
-_FINAL_SHAPE = '{"type": "final", "thought": "...", "answer": "..."}'
+# The placeholders of the shapes the model is shown; a reply that sends one back as a value copied the prompt.
+_WHY, _THE_ANSWER, _SOME_TOOL = "<why>", "<the answer>", "<tool name>"
+_PLACEHOLDERS = frozenset({_WHY, _THE_ANSWER, _SOME_TOOL, "...", "\u2026", "<arguments>"})
+_CALL_SHAPE = f'{{"type": "tool_call", "thought": "{_WHY}", "name": "{_SOME_TOOL}", "arguments": {{...}}}}'
+_FINAL_SHAPE = f'{{"type": "final", "thought": "{_WHY}", "answer": "{_THE_ANSWER}"}}'
 _BOTH_SHAPES = f"{_CALL_SHAPE} or {_FINAL_SHAPE}"
 _ASK_FOR_SHAPE = "Reply with exactly one JSON object: "   # ends every message about a reply that cannot be used
 _OBSERVATION = "[OBSERVATION]"   # starts every message that carries a tool's result back to the model
 
 SYSTEM_PROMPT = """\
-You solve the user's task step by step, using tools when they help.
+You solve the user's task with the tools below. The tools know facts that you do not: \
+call one whenever it can find or check the answer, then answer from its result.
 
 Reply with exactly one JSON object and nothing else: no Markdown, no text around it.
-To call a tool:
-{{"type": "tool_call", "thought": "<why>", "name": "{example_name}", "arguments": {example_arguments}}}
-To give the final answer:
-{{"type": "final", "thought": "<why>", "answer": "<the answer>"}}
-
+To call a tool: {call_shape}
+To give the final answer: {final_shape}
 Each tool result comes back in a user message that starts with {observation}. Never \
 write {observation} yourself; send one action and wait for it.
+
+Example (another task, with a tool you may not have):
+user: {example_task}
+you: {example_call}
+user: {observation} {example_result}
+you: {example_final}
 
 Tools (name: description; arguments as JSON Schema):
 {tools}"""
 
 
-def _example_arguments(tool: Optional[Tool]) -> str:
-    samples = {"string": "...", "integer": 1, "number": 1.5, "boolean": True, "array": [], "object": {}}
-    properties = tool.parameters.get("properties", {}) if tool else {}
-    example = {}
-    for key, schema in properties.items():
-        kind = schema.get("type")
-        kind = kind[0] if isinstance(kind, list) else kind
-        example[key] = schema["enum"][0] if schema.get("enum") else samples.get(kind, "...")
-    return json.dumps(example, ensure_ascii=False)
+class _Example(typing.NamedTuple):
+    """The worked example of the prompt: a task, its call, the tool's result and the final answer from it."""
+
+    task: str
+    call: dict
+    result: str
+    final: dict
+
+
+def _example(registry: ToolRegistry) -> _Example:
+    """The prompt's worked example, with a made-up tool that the registry does not have.
+
+    A model that copies it calls a tool that does not exist, which runs nothing and
+    is answered with the real names (and the action schema, in the loop), so a copy
+    never runs a wrong call unnoticed. Its answer copied as the final answer is refused.
+    """
+    name = next(n for n in ("lookup", "look_up", "search_facts", "find_fact") if n not in registry)
+    return _Example(
+        task="How tall is the Eiffel Tower?",
+        call={"type": "tool_call", "thought": "A tool can look this up.", "name": name,
+              "arguments": {"query": "Eiffel Tower height"}},
+        result="330 m",
+        final={"type": "final", "thought": "The tool says 330 m.", "answer": "The Eiffel Tower is 330 m tall."})
 
 
 def _render_prompt(template: Optional[str], registry: ToolRegistry) -> str:
     """The system prompt: SYSTEM_PROMPT filled in, or a custom one with ``{tools}`` replaced."""
-    lines = [f"- {t.name}: {t.description} {json.dumps(t.parameters, ensure_ascii=False, separators=(',', ':'))}"
-             for t in registry]
+    lines = [f"- {t.name}: {t.description} {_compact(_listed(t.parameters))}" for t in registry]
     listing = "\n".join(lines) or "(none: answer directly with the final shape)"
     if template is not None:
         return template.replace("{tools}", listing)
-    first = next(iter(registry), None)
-    return SYSTEM_PROMPT.format(tools=listing, example_name=first.name if first else "tool_name",
-                                example_arguments=_example_arguments(first), observation=_OBSERVATION)
+    example = _example(registry)
+    return SYSTEM_PROMPT.format(
+        tools=listing, call_shape=_CALL_SHAPE, final_shape=_FINAL_SHAPE, observation=_OBSERVATION,
+        example_task=example.task, example_call=json.dumps(example.call, ensure_ascii=False),
+        example_result=example.result, example_final=json.dumps(example.final, ensure_ascii=False))
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+_UNLISTED = ("title", "examples", "$schema", "$comment")   # annotations a model does not need to see
+
+
+def _listed(schema: Any, top: bool = True) -> Any:
+    """A parameter schema as the prompt lists it: without annotations, and at the top without what every
+    tool's schema says (``"type": "object"``, ``"additionalProperties": false``, an empty ``required``)."""
+    if isinstance(schema, list):
+        return [_listed(item, False) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    listed = {}
+    for key, value in schema.items():
+        if key in ("properties", "$defs") and isinstance(value, dict):   # names, not keywords
+            listed[key] = {name: _listed(item, False) for name, item in value.items()}
+        elif key not in _UNLISTED:
+            listed[key] = _listed(value, False)
+    if top:
+        for key, plain in (("type", "object"), ("additionalProperties", False), ("required", [])):
+            if listed.get(key) == plain:
+                del listed[key]
+    return listed
 
 
 def _observation(text: str, step: int, max_steps: int) -> str:
@@ -1135,14 +1579,21 @@ def _canonical(value: Any) -> str:
 
 _MAX_REPLY_CHARS = 200_000   # a longer reply is refused before any scanning
 _MAX_JSON_DEPTH = 100        # brackets nested deeper are refused
-_THINK_OPEN = re.compile(r"<(think|thinking|reasoning)>", re.I)
-_THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)>", re.I)
-_THINK_TAG = re.compile(r"<(/?)(?:think|thinking|reasoning)>", re.I)
-_THINK_TAIL = len("</reasoning>") - 1  # what an open think block keeps between pieces
+# The one table of reasoning blocks: (opening tag, closing tag), each matched in any case. Every think
+# pattern below, and what the streaming scanner keeps of an open block, comes from it: a spelling is one line.
+_THINK_BLOCKS = (("<think>", "</think>"), ("<thinking>", "</thinking>"), ("<reasoning>", "</reasoning>"),
+                 ("[THINK]", "[/THINK]"))    # the last: Mistral's (Magistral, Devstral)
+_THINK_CLOSING = {opening.lower(): closing for opening, closing in _THINK_BLOCKS}
+_THINK_OPENS = "|".join(re.escape(opening) for opening, _ in _THINK_BLOCKS)
+_THINK_CLOSES = "|".join(re.escape(closing) for _, closing in _THINK_BLOCKS)
+_THINK_OPEN = re.compile(_THINK_OPENS, re.I)
+_THINK_CLOSE = re.compile(_THINK_CLOSES, re.I)
+_THINK_TAG = re.compile(f"(?P<close>{_THINK_CLOSES})|{_THINK_OPENS}", re.I)
+_THINK_TAIL = max(len(tag) for block in _THINK_BLOCKS for tag in block) - 1  # what an open block keeps between pieces
 # The only tags that are packaging: tokens of chat templates and tool-call wrappers. Any other
 # tag (<draft>, <example>, <reflection>) is prose, so a reply that opens with it is read whole.
-_SPECIAL_TOKEN = r"""<\|/?[\w.-]{1,40}\|> | <｜[^｜<>]{0,40}｜> | \[/?(?:TOOL_CALLS|INST)\]
-                   | </?(?:s|tool_calls?|function_?calls?)> | (?i:</(?:think|thinking|reasoning)>)"""
+_SPECIAL_TOKEN = rf"""<\|/?[\w.-]{{1,40}}\|> | <｜[^｜<>]{{0,40}}｜> | \[/?(?:TOOL_CALLS|INST)\]
+                   | </?(?:s|tool_calls?|function_?calls?)> | (?i:{_THINK_CLOSES})"""
 _FENCE_OPEN = re.compile(r"```[\w+.-]*[ \t]*\n?")
 _ACTION_OPENER = r"\{|\[\s{0,64}\{"   # an object, or an array whose first element is one
 _ACTION_START = re.compile(_ACTION_OPENER)
@@ -1153,7 +1604,7 @@ _LEAD_TOKEN = re.compile(rf"""
     (?P<space>[\s\ufeff]+)
   | (?P<action>{_ACTION_OPENER})
   | (?P<quote>"(?={_ACTION_OPENER}))                   # a stray quote right before the action
-  | (?P<think>(?i:<(?:think|thinking|reasoning)>))
+  | (?P<think>(?i:{_THINK_OPENS}))
   | (?P<fence>```[\w+.-]{{0,20}})
   | (?P<token>{_SPECIAL_TOKEN})
   | (?P<label>(?:{"|".join(_LABELS)})\b)
@@ -1180,7 +1631,8 @@ _STRING_PIECE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|u[0-9a-fA-F]{4
 
 def _may_be_packaging(rest: str) -> bool:
     """Whether rest, the undecided end of what was fed, may still grow into packaging or the action's start."""
-    return bool(_LEAD_PARTIAL.fullmatch(rest)) or any(label.startswith(rest) for label in _LABELS)
+    return (bool(_LEAD_PARTIAL.fullmatch(rest)) or any(label.startswith(rest) for label in _LABELS)
+            or any(tag.lower().startswith(rest.lower()) for block in _THINK_BLOCKS for tag in block))
 
 
 def _think_end(text: str, pos: int, depth: int) -> tuple[int, int]:
@@ -1188,7 +1640,7 @@ def _think_end(text: str, pos: int, depth: int) -> tuple[int, int]:
     ends only its own block. Returns (just past the tag that closes the outermost block, 0), or,
     when text ends first, (just past the last tag read, the depth still open)."""
     for tag in _THINK_TAG.finditer(text, pos):
-        depth += -1 if tag.group(1) else 1
+        depth += -1 if tag.group("close") else 1
         pos = tag.end()
         if not depth:
             break
@@ -1326,20 +1778,18 @@ class _ActionScanner:
         return None
 
 
-def _inside_first_object(text: str, pos: int) -> bool:
-    first = _ACTION_START.search(text)
-    if first is None or first.start() > pos:
-        return False
-    end = _ActionScanner._at(text, first.start()).end
-    return end is None or end > pos
-
-
-def _lone_closing_tag(text: str, closing: Any) -> bool:
-    """Whether a closing think tag ends reasoning whose opening tag the server dropped: an action follows it,
-    and it is not inside the first object or after an invented observation."""
-    tail = _OBSERVATION_TAIL.search(text)
-    return (_ACTION_START.search(text, closing.end()) is not None and not (tail and tail.start() < closing.start())
-            and not _inside_first_object(text, closing.start()))
+def _lone_closing_tag(text: str) -> Any:
+    """The closing think tag that ends reasoning whose opening tag the server dropped: the first one outside
+    the objects before it (a draft may quote a tag in a string), whatever the reasoning mentions. None if none."""
+    end = 0   # where the last object read ends; one that never closes runs to the end of the text
+    for closing in _THINK_CLOSE.finditer(text):
+        while end <= closing.start():
+            first = _ACTION_START.search(text, end)
+            if first is None or first.start() >= closing.start():
+                return closing
+            scanner = _ActionScanner._at(text, first.start())
+            end = scanner.end or scanner.broken_at or len(text)
+    return None
 
 
 def _drop_think(text: str, repairs: list) -> str:
@@ -1359,12 +1809,12 @@ def _drop_think(text: str, repairs: list) -> str:
         pos, depth = _think_end(text, opening.end(), 1)
         if depth:
             raise _refuse(f"your reply opens a {opening.group()} block that never closes, so it holds no action; "
-                          f"close it with </{opening.group(1)}> and put the action after it")
+                          f"close it with {_THINK_CLOSING[opening.group().lower()]} and put the action after it")
         _note(repairs, "think")
     text = ("".join(kept) + text[pos:]).strip()
-    closing = _THINK_CLOSE.search(text)
-    if closing and _lone_closing_tag(text, closing):
-        text = text[closing.end():].strip()  # the server dropped the opening tag
+    closing = _lone_closing_tag(text)
+    if closing:
+        text = text[closing.end():].strip()  # the server dropped the opening tag: all before it is reasoning
         _note(repairs, "think")
     return text
 
@@ -1616,6 +2066,7 @@ _LOOKALIKES = {  # the one table of keys models write for an action's own; compa
                      "tool_input", "tool_args"), "arguments"),
     **dict.fromkeys(("final_answer", "response", "output"), "answer"),
 }
+_CALL_METADATA = ("id", "index", "call_id")   # what OpenAI's tool calls carry beside the call: not an argument
 _CALL_IN_NAME = re.compile(r"[()\[\]{}\"'=\n\r]")
 _KEY_WORDS = "|".join(sorted({"type", "name", "arguments", "answer", *_LOOKALIKES}, key=len, reverse=True))
 # An action's key written in an object that cannot be read, also quoted as \" or \\\" (an action written
@@ -1670,13 +2121,14 @@ def _check_others(action: Any, others: Iterable, opened: bool, repairs: list) ->
 
 def _check_rest(rest: str, action: Any, opened: bool, repairs: list) -> None:
     """Read what follows the action: prose and an invented observation are ignored; other objects are judged
-    by _check_others."""
+    by _check_others. After prose, an observation ends the reply but hides no object from that judgement: a
+    mention of the marker between an example call and the real action never makes the example run."""
     tail = _OBSERVATION_TAIL.search(rest)
+    before = rest[:tail.start()] if tail else rest
     if tail:
-        rest = rest[:tail.start()]
         _note(repairs, "observation_tail")
-    _check_others(action, _objects(rest), opened, repairs)
-    if rest.strip().strip("`").strip():
+    _check_others(action, _objects(before if opened else rest), opened, repairs)
+    if before.strip().strip("`").strip():
         _note(repairs, "trailing_prose")
 
 
@@ -1813,10 +2265,10 @@ def _arguments_from_string(text: str, repairs: list) -> Any:
 
 def _check_stray_arguments(obj: dict) -> None:
     """In a call whose arguments are missing or empty, a look-alike of "arguments", or any key other than
-    the action's own holding a value, is an argument in the wrong place: dropping it would run the tool
-    on its defaults. Refused, naming "arguments"."""
+    the action's own or OpenAI's call metadata holding a value, is an argument in the wrong place: dropping
+    it would run the tool on its defaults. Refused, naming "arguments"."""
     stray = _lookalike(obj, "arguments") or next(
-        (key for key in obj if _spelling(key) not in _OWN_KEYS and _present(obj, key)), None)
+        (key for key in obj if _spelling(key) not in _OWN_KEYS + _CALL_METADATA and _present(obj, key)), None)
     if stray is None:
         return
     shown = json.dumps(stray, ensure_ascii=False)[:60]
@@ -1940,15 +2392,20 @@ def _demo_tools() -> ToolRegistry:
 
 
 _TIME_WORDS = re.compile(r"\b(?:time|date|clock|today|now)\b", re.I)
-_ARITHMETIC_RUN = re.compile(r"[\d(][\d\s.+\-*/%()^_]*[\d)]")
+# A run of arithmetic characters from a digit or "(", taken whole (no backtracking, so the scan is linear);
+# its end is then cut back to the last digit or ")".
+_ARITHMETIC_RUN = re.compile(r"[\d(][\d\s.+\-*/%()^_]*")
 _HAS_OPERATOR = re.compile(r"[\d)]\s*(?:\*\*|[-+*/%^])\s*[-+(]*[\d(]")
 
 
 def _find_arithmetic(task: str) -> list:
     found = []
     for match in _ARITHMETIC_RUN.finditer(task):
-        candidate = match.group().strip()
-        if _HAS_OPERATOR.search(candidate):
+        candidate, end = match.group(), match.end() - match.start()
+        while end and not (candidate[end - 1].isdecimal() or candidate[end - 1] == ")"):   # \d is isdecimal
+            end -= 1
+        candidate = candidate[:end]
+        if len(candidate) > 1 and _HAS_OPERATOR.search(candidate):
             found.append(candidate.replace("^", "**"))
     return found
 
@@ -2019,25 +2476,80 @@ class LLM(Protocol):
 
 def _trace_steps(path: str) -> list:
     """The step records of a saved result (JSON) or a trace (JSON Lines); ValueError when there are none."""
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        text = handle.read()
-    try:
-        try:
-            records = [json.loads(text)]
-        except ValueError:
-            records = [json.loads(line) for line in text.split("\n") if line.strip()]  # not splitlines: U+2028 is text
-    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply for the json module
-        problem = "nested too deeply" if isinstance(exc, RecursionError) else exc
-        raise ValueError(f"{path} is neither a saved result (JSON) nor a trace (JSON Lines): {problem}") from None
-    steps: list = []
-    for record in records:
-        if isinstance(record, dict) and isinstance(record.get("steps"), list):
-            steps.extend(record["steps"])
-        elif isinstance(record, dict) and record.get("event") == "step":
-            steps.append(record)
+    steps = [step for record in _trace_records(path) for step in _record_steps(record)]
     if not steps:
         raise ValueError(f"{path} holds no steps to replay")
     return steps
+
+
+def _trace_records(path: str) -> list:
+    """The records of a saved result (one JSON value, a UTF-8 BOM allowed) or a trace (JSON Lines).
+
+    A trace's last line cut short (a write that failed half-way) is left out, with a warning; ValueError for
+    any other line that is not JSON.
+    """
+    with open(path, encoding="utf-8-sig", errors="replace") as handle:
+        text = handle.read()
+    try:
+        try:
+            return [json.loads(text)]
+        except ValueError:
+            lines = [line for line in text.split("\n") if line.strip()]  # not splitlines: U+2028 is text
+        records = []
+        for i, line in enumerate(lines):
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                if i < len(lines) - 1 or not records or text.endswith("\n"):
+                    raise
+                _log.warning("%s: its last line is cut short (%d characters, no end): left out", path, len(line))
+        return records
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply for the json module
+        problem = "nested too deeply" if isinstance(exc, RecursionError) else exc
+        raise ValueError(f"{path} is neither a saved result (JSON) nor a trace (JSON Lines): {problem}") from None
+
+
+def _record_steps(record: Any) -> list:
+    """The steps one record holds: a saved result's, or the step a trace line is."""
+    if isinstance(record, dict) and isinstance(record.get("steps"), list):
+        return record["steps"]
+    if isinstance(record, dict) and record.get("event") == "step":
+        return [record]
+    return []
+
+
+_OVERFLOW_NOTE = re.compile(r"context overflow: max_context_chars=(\d+)")   # the note Agent._overflowed writes
+
+
+def _recorded_calls(step: dict) -> list[tuple]:
+    """The model calls a recorded step made, in order, as (reply to script, finish_reason) pairs."""
+    calls: list[tuple] = []
+    overflow = _OVERFLOW_NOTE.search(" ".join(n for n in step.get("notes") or () if isinstance(n, str)))
+    if overflow:
+        calls.append((_overflow_again(int(overflow.group(1))), None))
+    summaries = step.get("summary_calls")
+    for record in summaries if isinstance(summaries, list) else ():
+        if isinstance(record, dict) and isinstance(record.get("raw"), str):
+            calls.append((record["raw"], _recorded_reason(record)))
+        elif isinstance(record, dict):
+            calls.append((LLMError(_text(record.get("error") or "the summary call failed")), None))
+    if isinstance(step.get("raw"), str):
+        calls.append((step["raw"], _recorded_reason(step)))
+    return calls
+
+
+def _overflow_again(budget: int) -> Callable[[list[dict]], str]:
+    """A scripted reply that overflows as a recorded call did, with counts that make the agent set the same budget."""
+    def reply(messages: list[dict]) -> str:
+        exc = LLMError("replayed: the request exceeds the available context size", 400, "context_overflow")
+        exc.n_ctx, exc.n_prompt_tokens = budget, sum(len(m["content"]) for m in messages)  # sent * n_ctx / n_prompt
+        raise exc
+    return reply
+
+
+def _recorded_reason(record: dict) -> Optional[str]:
+    reason = record.get("finish_reason")
+    return reason if isinstance(reason, str) else None
 
 
 _Scripted = Union[str, Callable[[list[dict]], str], BaseException]   # one reply of MockLLM's script
@@ -2066,13 +2578,15 @@ class MockLLM:
         """Replay the raw replies of a saved run: ``AgentResult.save`` JSON or a ``--trace`` JSON Lines file.
 
         Each replayed reply reports its step's ``finish_reason`` again, so a cut-off
-        replays as a cut-off. Raises OSError when the file cannot be read and
-        ValueError when it holds no run.
+        replays as a cut-off. The other calls a step recorded are replayed before
+        its reply, in the order they were made: a context overflow the step notes, as
+        the same overflow (so the same budget follows), then its ``summary_calls``
+        (``memory="summary"``), a failed one as an ``LLMError`` with the same message.
+        Raises OSError when the file cannot be read and ValueError when it holds no run.
         """
-        steps = [step for step in _trace_steps(path) if isinstance(step, dict) and isinstance(step.get("raw"), str)]
-        llm = cls([step["raw"] for step in steps])
-        llm._finish_reasons = [step.get("finish_reason") if isinstance(step.get("finish_reason"), str) else None
-                               for step in steps]
+        calls = [call for step in _trace_steps(path) if isinstance(step, dict) for call in _recorded_calls(step)]
+        llm = cls([reply for reply, _ in calls])
+        llm._finish_reasons = [reason for _, reason in calls]
         return llm
 
     def chat(self, messages: list[dict], **options: Any) -> str:
@@ -2492,6 +3006,7 @@ class _Reply:
     finish_reason: Optional[str] = None
     usage: Optional[dict] = None
     stopped_early: bool = False
+    model: Optional[str] = None       # the model the server says answered
 
 
 class _PerThread:
@@ -2639,6 +3154,7 @@ class _StreamState:
         self.ended = False              # [DONE] or a finish_reason came: the stream ended cleanly
         self.stopped_early = False
         self.dropped = 0                # characters after the action's end, left out of the reply
+        self.model: Optional[str] = None   # the model a chunk names
         self._on_delta, self._scanner, self._repetition, self._stops = on_delta, scanner, repetition, stops
 
     def add(self, piece: str) -> bool:
@@ -2665,7 +3181,8 @@ class _StreamState:
 
     def reply(self) -> _Reply:
         usage = None if self.stopped_early else self.usage   # a reply cut early never saw the usage chunk
-        return _Reply("".join(self.pieces), "".join(self.reasoning), self.finish_reason, usage, self.stopped_early)
+        return _Reply("".join(self.pieces), "".join(self.reasoning), self.finish_reason, usage, self.stopped_early,
+                      self.model)
 
 
 class _TimedReader(io.RawIOBase):
@@ -2802,10 +3319,11 @@ class OpenAICompatLLM:
     last_stopped_early = _PerThread(False)  # True when reading stopped at the end of the first action
     last_reasoning = _PerThread()          # a separate reasoning field the server sent, or None
     last_usage = _PerThread()              # this call's prompt_tokens/completion_tokens, None when not reported
+    last_model = _PerThread()              # the model the server says answered this call, None when it names none
 
     def __init__(self, model: str, base_url: str = "https://api.openai.com/v1", api_key: Optional[str] = None, *,
                  temperature: Optional[float] = 0.0, max_tokens: Optional[int] = None, timeout: float = 60,
-                 max_retries: int = 3, stop: Optional[Iterable[str]] = (_OBSERVATION,),
+                 max_retries: int = 3, stop: Optional[Iterable[str]] = (),
                  extra_body: Optional[dict] = None, headers: Optional[dict] = None, opener: Any = None,
                  sleep: Callable[[float], None] = time.sleep, response_schema: Optional[dict] = None,
                  stream: bool = True, on_delta: Optional[Callable[[Optional[str]], None]] = None,
@@ -2831,8 +3349,10 @@ class OpenAICompatLLM:
         self.max_request_seconds = max_request_seconds   # seconds: a whole request, its first byte included
         self.max_response_bytes = max_response_bytes     # a longer answer is refused
         self.max_retries = max_retries       # retries after the first attempt
+        # Sent as "stop"; cut client-side if the server rejects it. None by default: a server cuts at a stop
+        # inside a reasoning model's reasoning too, which may mention the marker (issue 18.1); the parser
+        # ends a reply at an invented observation instead, and streaming stops at the end of an opening action.
         self.stop = [stop] if isinstance(stop, str) and stop else list(stop or ())   # one string is one stop
-        # the stop sequences are sent as "stop"; cut client-side if the server rejects it
         self.extra_body, self.headers = dict(extra_body or {}), dict(headers or {})
         self.organization, self.project = organization, project   # sent as the SDK does
         self.response_schema = response_schema   # kept on every call: per-call schemas do not replace it
@@ -2846,6 +3366,7 @@ class OpenAICompatLLM:
         self._max_tokens_key = "max_tokens"   # or max_completion_tokens, when the server asks for it
         self._key_withheld = False           # from_env: a key not sent over plain http:// to another host
         self._lock, self._local = threading.Lock(), threading.local()   # one client may serve many threads
+        self._not_before = 0.0               # time.monotonic() before which no request starts (Retry-After)
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
 
     @classmethod
@@ -2973,8 +3494,8 @@ class OpenAICompatLLM:
                 if param in body and pattern.search(message):
                     return param
             if "response_format" in body and _FORMAT_REJECTED.search(message):
-                schema = isinstance(body["response_format"], dict) and body["response_format"].get("type") == "json_schema"
-                return "json_object" if schema else "no_format"
+                given = body["response_format"]
+                return "json_object" if isinstance(given, dict) and given.get("type") == "json_schema" else "no_format"
         has_system = any(isinstance(m, dict) and m.get("role") == "system" for m in body["messages"])
         if has_system and _SYSTEM_REJECTED.search(message):
             return "system"
@@ -3021,8 +3542,9 @@ class OpenAICompatLLM:
 
     def _post(self, body: dict, call_end: float) -> _Reply:
         data = json.dumps(body).encode("utf-8")
-        attempt = 0
+        attempt, held = 0, 0.0
         while True:
+            self._wait_for_hold(call_end, held)
             try:
                 return self._attempt(data, bool(body.get("stream")), _Deadline(self.max_request_seconds, call_end,
                                                                               self.url))
@@ -3034,10 +3556,24 @@ class OpenAICompatLLM:
             if time.monotonic() + delay >= call_end:
                 raise LLMError(f"{failure} (no time left to retry within max_seconds)", failure.status)
             _log.info("model request failed (%s); retrying in %.1f s", failure, delay)
+            if failure.retry_after is not None:  # the server's "slow down" holds back every thread of this client
+                with self._lock:
+                    held = time.monotonic() + delay
+                    self._not_before = max(self._not_before, held)
             self._sleep(delay)
             attempt += 1
             if self.on_delta is not None:
                 self.on_delta(None)             # the reply starts again
+
+    def _wait_for_hold(self, call_end: float, held: float) -> None:
+        """Before a request: wait out a Retry-After that any thread of this client was given (held: waited already)."""
+        with self._lock:
+            wait = self._not_before - time.monotonic()
+            if wait <= 0 or self._not_before <= held:
+                return
+        if time.monotonic() + wait >= call_end:
+            raise LLMError(f"the server at {self.url} asked to wait {wait:.1f} s (Retry-After), past max_seconds")
+        self._sleep(wait)
 
     def _request_headers(self, stream: bool) -> dict:
         headers = {"Content-Type": "application/json", "User-Agent": f"agent.py/{__version__}",
@@ -3150,6 +3686,7 @@ class OpenAICompatLLM:
         if chunk.get("error") or chunk.get("object") == "error":   # an error after the 200 went out
             self._fail(None, data)
         state.usage = _reported_usage(chunk.get("usage")) or state.usage
+        state.model = chunk["model"] if isinstance(chunk.get("model"), str) else state.model
         choices = chunk.get("choices")
         choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
         delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
@@ -3182,7 +3719,8 @@ class OpenAICompatLLM:
             raise self._unreadable("answered with a message that is not an object", text)
         finish = choice.get("finish_reason")
         return _Reply(_text_of(message.get("content")), _reasoning_of(message),
-                      finish if isinstance(finish, str) else None, _reported_usage(data.get("usage")))
+                      finish if isinstance(finish, str) else None, _reported_usage(data.get("usage")),
+                      model=data["model"] if isinstance(data.get("model"), str) else None)
 
     def _unreadable(self, problem: str, text: str, url: Optional[str] = None) -> LLMError:
         """The error for an answer that holds no reply, quoting its start, scrubbed."""
@@ -3224,6 +3762,7 @@ class OpenAICompatLLM:
                 text = text.split(stop, 1)[0]
         self.last_finish_reason, self.last_stopped_early = reply.finish_reason, reply.stopped_early
         self.last_reasoning, self.last_usage = reply.reasoning or None, reply.usage
+        self.last_model = reply.model
         if reply.usage is not None:
             with self._lock:
                 for key in self.usage:
@@ -3231,21 +3770,800 @@ class OpenAICompatLLM:
         return text
 
     def _scrub(self, text: str) -> str:
-        """text without the API key, the base URL's password, nor a header's credential; every quote of server text.
-        """
+        """text without the API key, the base URL's password, nor a header's credential: every quote of server text."""
         secrets = [self._api_key, *(_basic_secrets(self._basic) + [self._basic] if self._basic else [])]
         return _scrubbed(text, secrets + _header_secrets(self.headers))
+
+
+# -- MCP -------------------------------------------------------------------------------
+# ToolRegistry.add_mcp's body: an MCP server's tools as ordinary Tools, over stdio (a command) or Streamable HTTP
+# (a URL); one connection per server, shared by every caller, a reader routing answers by id
+
+_MCP_VERSION = "2026-07-28"       # the current revision: no handshake, every request carries _meta
+_MCP_OLD_VERSION = "2025-11-25"   # the handshake era (initialize, notifications/initialized), which most servers speak
+_MCP_OLD_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+_MCP_UNSUPPORTED_VERSION = -32022   # a modern server's answer to a version it does not speak: still a modern server
+_MCP_META = "io.modelcontextprotocol/"
+_MCP_CLIENT = {"name": "agent.py", "version": __version__}
+_MCP_DEFAULT_TIMEOUT = 30.0   # seconds per request when neither add_mcp nor the registry sets one
+_MCP_PROBE_SECONDS = 5.0      # stdio: a server silent this long after server/discover is sent initialize too
+_MCP_GRACE_SECONDS = 1.0      # a tool's limit in the registry is its request's, plus this: the request ends first
+_MCP_MAX_MESSAGE_BYTES = 32 * 2**20   # one message (a stdio line, an HTTP body); a larger one ends the connection
+_MCP_MAX_PAGES = 100          # pages of tools/list read at most
+_MCP_STDERR_LINES = 20        # lines of a server's stderr kept, to quote when it dies
+_MCP_CLOSE_SECONDS = 2.0      # after stdin is closed, the wait before SIGTERM, and again before SIGKILL
+_MCP_SKIPPED_LOGGED = 5       # non-JSON stdout lines logged as warnings; later ones at debug level
+_MCP_SUMMARY_CHARS = 300      # a first paragraph longer than this is cut to its first sentence in the prompt
+_MCP_PROMPT_DROPS = frozenset({"title", "$schema", "examples"})   # schema annotations the prompt leaves out
+_MCP_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP", "TMP",
+            "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "APPDATA", "LOCALAPPDATA", "USERPROFILE")
+# What the model is told when an MCP call fails (the registry's own texts cover bad arguments and timeouts).
+_MCP_TEXTS = {
+    "is_error": "ERROR: {tool!r} failed: {text} Check the arguments or try another approach.",
+    "rpc_error": "ERROR: the MCP server refused {tool!r}: {text} Check the tool name and arguments.",
+    "timeout": "ERROR: {tool!r} got no answer from its MCP server within {seconds:g} s (the call was cancelled). "
+               "Try smaller input, or go on without it.",
+    "input_required": "ERROR: {tool!r} asked for input from a person, which this agent cannot give. "
+                      "Go on without it.",
+    "failed": "ERROR: {tool!r} could not be called: {text} Go on without it.",
+}
+
+
+def _add_mcp(registry: ToolRegistry, server: Any, *, name: Optional[str] = None, env: Optional[dict] = None,
+             cwd: Any = None, tools: Optional[Iterable[str]] = None, timeout: Optional[float] = None,
+             headers: Optional[dict] = None, missing_ok: bool = False) -> list:
+    """Connect, list the tools, register the chosen ones (all or none); the names the server offers.
+
+    ToolError for a server that cannot be started or reached or answers wrongly, a tool whose schema cannot be
+    enforced, a name in ``tools`` the server lacks (unless ``missing_ok``), or a name already taken.
+    """
+    _check_setting("timeout", timeout, optional=True)
+    if name is not None:
+        _check_tool_name(name)
+    seconds = timeout if timeout is not None else registry.default_timeout or _MCP_DEFAULT_TIMEOUT
+    session = _McpSession(_mcp_transport(server, env, cwd, headers), seconds)
+    try:
+        session.open()
+        specs = _mcp_list_tools(session)
+        chosen = _mcp_chosen(specs, tools, session.label, missing_ok)
+        built = [_mcp_tool(session, spec, name, seconds) for spec in chosen]
+        taken = next((tool.name for tool in built if tool.name in registry), None)
+        if taken is not None or len({tool.name for tool in built}) < len(built):
+            raise ToolError(f"MCP server {session.label}: the tool name {taken or 'of two tools'!r} is taken; "
+                            "give the server a prefix with name=... (CLI: a name in --mcp-config)")
+    except BaseException:
+        session.close()
+        raise
+    for tool in built:
+        registry.register(tool)
+    registry._servers.append(session)
+    return [spec["name"] for spec in specs]
+
+
+def _mcp_transport(server: Any, env: Optional[dict], cwd: Any, headers: Optional[dict]) -> Any:
+    """The transport for a command (a list, or a string split as a shell would, never run by one) or a URL."""
+    if isinstance(server, str) and re.match(r"https?://", server.strip(), re.I):
+        if env or cwd:
+            raise ToolError("env= and cwd= are for a server started as a command, not for a URL")
+        return _McpHttp(server.strip(), headers or {})
+    if headers:
+        raise ToolError("headers= are for a server at a URL; give a command's secrets with env=")
+    if isinstance(server, str):
+        import shlex
+
+        argv = shlex.split(server, posix=os.name != "nt")
+    elif isinstance(server, (list, tuple)) and all(isinstance(part, (str, os.PathLike)) for part in server):
+        argv = [os.fspath(part) for part in server]
+    else:
+        raise ToolError(f"an MCP server is a command (a string or a list of strings) or an http(s):// URL, "
+                        f"got {type(server).__name__}")
+    if not argv:
+        raise ToolError("empty MCP server command")
+    return _McpStdio(argv, _mcp_env(env), cwd)
+
+
+def _mcp_env(extra: Optional[dict]) -> dict:
+    """A server's environment: ours for PATH, HOME, locale and temp only, then what it is given (no secret of ours)."""
+    env = {key: os.environ[key] for key in _MCP_ENV if key in os.environ}
+    env.update({key: value for key, value in os.environ.items() if key.startswith("LC_")})
+    for key, value in (extra or {}).items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise ToolError(f"env= of an MCP server maps names to strings; {key!r} does not")
+        env[key] = value
+    return env
+
+
+def _mcp_list_tools(session: _McpSession) -> list:
+    """Every tool the server lists, page by page; ToolError for a listing that is not one."""
+    specs: list = []
+    cursor = None
+    for _ in range(_MCP_MAX_PAGES):
+        result = session.request("tools/list", {"cursor": cursor} if cursor else {})
+        page = result.get("tools")
+        if not isinstance(page, list) or not all(isinstance(spec, dict) and isinstance(spec.get("name"), str)
+                                                 for spec in page):
+            raise ToolError(f"MCP server {session.label} answered tools/list without a list of named tools")
+        specs.extend(page)
+        cursor = result.get("nextCursor")
+        if not isinstance(cursor, str) or not cursor:
+            return specs
+    raise ToolError(f"MCP server {session.label} listed more than {_MCP_MAX_PAGES} pages of tools")
+
+
+def _mcp_chosen(specs: list, wanted: Optional[Iterable[str]], label: str, missing_ok: bool) -> list:
+    if wanted is None:
+        return specs
+    wanted = [wanted] if isinstance(wanted, str) else list(wanted)
+    offered = [spec["name"] for spec in specs]
+    missing = [tool for tool in wanted if tool not in offered]
+    if missing and not missing_ok:
+        raise ToolError(f"MCP server {label} has no tool {missing[0]!r} (it has: {', '.join(offered) or 'none'})")
+    return [spec for spec in specs if spec["name"] in wanted]
+
+
+def _mcp_tool(session: _McpSession, spec: dict, prefix: Optional[str], seconds: float) -> Tool:
+    """One listed tool as a Tool: a short description, the schema without annotations, confirm when destructive."""
+    remote = spec["name"]
+    local = re.sub(r"[^A-Za-z0-9_-]", "_", f"{prefix}_{remote}" if prefix else remote)[:64]
+    schema = spec.get("inputSchema")
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        raise ToolError(f"MCP server {session.label}: tool {remote!r} has no inputSchema of \"type\": \"object\"")
+    annotations = spec.get("annotations") if isinstance(spec.get("annotations"), dict) else {}
+    try:
+        return Tool(local, _mcp_summary(spec.get("description")) or remote, _mcp_trimmed(schema),
+                    _mcp_caller(session, remote, seconds), seconds + _MCP_GRACE_SECONDS,
+                    annotations.get("destructiveHint") is True)
+    except ToolError as exc:
+        raise ToolError(f"MCP server {session.label}: tool {remote!r} refused: {exc} "
+                        "(leave it out with tools=[...], CLI --mcp-tools)") from None
+
+
+def _mcp_summary(description: Any) -> str:
+    """The first paragraph of a description, or its first sentence when that paragraph is long."""
+    if not isinstance(description, str):
+        return ""
+    paragraph = re.split(r"\n\s*\n", description.strip(), maxsplit=1)[0]
+    paragraph = " ".join(paragraph.split())
+    if len(paragraph) > _MCP_SUMMARY_CHARS:
+        paragraph = re.split(r"(?<=[.!?])\s", paragraph, maxsplit=1)[0][:_MCP_SUMMARY_CHARS]
+    return paragraph
+
+
+def _mcp_trimmed(schema: Any, names: bool = False) -> Any:
+    """The schema without the annotations in _MCP_PROMPT_DROPS (they describe, never constrain); ``names``: a map
+    of names to schemas (properties, $defs), whose keys are kept whatever they are."""
+    if isinstance(schema, list):
+        return [_mcp_trimmed(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if names:
+        return {key: _mcp_trimmed(value) for key, value in schema.items()}
+    kept = {}
+    for key, value in schema.items():
+        if key in _MCP_PROMPT_DROPS:
+            continue
+        if key in ("enum", "const", "default"):
+            kept[key] = value
+        else:
+            kept[key] = _mcp_trimmed(value, names=key in ("properties", "$defs", "definitions", "patternProperties"))
+    return kept
+
+
+def _mcp_caller(session: _McpSession, remote: str, seconds: float) -> Callable[..., str]:
+    """The function a Tool runs: one tools/call; every failure is an ERROR text, never an exception."""
+    def call(**arguments: Any) -> str:
+        try:
+            result = session.request("tools/call", {"name": remote, "arguments": arguments}, seconds)
+        except _McpRpcError as exc:
+            return _MCP_TEXTS["rpc_error"].format(tool=remote, text=_mcp_sentence(exc))
+        except _McpTimeout:
+            return _MCP_TEXTS["timeout"].format(tool=remote, seconds=seconds)
+        except _McpFailure as exc:
+            return _MCP_TEXTS["failed"].format(tool=remote, text=_mcp_sentence(exc))
+        return _mcp_result_text(remote, result)
+
+    call.__name__ = call.__qualname__ = re.sub(r"\W", "_", remote) or "mcp_tool"
+    return call
+
+
+def _mcp_sentence(value: Any) -> str:
+    text = " ".join(_text(value).split()) or "(no message)"
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def _mcp_result_text(tool: str, result: dict) -> str:
+    """What the model reads of a tools/call result: text joined, other content as one line each."""
+    if result.get("resultType") == "input_required":
+        return _MCP_TEXTS["input_required"].format(tool=tool)
+    blocks = result.get("content") if isinstance(result.get("content"), list) else []
+    texts = [block["text"] for block in blocks if isinstance(block, dict) and block.get("type") == "text"
+             and isinstance(block.get("text"), str)]
+    others = [_mcp_block(block) for block in blocks if not (isinstance(block, dict) and block.get("type") == "text")]
+    if not texts and "structuredContent" in result:
+        texts = [json.dumps(result["structuredContent"], ensure_ascii=False, default=str)]
+    text = "\n".join(texts + others)
+    if result.get("isError") is True:
+        return _MCP_TEXTS["is_error"].format(tool=tool, text=_mcp_sentence(text or "the tool reported an error"))
+    return text or "(the tool returned nothing)"
+
+
+def _mcp_block(block: Any) -> str:
+    """One non-text content block as a line: a text model cannot see an image, so it is told what there was."""
+    if not isinstance(block, dict):
+        return f"[content that is not an object: {_shown(block)}]"
+    kind = block.get("type")
+    if kind in ("image", "audio"):
+        size = len(block["data"]) * 3 // 4 if isinstance(block.get("data"), str) else 0
+        return f"[{kind}: {block.get('mimeType') or 'unknown type'}, about {size:,} bytes, not shown]"
+    if kind == "resource_link":
+        title = f"{block.get('name')}: " if block.get("name") else ""
+        return f"[resource link: {title}{block.get('uri')}]"
+    if kind == "resource":
+        resource = block.get("resource") if isinstance(block.get("resource"), dict) else {}
+        if isinstance(resource.get("text"), str):
+            return resource["text"]
+        size = len(resource["blob"]) * 3 // 4 if isinstance(resource.get("blob"), str) else 0
+        return f"[resource {resource.get('uri')}: {resource.get('mimeType') or 'binary'}, about {size:,} bytes]"
+    return f"[{_text(kind)} content, not shown]"
+
+
+class _McpFailure(Exception):
+    """An MCP request failed: the connection is gone, or the answer cannot be read (internal); the message says why."""
+
+
+class _McpRpcError(_McpFailure):
+    """The server answered a request with a JSON-RPC error (internal): ``code`` and ``data`` are its own."""
+
+    def __init__(self, message: str, code: Any = None, data: Any = None) -> None:
+        super().__init__(message)
+        self.code, self.data = code, data
+
+
+class _McpTimeout(_McpFailure):
+    """No answer within the request's time (internal)."""
+
+
+class _McpGone(_McpFailure):
+    """The connection cannot carry a request: the server exited, cannot be reached, or was closed (internal)."""
+
+
+class _McpSession:
+    """One connection to an MCP server: ids, the answers routed to their callers, the protocol era (internal).
+
+    A transport (_McpStdio, _McpHttp) sends a message and hands every message that arrives to ``deliver``, from
+    its reader thread or from the caller's. Each caller waits on its own queue, so a hung request times out alone.
+    """
+
+    def __init__(self, transport: Any, seconds: float) -> None:
+        self.transport, self.seconds, self.label = transport, seconds, transport.label
+        self.modern = False                 # the verdict of open(): True for 2026-07-28, False for the handshake era
+        self.version: Optional[str] = None
+        self._lock = threading.Lock()
+        self._pending: dict = {}            # id -> the queue of the caller waiting for that answer
+        self._ids = itertools.count(1)
+        transport.session = self
+
+    def open(self) -> None:
+        """Find the era (server/discover first; any other error, or silence, means the handshake era); ToolError."""
+        self.transport.start()
+        try:
+            self._handshake(time.monotonic() + self.seconds)
+        except _McpFailure as exc:
+            raise ToolError(f"MCP server {self.label} could not be opened: {exc}") from None
+        _log.info("MCP server %s speaks %s", self.label, self.version)
+
+    def _handshake(self, deadline: float) -> None:
+        box: queue.SimpleQueue = queue.SimpleQueue()
+        discover = self._send("server/discover", {}, box, deadline, modern=True)
+        initialize = None
+        probe_end = min(deadline, time.monotonic() + getattr(self.transport, "probe_seconds", math.inf))
+        while True:
+            answer = self._next(box, probe_end if initialize is None else deadline)
+            if answer is None and initialize is None:   # silent: a slow start, or an old server that ignores it
+                initialize = self._send_initialize(box, deadline)
+                continue
+            if answer is None:
+                raise _McpTimeout(f"no answer to server/discover or initialize within {self.seconds:g} s")
+            if answer.get("id") == discover and self._is_modern(answer):
+                self.modern, self.version = True, _MCP_VERSION
+                return
+            if answer.get("id") == discover and initialize is None:
+                initialize = self._send_initialize(box, deadline)
+            elif answer.get("id") == initialize and "result" in answer:
+                self._adopt_old(answer["result"])
+                return
+            elif answer.get("id") == initialize and "failure" in answer:
+                raise answer["failure"]
+            elif answer.get("id") == initialize and _mcp_error_code(answer) != _MCP_UNSUPPORTED_VERSION:
+                raise _McpRpcError(f"initialize failed: {_mcp_error_text(answer)}")
+
+    def _is_modern(self, answer: dict) -> bool:
+        """True for a discover result that offers our version; ToolError for a server that speaks none of ours."""
+        result = answer.get("result")
+        if isinstance(result, dict):
+            return _MCP_VERSION in (result.get("supportedVersions") or [_MCP_VERSION])
+        supported = answer.get("error", {}).get("data", {}) if isinstance(answer.get("error"), dict) else {}
+        supported = supported.get("supported") if isinstance(supported, dict) else None
+        if _mcp_error_code(answer) == _MCP_UNSUPPORTED_VERSION and isinstance(supported, list) \
+                and not set(supported) & set(_MCP_OLD_VERSIONS):
+            raise _McpFailure(f"it speaks only protocol versions {', '.join(map(str, supported))}; agent.py speaks "
+                              f"{_MCP_VERSION} and {_MCP_OLD_VERSION}")
+        return False
+
+    def _send_initialize(self, box: queue.SimpleQueue, deadline: float) -> Any:
+        return self._send("initialize", {"protocolVersion": _MCP_OLD_VERSION, "capabilities": {},
+                                         "clientInfo": _MCP_CLIENT}, box, deadline, modern=False)
+
+    def _adopt_old(self, result: Any) -> None:
+        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        if version not in _MCP_OLD_VERSIONS:
+            raise _McpFailure(f"initialize answered with protocol version {_text(version, repr)}, "
+                              f"which agent.py does not speak")
+        self.modern, self.version = False, version
+        self.transport.send({"jsonrpc": "2.0", "method": "notifications/initialized"},
+                            time.monotonic() + self.seconds)
+
+    def request(self, method: str, params: dict, seconds: Optional[float] = None) -> dict:
+        """Send one request and wait for its answer: the result; _McpRpcError, _McpTimeout or _McpFailure."""
+        deadline = time.monotonic() + (seconds or self.seconds)
+        box: queue.SimpleQueue = queue.SimpleQueue()
+        ident = self._send(method, params, box, deadline, self.modern)
+        try:
+            answer = self._next(box, deadline)
+        finally:
+            self._forget(ident)
+        if answer is None:
+            self._cancel(ident, method)
+            raise _McpTimeout(f"no answer to {method} within {seconds or self.seconds:g} s")
+        if "failure" in answer:
+            raise answer["failure"]
+        if "error" in answer:
+            error = answer["error"] if isinstance(answer["error"], dict) else {}
+            raise _McpRpcError(_mcp_error_text(answer), error.get("code"), error.get("data"))
+        result = answer.get("result")
+        if not isinstance(result, dict):
+            raise _McpFailure(f"the server answered {method} with a result that is not an object")
+        return result
+
+    def _send(self, method: str, params: dict, box: queue.SimpleQueue, deadline: float, modern: bool) -> int:
+        ident = next(self._ids)
+        if modern:
+            params = {**params, "_meta": {_MCP_META + "protocolVersion": _MCP_VERSION,
+                                          _MCP_META + "clientCapabilities": {}, _MCP_META + "clientInfo": _MCP_CLIENT}}
+        with self._lock:
+            self._pending[ident] = box
+        try:
+            self.transport.send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params}, deadline)
+        except _McpGone:
+            self._forget(ident)
+            raise
+        except _McpFailure as exc:   # over HTTP the answer comes in the same exchange: it failed, as an answer
+            box.put({"id": ident, "failure": exc})
+        return ident
+
+    def _next(self, box: queue.SimpleQueue, deadline: float) -> Optional[dict]:
+        """The next answer in box before deadline, or None; a failure put there is raised."""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            try:
+                answer = box.get(timeout=min(left, threading.TIMEOUT_MAX))
+            except queue.Empty:
+                continue
+            if isinstance(answer, BaseException):
+                raise answer
+            return answer
+
+    def _forget(self, ident: int) -> None:
+        with self._lock:
+            self._pending.pop(ident, None)
+
+    def _cancel(self, ident: int, method: str) -> None:
+        try:
+            self.transport.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                 "params": {"requestId": ident, "reason": "timed out"}},
+                                time.monotonic() + min(self.seconds, 5.0))
+        except _McpFailure as exc:
+            _log.debug("MCP server %s: could not cancel %s: %s", self.label, method, exc)
+
+    def deliver(self, message: Any) -> None:
+        """Route one message that arrived: an answer to its caller (a stray or repeated id is ignored)."""
+        if isinstance(message, list):   # a batch (protocol 2025-03-26)
+            for item in message:
+                self.deliver(item)
+            return
+        if not isinstance(message, dict):
+            _log.warning("MCP server %s sent a message that is not an object; ignored", self.label)
+            return
+        ident = message.get("id")
+        if "method" in message:
+            if "id" in message:
+                self._answer_server(message)
+            return                          # a notification: progress and log messages, nothing to do
+        with self._lock:
+            box = self._pending.pop(ident, None) if type(ident) is int else None   # True is an int; not an id
+        if box is None:
+            _log.warning("MCP server %s answered id %s, which no caller waits for; ignored", self.label,
+                         _text(ident, repr)[:40])
+            return
+        box.put(message)
+
+    def _answer_server(self, message: dict) -> None:
+        """A server's own request: ping is answered; sampling, elicitation and roots are not offered."""
+        if message.get("method") == "ping":
+            reply = {"jsonrpc": "2.0", "id": message["id"], "result": {}}
+        else:
+            reply = {"jsonrpc": "2.0", "id": message["id"],
+                     "error": {"code": -32601, "message": "agent.py offers no such method"}}
+        try:
+            self.transport.send(reply, time.monotonic() + 5.0)
+        except _McpFailure as exc:
+            _log.debug("MCP server %s: could not answer its request: %s", self.label, exc)
+
+    def fail_all(self, failure: _McpFailure) -> None:
+        """Wake every waiting caller with failure (the connection is gone)."""
+        with self._lock:
+            boxes, self._pending = list(self._pending.values()), {}
+        for box in boxes:
+            box.put(failure)
+
+    def close(self) -> None:
+        self.fail_all(_McpFailure(f"the connection to MCP server {self.label} was closed"))
+        self.transport.close()
+
+
+class _McpStdio:
+    """A server started as a command: one JSON-RPC message per line on its stdin and stdout (internal).
+
+    A reader thread hands every stdout line to the session; another keeps the last lines of stderr, the
+    server's log, to quote when it dies. A line that is not JSON is skipped and logged; a line over
+    _MCP_MAX_MESSAGE_BYTES ends the connection (it cannot be skipped without reading it whole).
+    """
+
+    probe_seconds = _MCP_PROBE_SECONDS
+
+    def __init__(self, argv: list, env: dict, cwd: Any) -> None:
+        self.argv, self.env, self.cwd = argv, env, cwd
+        label = " ".join([os.path.basename(argv[0]), *argv[1:]])
+        self.label = label if len(label) <= 100 else label[:97] + "..."
+        self.session: Any = None
+        self._process: Any = None
+        self._failure: Optional[_McpFailure] = None
+        self._stderr: collections.deque = collections.deque(maxlen=_MCP_STDERR_LINES)
+        self._write_lock = threading.Lock()
+        self._threads: list = []
+        self._skipped = 0
+
+    def start(self) -> None:
+        """Start the server, with no shell, and its reader threads; ToolError when it cannot be started."""
+        import subprocess
+
+        program = shutil.which(self.argv[0], path=self.env.get("PATH"))
+        if program is None:
+            raise ToolError(f"MCP server command {self.argv[0]!r} not found (on the PATH it is given)")
+        try:
+            self._process = subprocess.Popen([program, *self.argv[1:]], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                             stderr=subprocess.PIPE, env=self.env, cwd=self.cwd)
+        except (OSError, ValueError) as exc:
+            raise ToolError(f"MCP server {self.label!r} could not be started: {exc}") from None
+        _MCP_OPEN.add(self)
+        for target in (self._read, self._read_stderr):
+            thread = threading.Thread(target=target, name="agent-mcp", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def send(self, message: dict, deadline: float) -> None:
+        """Write one message as a line; _McpGone when the server is gone."""
+        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+        with self._write_lock:
+            if self._failure is not None:
+                raise self._failure
+            try:
+                self._process.stdin.write(data)
+                self._process.stdin.flush()
+            except (OSError, ValueError):
+                raise _McpGone(self._exit_text()) from None
+
+    def _read(self) -> None:
+        stdout = self._process.stdout
+        try:
+            while True:
+                line = stdout.readline(_MCP_MAX_MESSAGE_BYTES + 1)   # bounded: never a whole flood at once
+                if not line:
+                    break
+                if len(line) > _MCP_MAX_MESSAGE_BYTES:
+                    self._end(_McpGone(f"MCP server {self.label} sent a message over {_MCP_MAX_MESSAGE_BYTES:,} "
+                                       "bytes; the connection was closed"))
+                    self._process.kill()
+                    return
+                self._take(line)
+        except (OSError, ValueError):
+            pass
+        self._end(_McpGone(self._exit_text()))
+
+    def _take(self, line: bytes) -> None:
+        """One stdout line: a message for the session, or a line that is not one (skipped and logged)."""
+        if not line.strip():
+            return
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            message = None
+        if isinstance(message, (dict, list)):
+            self.session.deliver(message)
+            return
+        self._skipped += 1
+        level = logging.WARNING if self._skipped <= _MCP_SKIPPED_LOGGED else logging.DEBUG
+        _log.log(level, "MCP server %s printed a line that is not a JSON-RPC message; skipped: %r", self.label,
+                 line[:200].decode("utf-8", errors="replace"))
+
+    def _read_stderr(self) -> None:
+        try:
+            for line in iter(functools.partial(self._process.stderr.readline, 65536), b""):
+                text = line.decode("utf-8", errors="replace").rstrip()
+                self._stderr.append(text)
+                _log.debug("MCP server %s: %s", self.label, text)
+        except (OSError, ValueError):
+            pass
+
+    def _end(self, failure: _McpFailure) -> None:
+        with self._write_lock:
+            self._failure = self._failure or failure
+        self.session.fail_all(self._failure)
+
+    def _exit_text(self) -> str:
+        """What happened to the server, with the last lines of its stderr."""
+        import subprocess
+
+        try:
+            code = self._process.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            code = None
+        if len(self._threads) > 1:
+            self._threads[1].join(timeout=1.0)   # the rest of its stderr
+        what = "stopped answering" if code is None else f"exited with code {code}"
+        tail = " | ".join(line for line in self._stderr if line.strip())[-1000:]
+        return f"MCP server {self.label} {what}" + (f"; its last stderr lines: {tail}" if tail else "; no stderr")
+
+    def close(self) -> None:
+        """Close stdin, wait, then SIGTERM, wait, then SIGKILL: nothing is left running."""
+        import subprocess
+
+        _MCP_OPEN.discard(self)
+        process = self._process
+        if process is None or process.returncode is not None and not self._threads:
+            return
+        with self._write_lock:
+            self._failure = self._failure or _McpGone(f"the connection to MCP server {self.label} was closed")
+            try:
+                process.stdin.close()
+            except OSError:
+                pass
+        for stop in (None, process.terminate, process.kill):
+            try:
+                if stop is not None:
+                    stop()
+                process.wait(timeout=_MCP_CLOSE_SECONDS)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+            except OSError:
+                break
+        for thread in self._threads:
+            thread.join(timeout=1.0)
+        self._threads = []
+        for pipe in (process.stdout, process.stderr):
+            pipe.close()
+
+
+class _McpHttp:
+    """A server at a URL (Streamable HTTP): each message is its own POST, answered by JSON or an SSE stream.
+
+    The client's plumbing bounds every read (_Deadline, _Body, _EventStream), follows no redirect and never
+    reaches a loopback server through a proxy; errors are scrubbed of the headers, the server's credentials.
+    """
+
+    def __init__(self, url: str, headers: dict) -> None:
+        parts = urlsplit(url)
+        try:
+            port = parts.port
+        except ValueError as exc:
+            raise ToolError(f"invalid MCP server URL ({exc})") from None
+        if not parts.hostname or port == 0 or parts.username is not None or parts.password is not None:
+            raise ToolError("an MCP server URL names a host and holds no user or password (give credentials as "
+                            "headers=)")
+        if not isinstance(headers, dict) or not all(isinstance(value, str) for value in headers.values()):
+            raise ToolError("headers= of an MCP server maps names to strings")
+        if headers and parts.scheme.lower() == "http" and not _is_loopback(url):
+            raise ToolError(f"headers (credentials) are not sent over plain http:// to {parts.hostname}; use https://")
+        self.url, self.headers = url, {str(key): value.strip() for key, value in headers.items()}
+        self.label = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))   # no query: it may hold a token
+        self.session: Any = None
+        self.session_id: Optional[str] = None
+
+    def start(self) -> None:
+        _MCP_OPEN.add(self)
+
+    def send(self, message: dict, end: float) -> None:
+        """POST one message and hand what answers it to the session; _McpFailure (or a subclass) when it fails."""
+        deadline = _Deadline(max(end - time.monotonic(), 0.0), end, self.label, name="timeout")
+        try:
+            response = self._open(message, deadline)
+            if response is not None:
+                try:
+                    self._read(response, message, deadline)
+                finally:
+                    response.close()
+        except LLMError as exc:              # a deadline passed, or the body is over the cap
+            timeout = deadline.passed()
+            raise (_McpTimeout if timeout else _McpFailure)(self._scrub(str(exc))) from None
+        except _Retryable as exc:            # a stall or a break mid-answer
+            raise _McpFailure(self._scrub(str(exc))) from None
+
+    def _open(self, message: dict, deadline: _Deadline) -> Any:
+        import http.client
+        import urllib.error
+        import urllib.request
+
+        request = urllib.request.Request(self.url, data=json.dumps(message).encode("utf-8"),
+                                         headers=self._headers(message), method="POST")
+        request.timing = (deadline.left(), deadline)
+        try:
+            return _build_opener(self.url).open(request, timeout=min(deadline.left(), threading.TIMEOUT_MAX))
+        except urllib.error.HTTPError as exc:
+            self._http_error(exc, deadline)
+        except (OSError, http.client.HTTPException) as exc:
+            reason = getattr(exc, "reason", None) or exc
+            if deadline.passed():
+                raise deadline.expired() from None
+            raise _McpGone(f"could not reach MCP server {self.label}: "
+                           f"{self._scrub(str(reason)) or type(exc).__name__}") from None
+        return None
+
+    def _headers(self, message: dict) -> dict:
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                   "User-Agent": f"agent.py/{__version__}"}
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        if "_meta" in params:                # the modern era routes by these
+            headers.update({"Mcp-Protocol-Version": _MCP_VERSION, "Mcp-Method": message["method"]})
+            if message["method"] == "tools/call":
+                headers["Mcp-Name"] = _mcp_header_value(params["name"])
+        elif self.session.version is not None:
+            headers["Mcp-Protocol-Version"] = self.session.version
+        if self.session_id is not None:
+            headers["Mcp-Session-Id"] = self.session_id
+        for name, value in self.headers.items():
+            if _HEADER_CONTROL.search(value) or _HEADER_CONTROL.search(name):
+                raise _McpGone(f"header {name!r} of MCP server {self.label} holds a control character "
+                               "(its value is not shown)")
+            headers[name] = value
+        return headers
+
+    def _http_error(self, exc: Any, deadline: _Deadline) -> None:
+        """An error status: a JSON-RPC error in its body is delivered as the answer, anything else raised."""
+        text = _read_error_body(exc, deadline, deadline.left()).decode("utf-8", errors="replace")
+        try:
+            answer = json.loads(text)
+        except (ValueError, RecursionError):
+            answer = None
+        if isinstance(answer, dict) and "error" in answer and "id" in answer:
+            self.session.deliver(answer)
+            return
+        if 300 <= exc.code < 400:
+            raise _McpFailure(f"HTTP {exc.code} from MCP server {self.label}: a redirect (agent.py follows none; "
+                              "fix the URL)")
+        hint = " (check the credentials in its headers)" if exc.code in (401, 403) else ""
+        raise _McpFailure(f"HTTP {exc.code} from MCP server {self.label}{hint}: {_quoted(text, self._scrub)}")
+
+    def _read(self, response: Any, message: dict, deadline: _Deadline) -> None:
+        """Deliver the JSON answer, or each event of the stream until the answer to message has come."""
+        if message.get("method") == "initialize":
+            self.session_id = response.headers.get("Mcp-Session-Id") or self.session_id
+        body = _Body(response, deadline, _MCP_MAX_MESSAGE_BYTES, deadline.left())
+        if "event-stream" not in (response.headers.get("Content-Type") or ""):
+            text = b"".join(iter(body.read, b"")).decode("utf-8", errors="replace")
+            if text.strip():
+                self._deliver(text)
+            return
+        events = _EventStream()
+        for piece in itertools.chain(iter(body.read, b""), [b""]):
+            for data in events.feed(piece):
+                if self._deliver(data) == message.get("id") and "id" in message:
+                    return
+
+    def _deliver(self, text: str) -> Any:
+        """Hand one JSON message to the session; the id it answers, if any."""
+        try:
+            answer = json.loads(text)
+        except (ValueError, RecursionError):
+            raise _McpFailure(f"MCP server {self.label} answered with something that is not JSON: "
+                              f"{_quoted(text, self._scrub)}") from None
+        self.session.deliver(answer)
+        return answer.get("id") if isinstance(answer, dict) and "method" not in answer else None
+
+    def _scrub(self, text: str) -> str:
+        return _scrubbed(text, _header_secrets(self.headers))   # the one scrubber, as the client's
+
+    def close(self) -> None:
+        """End the session of a handshake-era server (DELETE, best effort)."""
+        import urllib.request
+
+        _MCP_OPEN.discard(self)
+        if self.session_id is None:
+            return
+        headers = {"Mcp-Session-Id": self.session_id, **self.headers}
+        self.session_id = None
+        try:
+            _build_opener(self.url).open(urllib.request.Request(self.url, headers=headers, method="DELETE"),
+                                         timeout=2.0).close()
+        except Exception as exc:             # the server may be gone already; nothing is left running here
+            _log.debug("MCP server %s: DELETE of the session failed: %s", self.label, exc)
+
+
+def _mcp_header_value(text: str) -> str:
+    """A value as an HTTP header carries it: printable ASCII as it is, anything else as MCP's base64 form."""
+    if re.fullmatch(r"[\x20-\x7e]*", text):
+        return text
+    import base64
+
+    return f"=?base64?{base64.b64encode(text.encode('utf-8')).decode('ascii')}?="
+
+
+def _mcp_error_code(answer: dict) -> Any:
+    error = answer.get("error")
+    return error.get("code") if isinstance(error, dict) else None
+
+
+def _mcp_error_text(answer: dict) -> str:
+    error = answer.get("error")
+    if not isinstance(error, dict):
+        return "an error without a message"
+    return f"{_text(error.get('message'))[:500]} (JSON-RPC error {_text(error.get('code'))})"
+
+
+_MCP_OPEN: set = set()   # transports still open, closed at interpreter exit
+
+
+def _mcp_close_all() -> None:
+    for transport in list(_MCP_OPEN):
+        transport.close()
+
+
+atexit.register(_mcp_close_all)
 
 
 # -- Loop ------------------------------------------------------------------------------
 # Agent.run is the loop; Step and AgentResult are its trace; run() is the one-call form
 
-STOP_REASONS = ("final", "max_steps", "repeat_limit", "format_errors", "time_limit", "token_limit", "llm_error")
+class _Stop(typing.NamedTuple):
+    """What a stop reason means (internal): the result's summary line, and the CLI's exit code."""
+
+    summary: str    # formatted with the Agent's limits, steps, tokens (the run's total) and error (the last step's)
+    exit_code: int  # the CLI's exit code after a run that stopped so (its help says what each code means)
+
+
+# Every stop reason, in one place: the loop's summaries, the CLI's exit codes and help, and batch counts read it.
+_STOPS = {
+    "final": _Stop("answered in {steps} step(s)", 0),
+    "max_steps": _Stop("no final answer within max_steps={max_steps}", 1),
+    "repeat_limit": _Stop("the same call was repeated more than max_repeats={max_repeats} times", 1),
+    "format_errors": _Stop("more than max_format_errors={max_format_errors} unparseable replies in a row", 1),
+    "time_limit": _Stop("ran past max_seconds={max_seconds}", 1),
+    "token_limit": _Stop("used {tokens} tokens, over max_total_tokens={max_total_tokens}", 1),
+    "llm_error": _Stop("the model endpoint failed: {error}", 3),
+}
+STOP_REASONS = tuple(_STOPS)
 _CUT_OFF = _ask("your reply was cut off at the token limit before the JSON object was complete; "
                 "send a shorter reply with a one-sentence thought")
 _REPEATED = _ask("your reply kept repeating the same text, so it was stopped; write one short JSON object and "
                  "nothing else")
 _ONE_ACTION = "(Your reply held more than one action: only the first was run. Send one action per reply.)"
+_REPEAT = ("You already made this exact call in step {step}; it was not run again. Its result:\n{result}\n"
+           "Do not repeat it: use the result, try something different, or give the final answer.")
+# The result comes last: a small model that copies the nearest text then copies the result.
+_IN_HAND = ("You already made this exact call in step {step}; it was not run again. The result is in hand: "
+            "give the final answer now, taken from it. The result:\n{result}")
 _CONSTRAIN_MODES = ("auto", "always", "never")
 _CHAT_OPTIONS = ("response_schema", "temperature", "max_seconds", "frequency_penalty")  # per-call options it may pass
 _HOT_TEMPERATURE = 0.7     # at least this once a failed reply repeats: a deterministic loop needs sampling
@@ -3254,6 +4572,38 @@ _HOT_TEMPERATURE = 0.7     # at least this once a failed reply repeats: a determ
 _CONSTRAINED_PENALTY = 0.5
 _now = time.monotonic      # the loop's clock for max_seconds and step times (tests replace it); tools keep their own
 _TRIM_TO = 0.6             # over budget, trim to this share of it, so later calls share their prefix
+# Memory: what stands in for the steps a context budget drops, joined to the task's message (a message
+# of its own after the task would break the alternation of roles).
+_MEMORY_MODES = ("digest", "summary", "none")
+_MEMORY_SHARE = 0.2        # the digest or the summary takes at most this share of the context budget
+_MIN_SUMMARY_CHARS = 100   # with less room than this, no summary is asked for: the digest is sent
+_DIGEST_CALL_CHARS = 60    # a digest line shows this much of the call ...
+_DIGEST_RESULT_CHARS = 100  # ... and this much of the start of its result
+_DROPPED_NOTE = ("[Note: {n} earlier step(s) of this task were left out to save space; "
+                 "their results are no longer shown.]")
+_DIGEST_HEADER = "[Note: {n} earlier step(s) of this task were left out to save space; their calls and results:]"
+_DIGEST_GAP = "... {n} more step(s) left out here ..."
+_DIGEST_REPEAT = "a repeat of step {step}, not run again"
+_DIGEST_UNREADABLE = "(a reply that could not be read)"
+_SUMMARY_HEADER = "[Note: {n} earlier step(s) of this task were left out to save space. Notes on what they found:]"
+_SUMMARY_PROMPT = ("You keep the notes of an agent that works on a task with tools. Its oldest steps are about to "
+                   "leave its view. Write down the facts from the earlier notes and these steps that the task may "
+                   "still need: names, numbers, results, what failed. Plain sentences, at most {words} words, "
+                   "no JSON, nothing else.")
+_SUMMARY_REQUEST = "Task: {task}\n\nEarlier notes: {notes}\n\nSteps leaving the view (call → result):\n{steps}"
+
+
+@dataclass
+class _SummaryCall:
+    """A model call that summarised the steps a trim dropped (memory="summary"), kept on the step it came before."""
+
+    raw: Optional[str] = None             # the reply; None if the call failed
+    finish_reason: Optional[str] = None   # the client's finish_reason for this reply, when it reports one
+    seconds: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: Optional[str] = None           # why the digest was sent instead: the call's error, or what was wrong
+                                          # with its reply; None when the summary was used
 
 
 @dataclass
@@ -3270,6 +4620,7 @@ class Step:
     finish_reason: Optional[str] = None   # the client's finish_reason for this reply, when it reports one
     reasoning: Optional[str] = None       # a separate reasoning field the server sent, never parsed
     notes: list[str] = field(default_factory=list)   # what the agent changed for this call (ladder rungs, budgets)
+    summary_calls: list[_SummaryCall] = field(default_factory=list)  # made before this step's call (memory)
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -3286,7 +4637,8 @@ class AgentResult:
     stop_reason: str                      # one of STOP_REASONS
     steps: list[Step]
     messages: list[dict]                  # the whole conversation, never trimmed; pass back as history
-    usage: dict                           # prompt_tokens, completion_tokens, total_tokens, estimated
+    usage: dict                           # prompt_tokens, completion_tokens, total_tokens, estimated,
+    #                                       estimated_steps (the steps whose call reported no usage: estimated)
     seconds: float
     summary: str = ""                     # one line: how the run ended
 
@@ -3330,9 +4682,10 @@ class AgentResult:
         ``path`` is anything ``open()`` takes: text, bytes or a path object. The text
         goes to a temporary file beside the target that then replaces it, so the old
         file survives any failure; the temporary file is created 0600, the new file
-        keeps the old one's permission bits (a new one stays 0600), and a symlink is written through to the file it points to. A lone surrogate
-        (a model's ``"\\ud83d"``, an undecodable file name) is written as its JSON
-        escape and reads back unchanged. Raises OSError when the file cannot be written.
+        keeps the old one's permission bits (a new one stays 0600), and a symlink is
+        written through to the file it points to. A lone surrogate (a model's
+        ``"\\ud83d"``, an undecodable file name) is written as its JSON escape and reads
+        back unchanged. Raises OSError when the file cannot be written.
         """
         text = json.dumps(self.to_dict(), ensure_ascii=False, indent=1, allow_nan=False)
         target = os.path.realpath(os.fspath(path))  # replace the file a symlink points to, not the link
@@ -3378,56 +4731,172 @@ class _RunState:
     dropped: int = 0                      # messages after the head left out of what is sent
     format_errors: int = 0                # unparseable replies in a row
     calls: dict = field(default_factory=dict)   # (name, canonical arguments) -> _Earlier
-    usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "estimated": False})
+    usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "estimated": False,
+                                                 "estimated_steps": []})
     answer: Optional[str] = None
     budget: Optional[int] = None          # max_context_chars for this run; a context overflow may set one
     overflows: int = 0                    # context overflows reported by the client
     schema: Optional[dict] = None         # the action schema, sent once the ladder's first rung is taken
     hot: bool = False                     # second rung: a raised temperature is sent
     failed: set[str] = field(default_factory=set)    # raw replies that could not be parsed
+    answer_rung: int = 0                  # the step whose model call may send only a final answer
+    memory: str = "digest"                # what stands in for dropped steps: digest, summary or none
+    note: str = ""                        # joined to the task while steps are dropped ("\n\n" and the digest,
+                                          # the summary or a count), counted in what is sent
+    digest: list[str] = field(default_factory=list)  # one line per dropped step
+    digest_chars: int = 0                 # characters in the digest's lines, line breaks included
 
     def append(self, role: str, content: str) -> None:
         """Add a message to the conversation and count its characters."""
         self.messages.append({"role": role, "content": content})
         self.tail_chars += len(content)
 
-    def context(self) -> list[dict]:
-        """What is sent: the whole conversation, or, over the context budget, the oldest step pairs left out.
+    def estimated(self) -> None:
+        """Note that the step under way (not yet in steps) has token counts estimated, not reported."""
+        self.usage["estimated"] = True
+        if len(self.steps) + 1 not in self.usage["estimated_steps"]:
+            self.usage["estimated_steps"].append(len(self.steps) + 1)
 
-        Over the budget, pairs are dropped from the front down to about 60% of it at
-        once, so the calls until the next trim share their prefix and a server can
-        reuse its processed prompt; each pair is dropped once (amortised O(1) per
-        step). The system prompt and the task are always sent, and the latest pair too.
+    def over_budget(self) -> bool:
+        """Whether what the next call would send is longer than the context budget."""
+        return self.budget is not None and self.head_chars + len(self.note) + self.tail_chars > self.budget
+
+    def trim(self) -> None:
+        """Drop the oldest step pairs down to about 60% of the budget, and write the note that stands in for them.
+
+        Dropping well below the budget at once lets the calls until the next trim share
+        their prefix, so a server can reuse its processed prompt; each pair is dropped
+        once, and its digest line written once (amortised O(1) per step). The system
+        prompt, the task and the latest pair are always kept.
         """
-        if self.budget is None:
-            return self.messages
-        messages, head = self.messages, self.head
-        over_budget = self.head_chars + self.tail_chars > self.budget
-        if over_budget:
-            while (self.head_chars + self.tail_chars > self.budget * _TRIM_TO
-                   and len(messages) - head - self.dropped > 2):
-                first = head + self.dropped
-                self.tail_chars -= len(messages[first]["content"]) + len(messages[first + 1]["content"])
-                self.dropped += 2
-        sent = messages
+        target = self.budget * _TRIM_TO
+        while (self.head_chars + self._note_room() + self.tail_chars > target
+               and len(self.messages) - self.head - self.dropped > 2):
+            first = self.head + self.dropped
+            self.tail_chars -= len(self.messages[first]["content"]) + len(self.messages[first + 1]["content"])
+            if self.memory != "none":
+                line = _digest_line(self.steps[self.dropped // 2], self.calls, _DIGEST_RESULT_CHARS)
+                self.digest.append(line)
+                self.digest_chars += len(line) + 1
+            self.dropped += 2
+        self.note = self.digest_note() if self.memory != "none" else f"\n\n{_DROPPED_NOTE.format(n=self.dropped // 2)}"
+
+    def _note_room(self) -> int:
+        """What the note will take once the pairs dropped so far are in it (the summary's room: the digest's)."""
+        if self.memory == "none":
+            return len(_DROPPED_NOTE) + 2
+        return min(self.memory_limit(), len(_DIGEST_HEADER) + 3 + self.digest_chars)
+
+    def memory_limit(self) -> int:
+        """The most characters the note (the digest or the summary, with its header) may take.
+
+        A share of the budget, and no more than the budget leaves beside the head and the steps still sent.
+        """
+        return max(0, min(int(self.budget * _MEMORY_SHARE), self.budget - self.head_chars - self.tail_chars))
+
+    def digest_note(self) -> str:
+        """The digest of every dropped step: one line each, bounded, the same for the same history."""
+        header = _DIGEST_HEADER.format(n=self.dropped // 2)
+        return f"\n\n{header}\n{_keep_ends(self.digest, self.digest_chars, self.memory_limit() - len(header) - 3)}"
+
+    def context(self, trimmed: bool = False) -> list[dict]:
+        """What is sent: the whole conversation, or, once steps are dropped, the note in their place.
+
+        The note (the digest, the summary or a count) is joined to the task's message and
+        stays the same until the next trim, so the calls between two trims share their prefix.
+        ``trimmed``: this call trimmed, and a latest reply still over the trim's target is shortened.
+        """
+        sent = self.messages
         if self.dropped:
-            task = messages[head - 1]
-            note = (f"\n\n[Note: {self.dropped // 2} earlier step(s) of this task were left out to save space; "
-                    "their results are no longer shown.]")
-            sent = messages[:head - 1] + [{"role": task["role"], "content": task["content"] + note}] + \
-                messages[head + self.dropped:]
-        return self._shorten_latest(sent) if over_budget else sent
+            task = self.messages[self.head - 1]
+            joined = {"role": task["role"], "content": task["content"] + self.note}
+            sent = self.messages[:self.head - 1] + [joined] + self.messages[self.head + self.dropped:]
+        return self._shorten_latest(sent) if trimmed else sent
 
     def _shorten_latest(self, sent: list[dict]) -> list[dict]:
         """A trim that left only the latest pair over its target: a reply that ran to the token limit.
 
         That reply is sent as its head and tail, cut to the trim's target; result.messages keeps it whole.
         """
-        over = self.head_chars + self.tail_chars - int(self.budget * _TRIM_TO)
+        over = self.head_chars + len(self.note) + self.tail_chars - int(self.budget * _TRIM_TO)
         if over <= 0 or len(sent) <= self.head or sent[-2]["role"] != "assistant":
             return sent
         reply = sent[-2]["content"]
         return sent[:-2] + [{"role": "assistant", "content": _truncate(reply, max(200, len(reply) - over))}, sent[-1]]
+
+
+def _digest_line(step: Step, calls: dict, result_chars: Optional[int]) -> str:
+    """A dropped step as ``index. name(arguments) → the start of its result``; a repeat or an unread reply says so.
+
+    ``calls`` is the run's (name, canonical arguments) -> _Earlier: a call first run in another step is a repeat.
+    A tool's error shows as its result does, starting with ``ERROR:``.
+    """
+    action = step.action
+    if action is None or action.kind != "tool_call":
+        return f"{step.index}. {_DIGEST_UNREADABLE}"
+    arguments = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False, default=str)}"
+                          for key, value in action.arguments.items())
+    call = _clip(f"{action.name}({arguments})", _DIGEST_CALL_CHARS)
+    earlier = calls.get((action.name, _canonical(action.arguments)))
+    if earlier is not None and earlier.step != step.index:
+        return f"{step.index}. {call} → {_DIGEST_REPEAT.format(step=earlier.step)}"
+    result = _observation_result(step.observation or "") or ""
+    return f"{step.index}. {call} → {_clip(result, result_chars)}"
+
+
+def _clip(text: str, limit: Optional[int]) -> str:
+    """text on one line, cut to limit characters (None: whole) with an ellipsis."""
+    text = " ".join(text.split())
+    return text if limit is None or len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _keep_ends(lines: list[str], total: int, limit: int) -> str:
+    """The lines, one per line; over limit characters (``total`` of them), the first and the newest that fit.
+
+    Half the room goes to the first lines and the rest to the newest, as a long
+    observation keeps its head and tail; a line longer than half the room is cut to
+    it, so the first and the newest line show when anything does. One line between
+    says how many were left out.
+    """
+    if total <= limit:
+        return "\n".join(lines)
+    room = limit - len(_DIGEST_GAP.format(n=len(lines))) - 1
+    width = room // 2 - 1                 # a line and its line break in half the room
+    head = tail = used = 0
+    while head < len(lines) and used + min(len(lines[head]), width) + 1 <= room // 2:
+        used += min(len(lines[head]), width) + 1
+        head += 1
+    while head + tail < len(lines) and used + min(len(lines[-1 - tail]), width) + 1 <= room:
+        used += min(len(lines[-1 - tail]), width) + 1
+        tail += 1
+    kept = [line if len(line) <= width else line[:width - 1] + "…" for line in lines[:head] + lines[len(lines) - tail:]]
+    return "\n".join(kept[:head] + [_DIGEST_GAP.format(n=len(lines) - head - tail)] + kept[head:])
+
+
+def _summary_request(state: _RunState, notes: str, dropped: list[Step], limit: int) -> list[dict]:
+    """The summary call's messages: the prompt, then the task, the earlier notes and the dropped steps in full.
+
+    The whole request is cut to the context budget, which the model is known to take.
+    """
+    system = _SUMMARY_PROMPT.format(words=max(20, limit // 8))  # about 6 characters a word, and room to spare
+    steps = "\n".join(_digest_line(step, state.calls, None) for step in dropped)
+    text = _SUMMARY_REQUEST.format(task=state.messages[state.head - 1]["content"], notes=notes.strip() or "(none yet)",
+                                   steps=steps)
+    return [{"role": "system", "content": system},
+            {"role": "user", "content": _truncate(text, max(1000, state.budget - len(system)))}]
+
+
+def _summary_problem(text: str, finish_reason: Optional[str], limit: int) -> Optional[str]:
+    """Why a summary reply cannot stand in for the dropped steps, or None when it can."""
+    if finish_reason == "length":
+        return "the summary was cut off at the token limit"
+    if finish_reason == "repetition":
+        return "the summary kept repeating itself"
+    if not text:
+        return "the summary was empty"
+    if len(text) > limit:
+        return f"the summary was too long ({len(text)} characters, at most {limit})"
+    return None
 
 
 def _as_registry(tools: _Tools) -> ToolRegistry:
@@ -3465,6 +4934,34 @@ def _chat_options(llm: Any) -> frozenset:
                      if p.name in _CHAT_OPTIONS and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
+def _copied(action: Action, example: Optional[_Example]) -> Optional[str]:
+    """What of the prompt a reply copied in place of its own content (placeholders, the worked example), or None.
+
+    A copied thought is let through: it runs nothing, and refusing it refused calls that were right."""
+    values = [("answer", action.answer), ("tool name", action.name)]
+    values += [(f'argument "{key}"', value) for key, value in _leaves(action.arguments)]
+    for where, value in values:
+        if isinstance(value, str) and value.strip() in _PLACEHOLDERS:
+            return f"your {where} is {value.strip()!r}, a placeholder copied from the instructions; write your own"
+    if example is not None and action.kind == "final" and action.answer == example.final["answer"]:
+        return "your answer is the one of the instructions' example, which is about another task; answer yours"
+    if example is not None and (action.name, action.arguments) == (example.call["name"], example.call["arguments"]):
+        return "you copied the call of the instructions' example; call one of the listed tools for your own task"
+    return None
+
+
+def _leaves(value: Any, key: str = "") -> Iterable:
+    """(key, value) for every text, number or boolean inside nested arguments."""
+    if isinstance(value, dict):
+        for name, item in value.items():
+            yield from _leaves(item, f"{key}.{name}" if key else str(name))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _leaves(item, f"{key}[{i}]")
+    else:
+        yield key, value
+
+
 class Agent:
     """The ReAct loop: ask the model, parse its action, run the tool, send the observation back."""
 
@@ -3472,7 +4969,8 @@ class Agent:
                  max_repeats: int = 2, max_format_errors: int = 3, max_observation_chars: int = 4000,
                  max_context_chars: Optional[int] = None, max_seconds: Optional[float] = None,
                  max_total_tokens: Optional[int] = None, on_step: Optional[Callable[[Step], None]] = None,
-                 confirm: Optional[Callable[[str, dict], bool]] = None, constrain: str = "auto") -> None:
+                 confirm: Optional[Callable[[str, dict], bool]] = None, constrain: str = "auto",
+                 memory: str = "digest") -> None:
         for name, value in {"max_steps": max_steps, "max_repeats": max_repeats, "max_format_errors": max_format_errors,
                             "max_observation_chars": max_observation_chars}.items():
             _check_setting(name, value)
@@ -3481,6 +4979,8 @@ class Agent:
             _check_setting(name, value, optional=True)   # None: no such limit
         if constrain not in _CONSTRAIN_MODES:
             raise ValueError(f"invalid constrain {constrain!r} (must be one of {', '.join(_CONSTRAIN_MODES)})")
+        if memory not in _MEMORY_MODES:
+            raise ValueError(f"invalid memory {memory!r} (must be one of {', '.join(_MEMORY_MODES)})")
         self.llm = llm
         self.tools = _as_registry(tools)
         self.system_prompt = _render_prompt(system_prompt, self.tools)
@@ -3494,7 +4994,9 @@ class Agent:
         self.on_step = on_step                      # called with each Step as it ends
         self.confirm = confirm                      # asked before tools registered with confirm=True
         self.constrain = constrain                  # the decoding ladder: auto, always or never
+        self.memory = memory                        # what stands in for steps a context budget drops
         self._accepts = _chat_options(llm)          # checked once: the per-call options llm.chat takes
+        self._example = _example(self.tools) if system_prompt is None else None   # the prompt's worked example
         if constrain == "always" and "response_schema" not in self._accepts:
             _log.warning("constrain='always', but %s.chat takes no response_schema: running unconstrained",
                          type(llm).__name__)
@@ -3509,9 +5011,9 @@ class Agent:
         row). After a format error later calls send the action schema, and after a
         failed reply repeats an earlier one a raised temperature (``constrain``).
         A context overflow sets a context budget for the rest of the run and retries
-        once. Stops the run, with a ``stop_reason`` and every step kept: a final
-        answer, ``max_steps``, ``repeat_limit``, ``format_errors``, ``time_limit``,
-        ``token_limit``, and ``llm_error`` when the model client raises. Nothing a
+        once. Stops the run, with a ``stop_reason`` and every step kept: one of
+        ``STOP_REASONS`` (``_STOPS`` says what each means), ``llm_error`` when the
+        model client raises. Nothing a
         model or a tool does makes this raise; ValueError only for a task that is
         not text or a malformed ``history`` (a list of ``{"role", "content"}``
         messages). An exception from your own ``on_step`` propagates, and so does
@@ -3536,7 +5038,7 @@ class Agent:
             messages.append({"role": "user", "content": task})
         head_chars = sum(len(m["content"]) for m in messages)
         state = _RunState(messages=messages, head=len(messages), head_chars=head_chars, started=_now(),
-                          budget=self.max_context_chars)
+                          budget=self.max_context_chars, memory=self.memory)
         if self.constrain == "always" and "response_schema" in self._accepts:
             state.schema = self.tools.action_schema()
         return state
@@ -3571,7 +5073,8 @@ class Agent:
         except Exception as exc:  # LLMError, or whatever a custom client raises
             step.llm_seconds = _now() - started
             step.error = str(exc) if isinstance(exc, LLMError) else f"{type(exc).__name__}: {exc}"
-            return "llm_error"
+            spent = self.max_seconds is not None and self._time_left(state) < _MIN_START_SECONDS
+            return "time_limit" if spent else "llm_error"   # the agent's own budget ended the call, not the server
         step.llm_seconds = _now() - started
         step.raw = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
         finish_reason = getattr(self.llm, "last_finish_reason", None)
@@ -3588,25 +5091,86 @@ class Agent:
         counts = _reported_usage(getattr(self.llm, "last_usage", None))
         if counts is None:
             counts = {"prompt_tokens": (state.head_chars + state.tail_chars) // 4, "completion_tokens": len(raw) // 4}
-            state.usage["estimated"] = True
+            state.estimated()
         state.usage["prompt_tokens"] += counts["prompt_tokens"]
         state.usage["completion_tokens"] += counts["completion_tokens"]
 
     def _chat(self, state: _RunState, step: Step) -> Any:
         """One model call with this run's options; after a context overflow, trim and retry once."""
+        messages = self._context(state, step)   # may make a summary call first, so the options come after it
+        options = self._options(state)
+        if not state.steps and "response_schema" in options and len(self.tools):
+            self._rung(step, "the first call of a run may only call a tool (a response_schema of the tool calls)")
         try:
-            return self.llm.chat(state.context(), **self._options(state))
+            return self.llm.chat(messages, **options)
         except LLMError as exc:
             if exc.kind != "context_overflow":
                 raise
             self._overflowed(state, step, exc)
-        return self.llm.chat(state.context(), **self._options(state))
+        return self.llm.chat(self._context(state, step), **self._options(state))
+
+    def _context(self, state: _RunState, step: Step) -> list[dict]:
+        """What the next call sends; over the context budget, the oldest steps are dropped and remembered."""
+        if not state.over_budget():
+            return state.context()
+        notes, first = state.note, state.dropped // 2
+        state.trim()
+        if self.memory == "summary" and state.dropped // 2 > first:
+            self._summarise(state, step, notes, state.steps[first:state.dropped // 2])
+        return state.context(trimmed=True)
+
+    def _summarise(self, state: _RunState, step: Step, notes: str, dropped: list[Step]) -> None:
+        """memory="summary": the model's notes on the dropped steps become the note; on any failure, the digest."""
+        limit, text = state.memory_limit() - len(_SUMMARY_HEADER) - 3, ""
+        if limit < _MIN_SUMMARY_CHARS:  # no call: a summary that short would hold less than the digest
+            problem = f"the context budget leaves no room for a summary ({max(0, limit)} characters)"
+        else:
+            call = self._summary_call(state, _summary_request(state, notes, dropped, limit))
+            step.summary_calls.append(call)
+            text = (call.raw or "").strip()
+            if call.raw is None:
+                problem = f"the summary call failed: {call.error}"
+            else:
+                problem = call.error = _summary_problem(text, call.finish_reason, limit)
+        if problem is not None:
+            step.notes.append(f"memory: {problem}; the digest of the dropped steps was sent instead")
+        else:
+            state.note = f"\n\n{_SUMMARY_HEADER.format(n=state.dropped // 2)}\n{text}"
+            step.notes.append(f"memory: the model summarised {len(dropped)} dropped step(s) in {len(text)} characters")
+        _log.info("step %d: %s", step.index, step.notes[-1])
+
+    def _summary_call(self, state: _RunState, request: list[dict]) -> _SummaryCall:
+        """One model call for the summary, timed and counted against max_total_tokens; it never raises."""
+        options = {}
+        if self.max_seconds is not None and "max_seconds" in self._accepts:
+            options["max_seconds"] = self._time_left(state)
+        call, started = _SummaryCall(), _now()
+        try:
+            raw = self.llm.chat(request, **options)
+            call.raw = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
+            reason = getattr(self.llm, "last_finish_reason", None)
+            call.finish_reason = reason if isinstance(reason, str) else None
+        except Exception as exc:  # LLMError, or whatever a custom client raises
+            call.error = str(exc) if isinstance(exc, LLMError) else f"{type(exc).__name__}: {exc}"
+        call.seconds = _now() - started
+        if call.raw is None:
+            return call                   # a failed call: no reply, no tokens to count
+        counts = _reported_usage(getattr(self.llm, "last_usage", None))
+        if counts is None:
+            counts = {"prompt_tokens": sum(len(m["content"]) for m in request) // 4,
+                      "completion_tokens": len(call.raw or "") // 4}
+            state.estimated()
+        call.prompt_tokens, call.completion_tokens = counts["prompt_tokens"], counts["completion_tokens"]
+        state.usage["prompt_tokens"] += call.prompt_tokens
+        state.usage["completion_tokens"] += call.completion_tokens
+        return call
 
     def _options(self, state: _RunState) -> dict:
         """The per-call options for the next call: the ladder's rungs and what is left of max_seconds."""
         options: dict = {}
-        if state.schema is not None:
-            options["response_schema"] = state.schema
+        schema = self._rung_schema(state)
+        if schema is not None:
+            options["response_schema"] = schema
             if "frequency_penalty" in self._accepts:
                 options["frequency_penalty"] = _CONSTRAINED_PENALTY
         if state.hot:
@@ -3615,6 +5179,17 @@ class Agent:
         if self.max_seconds is not None and "max_seconds" in self._accepts:
             options["max_seconds"] = self._time_left(state)
         return options
+
+    def _rung_schema(self, state: _RunState) -> Optional[dict]:
+        """The response_schema of the next call: the tool rung (the first call of a run may only call a
+        tool), the answer rung (the final shape alone), or the action schema once a reply failed."""
+        if self.constrain == "never" or "response_schema" not in self._accepts:
+            return None
+        if not state.steps and len(self.tools):
+            return {"anyOf": self.tools.action_schema()["anyOf"][:-1]}
+        if state.answer_rung == len(state.steps) + 1:
+            return self.tools.action_schema()["anyOf"][-1]
+        return state.schema
 
     def _time_left(self, state: _RunState) -> Optional[float]:
         """Seconds left of max_seconds (None: no limit); what a model call or a tool may take at most."""
@@ -3653,6 +5228,8 @@ class Agent:
         key = (action.name, _canonical(action.arguments))
         earlier = state.calls.get(key)
         if earlier is None:
+            if action.name not in self.tools:
+                self._climb(state, step, "the model called a tool that does not exist")
             text = self._run_tool(state, step, action)
             state.calls[key] = _Earlier(step.index, text)
         else:
@@ -3660,25 +5237,42 @@ class Agent:
             if earlier.repeats > self.max_repeats:
                 step.error = f"the call {action.name} with the same arguments was repeated {earlier.repeats} times"
                 return "repeat_limit"
-            text = (f"You already made this exact call in step {earlier.step}; it was not run again. Its result:\n"
-                    f"{earlier.result}\nDo not repeat it: use the result, try something different, "
-                    "or give the final answer.")
+            text = self._repeated(state, step, earlier)
         if "extra_actions" in action.repairs:
             text = f"{text}\n{_ONE_ACTION}"
         return self._observe(state, step, text)
+
+    def _repeated(self, state: _RunState, step: Step, earlier: _Earlier) -> str:
+        """The observation for a repeated call; when the call had succeeded, the answer rung too."""
+        if self.constrain == "never":
+            return _REPEAT.format(step=earlier.step, result=earlier.result)
+        if earlier.result.startswith("ERROR:"):   # a deterministic loop on a failed call needs sampling
+            self._sample_hotter(state, step, "a call that failed was repeated")
+            return _REPEAT.format(step=earlier.step, result=earlier.result)
+        self._answer_rung(state, step, "a call that already succeeded was repeated")
+        return _IN_HAND.format(step=earlier.step, result=earlier.result)
+
+    def _answer_rung(self, state: _RunState, step: Step, why: str) -> None:
+        state.answer_rung = step.index + 1
+        schema = " (a response_schema of the final shape alone)" if "response_schema" in self._accepts else ""
+        self._rung(step, f"{why}: the next call asks for the final answer{schema}")
 
     def _parse(self, step: Step) -> Action:
         """parse_action, with what the client reported: a reply that repeated itself or was cut off is refused."""
         if step.finish_reason == "repetition":
             raise ActionFormatError(_REPEATED, step.raw)
         try:
-            return parse_action(step.raw)
+            action = parse_action(step.raw)
         except ActionFormatError:
             if _repeating_tail(step.raw):  # a whole reply that arrived without the streaming check
                 raise ActionFormatError(_REPEATED, step.raw) from None
             if step.finish_reason == "length":
                 raise ActionFormatError(_CUT_OFF, step.raw) from None
             raise
+        copied = _copied(action, self._example)
+        if copied is not None:
+            raise _refuse(copied, _CALL_SHAPE if action.kind == "tool_call" else _BOTH_SHAPES)
+        return action
 
     def _run_tool(self, state: _RunState, step: Step, action: Action) -> str:
         started = _now()
@@ -3693,14 +5287,16 @@ class Agent:
     def _format_error(self, state: _RunState, step: Step, exc: ActionFormatError) -> Optional[str]:
         state.format_errors += 1
         step.error = str(exc)
-        self._climb(state, step)
+        self._climb(state, step, "a reply could not be used")
+        state.failed.add(step.raw)
         if state.format_errors > self.max_format_errors:
             return "format_errors"
         left = self.max_format_errors - state.format_errors + 1
         return self._observe(state, step, f"ERROR: {step.error} ({left} attempt{'s' if left != 1 else ''} left.)")
 
-    def _climb(self, state: _RunState, step: Step) -> None:
-        """The decoding ladder, after a failed reply: send the action schema; on a repeated failure, sample hotter."""
+    def _climb(self, state: _RunState, step: Step, why: str) -> None:
+        """The decoding ladder, after a failed reply or an unknown tool: send the action schema, whose names are
+        the registered ones; when a failed reply repeats, sample hotter."""
         if self.constrain == "never":
             return
         # A constrained reply that looped is as deterministic as one sent twice: both call for sampling.
@@ -3708,12 +5304,15 @@ class Agent:
         if state.schema is None and "response_schema" in self._accepts:
             state.schema = self.tools.action_schema()
             penalty = f" with frequency_penalty={_CONSTRAINED_PENALTY}" if "frequency_penalty" in self._accepts else ""
-            self._rung(step, f"from the next call on, the action schema is sent (response_schema){penalty}")
-        if not state.hot and (looped or step.raw in state.failed) and "temperature" in self._accepts:
+            self._rung(step, f"{why}: from the next call on, the action schema is sent (response_schema){penalty}")
+        if looped or step.raw in state.failed:
+            self._sample_hotter(state, step, "a constrained reply looped" if looped else
+                                "the same failed reply came twice")
+
+    def _sample_hotter(self, state: _RunState, step: Step, why: str) -> None:
+        if not state.hot and "temperature" in self._accepts:
             state.hot = True
-            why = "a constrained reply looped" if looped else "the same failed reply came twice"
             self._rung(step, f"{why}: from the next call on, a temperature of at least {_HOT_TEMPERATURE} is sent")
-        state.failed.add(step.raw)
 
     def _rung(self, step: Step, note: str) -> None:
         step.notes.append(f"decoding ladder: {note}")
@@ -3723,20 +5322,18 @@ class Agent:
         """Send text back as this step's observation; "max_steps" when that was the last step allowed."""
         step.observation = _observation(text, step.index, self.max_steps)
         state.append("user", step.observation)
+        if step.index + 1 == self.max_steps and self.constrain != "never" and state.answer_rung <= step.index:
+            self._answer_rung(state, step, "the next call is the last one allowed")
         return "max_steps" if step.index >= self.max_steps else None
 
     def _finish(self, state: _RunState, stop: str) -> AgentResult:
-        usage = dict(state.usage, total_tokens=state.usage["prompt_tokens"] + state.usage["completion_tokens"])
+        usage = dict(state.usage, total_tokens=state.usage["prompt_tokens"] + state.usage["completion_tokens"],
+                     estimated_steps=list(state.usage["estimated_steps"]))
         last_error = state.steps[-1].error if state.steps else None
-        summary = {
-            "final": f"answered in {len(state.steps)} step(s)",
-            "max_steps": f"no final answer within max_steps={self.max_steps}",
-            "repeat_limit": f"the same call was repeated more than max_repeats={self.max_repeats} times",
-            "format_errors": f"more than max_format_errors={self.max_format_errors} unparseable replies in a row",
-            "time_limit": f"ran past max_seconds={self.max_seconds}",
-            "token_limit": f"used {usage['total_tokens']} tokens, over max_total_tokens={self.max_total_tokens}",
-            "llm_error": f"the model endpoint failed: {last_error}",
-        }[stop]
+        summary = _STOPS[stop].summary.format(
+            steps=len(state.steps), max_steps=self.max_steps, max_repeats=self.max_repeats,
+            max_format_errors=self.max_format_errors, max_seconds=self.max_seconds, tokens=usage["total_tokens"],
+            max_total_tokens=self.max_total_tokens, error=last_error)
         return AgentResult(answer=state.answer if stop == "final" else None, stop_reason=stop, steps=state.steps,
                            messages=state.messages, usage=usage, seconds=_now() - state.started,
                            summary=summary)
@@ -3752,16 +5349,361 @@ def run(task: str, llm: Optional[LLM] = None, tools: _Tools = None, **options: A
                  **options).run(task)
 
 
+# -- Batch -----------------------------------------------------------------------------
+# run_batch runs a task list through one Agent on a few threads that share its client;
+# each result is appended to a JSON Lines file as its run ends, so a second call resumes
+
+# An expected number is matched by a number in the answer within this relative, else absolute, difference.
+_EXPECT_REL_TOL, _EXPECT_ABS_TOL = 1e-6, 1e-9
+
+
+def run_batch(agent: Agent, tasks: Iterable[dict], *, workers: int = 4, out: Optional[str] = None,
+              traces: Optional[str] = None, on_result: Optional[Callable[[dict], None]] = None) -> dict:
+    """Run each task through ``agent`` on ``workers`` threads that share its client; return the summary.
+
+    A task is ``{"id": text or number, "task": text}``, with an optional ``"expect"``:
+    a number the answer must hold (within ``_EXPECT_REL_TOL``) or a text it must
+    contain, ignoring case; other fields are copied to its result. ``tasks`` is
+    read as the workers need it, so a generator keeps memory flat. Each result
+    (the task's fields, ``solved`` when there is an ``expect``, ``stop_reason``,
+    ``answer``, ``steps``, ``format_errors``, ``prompt_tokens``, ``completion_tokens``,
+    ``estimated_tokens``, ``seconds``, ``error`` and, with ``traces``, ``trace``) goes
+    to ``on_result``, in this thread, as its run ends.
+
+    ``out`` (a path): each result is appended there as one JSON line and flushed,
+    and a task whose id is already there is skipped, so a second call resumes; a
+    cut-off last line (a crash in mid-write) is dropped and its task runs again.
+    ``traces`` (a directory): each whole result is saved there (``AgentResult.save``),
+    so ``MockLLM.from_trace`` (``--replay``) replays it. The summary counts every
+    result in ``out``, earlier ones too (``_Tally.summary``).
+
+    A first KeyboardInterrupt starts no more tasks, lets the running ones end and
+    be written, then raises KeyboardInterrupt; a second one raises at once (the
+    runs in flight are lost, no line is half-written). ValueError for a malformed
+    task or an id that came before (the tasks before it have run), OSError when
+    ``out`` or ``traces`` cannot be written; an exception from ``on_result`` or the
+    agent's ``on_step`` stops the batch the same way and is raised.
+    """
+    _check_setting("workers", workers)
+    tally = _Tally()
+    results = _ResultsFile(out, tally.add) if out is not None else None
+    if traces is not None:
+        os.makedirs(traces, exist_ok=True)
+    feed = _Feed(tasks, results.ids if results else set())
+    try:
+        _collect(_start_workers(agent, feed, workers, traces), workers, feed, tally, results, on_result)
+    finally:
+        if results is not None:
+            results.close()
+    return tally.summary()
+
+
+def _task_problem(item: Any) -> Optional[str]:
+    """What makes item no task, or None: it needs a non-empty task, an id of text or a number, a usable expect."""
+    if not isinstance(item, dict):
+        return f"a task is a JSON object, not {_json_type(item)}"
+    if not isinstance(item.get("task"), str) or not item["task"].strip():
+        return 'no non-empty "task" text'
+    key = item.get("id")
+    if not ((isinstance(key, str) and key.strip()) or _is_number(key)):
+        return f'"id" must be non-empty text or a number, not {_shown(key)}'
+    if "expect" in item and not (isinstance(item["expect"], str) or _is_number(item["expect"])):
+        return f'"expect" must be text or a number, not {_shown(item["expect"])}'
+    return None
+
+
+def _id_key(task_id: Any) -> str:
+    """The id as it is compared: its JSON text, so 7 and "7" are two ids."""
+    return json.dumps(task_id)
+
+
+def _task_file(path: str, shard: tuple = (1, 1)) -> Iterable[tuple]:
+    """Each non-blank line of a task file that falls to shard K of N: (its number, the task, or None and the problem).
+
+    Lines are counted in the file, so N machines can split one file without talking. OSError when it cannot be read.
+    """
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, 1):
+            if not _in_shard(number, shard) or not line.strip():
+                continue
+            try:
+                item = json.loads(line, parse_constant=_not_finite)
+            except (ValueError, RecursionError):
+                yield number, None, "not valid JSON"
+                continue
+            problem = _task_problem(item)
+            yield number, (None if problem else item), problem
+
+
+def _in_shard(number: int, shard: tuple) -> bool:
+    """Whether line number (from 1) falls to shard K of N: lines K, K+N, K+2N, ..."""
+    k, n = shard
+    return (number - 1) % n == k - 1
+
+
+class _Feed:
+    """The tasks, handed to the workers one at a time (internal): each checked, ids already done skipped."""
+
+    def __init__(self, tasks: Iterable[dict], done: set) -> None:
+        self._tasks, self._done, self._seen = iter(tasks), done, set()
+        self._lock = threading.Lock()
+        self.stop = threading.Event()       # set: hand out no more tasks
+        self.position = 0                   # tasks read so far
+
+    def next(self) -> Optional[dict]:
+        """The next task to run; None when there are no more or the batch stops. ValueError for a bad one."""
+        with self._lock:
+            for item in self._tasks if not self.stop.is_set() else ():
+                self.position += 1
+                problem = _task_problem(item)
+                if problem is not None:
+                    raise ValueError(f"task {self.position}: {problem}")
+                key = _id_key(item["id"])
+                if key in self._seen:
+                    raise ValueError(f"task {self.position}: the id {key} came before")
+                self._seen.add(key)
+                if key not in self._done:
+                    return item
+            return None
+
+
+def _start_workers(agent: Agent, feed: _Feed, workers: int, traces: Optional[str]) -> queue.Queue:
+    """Start the worker threads; each puts ("result", record), ("error", exc) and at its end ("done", None)."""
+    outbox: queue.Queue = queue.Queue(maxsize=workers)   # bounded: a slow writer holds the workers back
+
+    def work() -> None:
+        try:
+            item = feed.next()
+            while item is not None:
+                outbox.put(("result", _run_task(agent, item, traces)))
+                item = feed.next()
+        except BaseException as exc:   # a bad task, or the user's own on_step: the batch stops and raises it
+            outbox.put(("error", exc))
+        finally:
+            outbox.put(("done", None))
+
+    for number in range(workers):   # daemons: after a second Ctrl-C the runs in flight are dropped
+        threading.Thread(target=work, name=f"agent-batch-{number + 1}", daemon=True).start()
+    return outbox
+
+
+def _run_task(agent: Agent, item: dict, traces: Optional[str]) -> dict:
+    """Run one task; its result line (the task's fields, then the run's), its whole result saved under traces."""
+    result = agent.run(item["task"])
+    record = dict(item)
+    if "expect" in item:
+        record["solved"] = _solved(result.answer, item["expect"])
+    format_errors = sum(1 for step in result.steps if step.raw is not None and step.action is None)
+    record.update(stop_reason=result.stop_reason, answer=result.answer, steps=len(result.steps),
+                  format_errors=format_errors, prompt_tokens=result.usage["prompt_tokens"],
+                  completion_tokens=result.usage["completion_tokens"], estimated_tokens=result.usage["estimated"],
+                  seconds=round(result.seconds, 3),
+                  error=None if result.ok else (result.steps[-1].error if result.steps else None))
+    if traces is not None:
+        path = os.path.join(traces, _trace_name(item["id"]))
+        try:
+            result.save(path)
+            record["trace"] = path
+        except OSError as exc:
+            record["trace"] = f"not saved: {exc.strerror or exc}"
+    return record
+
+
+# An expected number against the numbers in an answer: 1,024 and 1024 alike, signs, decimals, exponents
+_ANSWER_NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?|[-+]?\.\d+")
+
+
+def _solved(answer: Optional[str], expect: Any) -> bool:
+    """Whether answer holds expect: a number in it within the tolerance, or the text, ignoring case."""
+    if answer is None:
+        return False
+    if isinstance(expect, str):
+        return expect.casefold() in answer.casefold()
+    for match in _ANSWER_NUMBER.finditer(answer):
+        try:
+            if math.isclose(float(match.group().replace(",", "")), expect, rel_tol=_EXPECT_REL_TOL,
+                            abs_tol=_EXPECT_ABS_TOL):
+                return True
+        except OverflowError:   # an expect beyond a float: no answer's number is near it
+            continue
+    return False
+
+
+def _trace_name(task_id: Any) -> str:
+    """A file name for the id's trace: the id itself when it is a plain name, else a cleaned one with a hash."""
+    text = str(task_id)
+    if re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}", text):
+        return f"{text}.json"
+    import hashlib
+
+    digest = hashlib.sha256(_id_key(task_id).encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', text)[:80]}-{digest}.json"
+
+
+def _collect(outbox: queue.Queue, running: int, feed: _Feed, tally: _Tally, results: Optional[_ResultsFile],
+             on_result: Optional[Callable[[dict], None]]) -> None:
+    """Write and pass on each result as it comes, until the running workers are done; run_batch's Ctrl-C rule."""
+    error, interrupted = None, False
+    while running:
+        try:
+            kind, value = outbox.get()
+            if kind == "done":
+                running -= 1
+            elif kind == "error":
+                error = error or value
+                feed.stop.set()
+            else:
+                if results is not None:
+                    results.write(value)
+                tally.add(value, earlier=False)
+                if on_result is not None:
+                    on_result(value)
+        except KeyboardInterrupt:
+            if interrupted:
+                raise
+            interrupted = True
+            feed.stop.set()
+            _log.warning("interrupted: no more tasks start; the running ones end and are written "
+                         "(interrupt again to stop at once)")
+        except BaseException as exc:   # the writer or on_result failed: stop, let the runs end, raise it
+            error = error or exc
+            feed.stop.set()
+    if error is not None:
+        raise error
+    if interrupted:
+        raise KeyboardInterrupt
+
+
+class _ResultsFile:
+    """The results file (internal): the ids already in it, then one writer that appends a whole line per result."""
+
+    def __init__(self, path: str, count: Callable[..., None]) -> None:
+        self.path, self.ids = path, set()
+        self._read(count)
+        self._handle = open(path, "ab", buffering=0)   # unbuffered: each line is one write, flushed
+
+    def _read(self, count: Callable[..., None]) -> None:
+        """Collect the ids already written and count each result (``_Tally.add``); drop a cut-off last line."""
+        try:
+            handle = open(self.path, "rb+")
+        except FileNotFoundError:
+            return
+        with handle:
+            end = 0
+            for end_of_line, record in _whole_lines(handle, self.path):
+                end = end_of_line
+                self.ids.add(_id_key(record["id"]))
+                count(record, earlier=True)
+            if handle.seek(0, os.SEEK_END) > end:   # a crash in mid-write: its task runs again
+                handle.truncate(end)
+
+    def write(self, record: dict) -> None:
+        """Append record as one JSON line (a lone surrogate written as its escape), in one unbuffered write."""
+        text = json.dumps(AgentResult._plain(record), ensure_ascii=False, allow_nan=False) + "\n"
+        data = text.encode("utf-8", "backslashreplace")
+        while data:
+            data = data[self._handle.write(data):]
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+def _whole_lines(handle: Any, path: str) -> Iterable[tuple]:
+    """Each whole line of an open results file: (the offset it ends at, its record). A cut-off last line is left out."""
+    end = 0
+    for number, line in enumerate(handle, 1):
+        if not line.endswith(b"\n"):
+            return
+        end += len(line)
+        yield end, _result_line(line, path, number)
+
+
+def _result_line(line: bytes, path: str, number: int) -> dict:
+    """A line of a results file as a record; ValueError when it is not one (a wrong --out would be appended to)."""
+    try:
+        record = json.loads(line.decode("utf-8", "replace"))
+    except ValueError:
+        record = None
+    if not (isinstance(record, dict) and _task_problem(dict(record, task="-")) is None):
+        raise ValueError(f"{path} line {number} is not a result line (JSON with an id): "
+                         "is it the results file of a batch? Pass another --out")
+    return record
+
+
+class _Tally:
+    """The counts behind a batch's summary (internal): a few numbers per result, and each one's seconds."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.done = self.earlier = self.checked = self.solved = 0
+        self.steps = self.format_errors = self.prompt_tokens = self.completion_tokens = 0
+        self.estimated = False
+        self.reasons = dict.fromkeys(STOP_REASONS, 0)
+        self.seconds = array.array("d")      # 8 bytes a result: kept for the percentiles
+
+    def add(self, record: dict, earlier: bool = False) -> None:
+        """Count one result line; earlier: it was in the results file before this run."""
+        self.done += 1
+        self.earlier += earlier
+        if "solved" in record:
+            self.checked += 1
+            self.solved += record["solved"] is True
+        reason = record.get("stop_reason")
+        self.reasons[reason] = self.reasons.get(reason, 0) + 1
+        for name in ("steps", "format_errors", "prompt_tokens", "completion_tokens"):
+            value = record.get(name)
+            setattr(self, name, getattr(self, name) + (value if _is_int(value) else 0))
+        self.estimated = self.estimated or record.get("estimated_tokens") is True
+        if _is_number(record.get("seconds")):
+            self.seconds.append(float(record["seconds"]))
+
+    def summary(self) -> dict:
+        """The summary as plain data: solved, stop reasons, per-task means, tokens, seconds p50/p95."""
+        per_task = max(self.done, 1)
+        ordered = sorted(self.seconds)
+        return {"tasks": self.done, "earlier": self.earlier, "checked": self.checked, "solved": self.solved,
+                "solved_percent": round(100 * self.solved / self.checked, 1) if self.checked else None,
+                "stop_reasons": {reason: n for reason, n in self.reasons.items() if n},
+                "steps_per_task": round(self.steps / per_task, 2),
+                "format_errors_per_task": round(self.format_errors / per_task, 2),
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "estimated_tokens": self.estimated, "seconds_p50": _percentile(ordered, 50),
+                "seconds_p95": _percentile(ordered, 95), "wall_seconds": round(time.monotonic() - self.started, 3)}
+
+
+def _percentile(ordered: list, percent: float) -> Optional[float]:
+    """The nearest-rank percentile of sorted numbers; None for none.
+
+    >>> _percentile([1.0, 2.0, 3.0, 4.0], 50), _percentile([1.0, 2.0, 3.0, 4.0], 95)
+    (2.0, 4.0)
+    """
+    if not ordered:
+        return None
+    return ordered[max(0, math.ceil(percent / 100 * len(ordered)) - 1)]
+
+
 # -- CLI -------------------------------------------------------------------------------
 # main() is python agent.py: parse the flags, build, run, print; the only place that prints
 
 _DEMO_TASK = "What time is it now, and what is (128*3+40)/4?"
-_EXIT_CODES = {"final": 0, "llm_error": 3}  # any other stop reason: 1
 _BROKEN_PIPE = 141                          # 128 + SIGPIPE, as the shell reports a closed pipe
+_EXIT_MEANINGS = {0: "answered", 1: "stopped without an answer", 2: "bad usage or configuration",
+                  3: "the model endpoint failed", 130: "interrupted", _BROKEN_PIPE: "the output pipe was closed"}
+
+
+def _exit_codes_help() -> str:
+    """The exit codes for --help, each with the stop reasons (_STOPS) that lead to it."""
+    def meaning(code: int) -> str:
+        reasons = ", ".join(reason for reason, stop in _STOPS.items() if stop.exit_code == code)
+        return f"{code} {_EXIT_MEANINGS[code]}" + (f" ({reasons})" if reasons else "")
+    return "Exit codes: " + ", ".join(meaning(code) for code in _EXIT_MEANINGS) + "."
 
 
 # C0 controls but tab and newline, DEL, C1 controls (\x9b is a CSI), bidirectional overrides
 _TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+_LINE_BREAKS = re.compile("[\n\u2028\u2029]")   # what ends a line besides the controls above (\r, \v, \f, \x85)
 
 
 def _printable(text: str) -> str:
@@ -3777,9 +5719,11 @@ def _short(text: Any, limit: int = 70) -> str:
 def _cli_say(text: str, stream: Any = None) -> None:
     """Write a line that may hold any str (lone surrogates too) to stderr or ``stream``, whatever its encoding.
 
-    On stderr, control characters are shown escaped; stdout (the answer, --json) gets the text as it is.
+    On stderr, one message is one line: control characters and line breaks in it are shown escaped, so text
+    quoted from a server or a model cannot forge a line of ours. stdout (the answer, --json) gets the text as it is.
     """
-    text = _printable(text) if stream is None else text
+    text = _LINE_BREAKS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), _printable(text)) \
+        if stream is None else text
     stream = stream if stream is not None else sys.stderr
     encoding = getattr(stream, "encoding", None) or "utf-8"
     stream.write((text + "\n").encode(encoding, "backslashreplace").decode(encoding, "replace"))
@@ -3807,15 +5751,21 @@ def _default(cls: type, name: str) -> Any:
     return inspect.signature(cls).parameters[name].default
 
 
+class _JoinWords(argparse.Action):
+    """The task's words as one text (None when there are none): an unquoted task is the task meant."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Optional[str] = None) -> None:
+        setattr(namespace, self.dest, " ".join(values) if values else None)
+
+
 def _cli_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="agent.py", description="A ReAct agent for models without native function calling. "
-        "With no model configured it runs offline with a mock model.",
-        epilog="The API key is read from OPENAI_API_KEY only (never a flag). Exit codes: 0 answered, "
-        "1 stopped without an answer, 2 bad usage or configuration, 3 the model endpoint failed, "
-        "130 interrupted, 141 the output pipe was closed.")
+        prog="agent.py", allow_abbrev=False, description="A ReAct agent for models without native function "
+        "calling. With no model configured it runs offline with a mock model.",
+        epilog=f"The API key is read from OPENAI_API_KEY only (never a flag). {_exit_codes_help()}")
     add = parser.add_argument
-    add("task", nargs="?", help=f"the task (default: {_DEMO_TASK!r})")
+    add("task", nargs="*", action=_JoinWords,
+        help=f"the task; words not quoted are joined into one task (default: {_DEMO_TASK!r})")
     add("--model", help="model name (default: $OPENAI_MODEL; with only a base URL, the one model the server serves)")
     add("--base-url", help="OpenAI-compatible base URL ending in /v1 (default: $OPENAI_BASE_URL)")
     add("--temperature", type=_cli_number("temperature"),
@@ -3828,11 +5778,25 @@ def _cli_parser() -> argparse.ArgumentParser:
     add("--max-seconds", type=_cli_number("max_seconds"), help="time budget of a task, model calls included")
     add("--max-context-chars", type=_cli_number("max_context_chars"),
         help="characters of conversation sent per call (default: all)")
+    add("--memory", choices=_MEMORY_MODES, default=_default(Agent, "memory"),
+        help="what stands in for the steps --max-context-chars drops: a digest, one line per step (the default), "
+        "a summary by the model (one more call per trim), or none")
     add("--constrain", choices=_CONSTRAIN_MODES, default="auto",
         help="constrained decoding with the action schema: after a format error (auto, the default), always, never")
     add("--json-schema", action="store_true", help="the same as --constrain always")
     add("--tools", action="append", metavar="FILE.py", help="load tools from a Python file (repeatable): its "
         "ToolRegistry named 'tools', else every public function with a docstring; replaces the demo tools")
+    add("--tool-timeout", type=_cli_number("default_timeout"), metavar="SECONDS",
+        help=f"time limit of a tool call, for tools that set none (default "
+        f"{_default(ToolRegistry, 'default_timeout'):g}; a --tools file's own ToolRegistry keeps its default "
+        "unless this is given)")
+    mcp = parser.add_argument_group("MCP servers", "Their tools join those of --tools; with either, the demo "
+                                    "tools are left out. A tool name two servers share is refused.")
+    mcp.add_argument("--mcp", action="append", metavar="COMMAND_OR_URL", help="an MCP server (repeatable): a command, "
+                     "run without a shell (\"python -m mcp_server_time\"), or an http(s):// URL")
+    mcp.add_argument("--mcp-config", metavar="FILE", help="the servers of a JSON file in Claude Desktop's format: "
+                     "{\"mcpServers\": {NAME: {\"command\", \"args\", \"env\"} or {\"url\", \"headers\"}}}")
+    mcp.add_argument("--mcp-tools", metavar="NAME,...", help="keep only these MCP tools (as the servers name them)")
     add("--system-prompt", metavar="FILE", help="a system prompt from a file; {tools} in it lists the tools")
     add("--allow-http-key", action="store_true", help="send $OPENAI_API_KEY over plain http to a non-loopback host")
     add("--trace", metavar="FILE", help="write every step as a JSON line, as it happens")
@@ -3841,13 +5805,56 @@ def _cli_parser() -> argparse.ArgumentParser:
     add("--quiet", action="store_true", help="no progress lines on stderr")
     add("-v", "--verbose", action="count", default=0, help="log retries, adaptations and ladder rungs; -vv: debug")
     add("--offline", action="store_true", help="use the offline mock model even if one is configured")
-    add("-i", "--interactive", action="store_true", help="ask several questions in one conversation")
+    add("-i", "--interactive", action="store_true",
+        help="ask several questions in one conversation; steps count from 1 in each turn")
     add("--version", action="version", version=f"agent.py {__version__}")
+    batch = parser.add_argument_group("batch runs", "run every task of a file; the options above apply to each")
+    batch.add_argument("--batch", metavar="FILE", help='a JSON Lines file, a task a line: {"id": ..., "task": ...}, '
+                       'optionally "expect": a number or text the answer must hold')
+    batch.add_argument("--out", metavar="FILE", help="with --batch: append each result here as a JSON line; "
+                       "run again with the same --out to resume")
+    batch.add_argument("--workers", type=_cli_number("workers"), default=_default(run_batch, "workers"),
+                       help=f"tasks run at once (default {_default(run_batch, 'workers')})")
+    batch.add_argument("--traces", metavar="DIR", help="save each task's whole result in DIR, for --replay")
+    batch.add_argument("--shard", metavar="K/N", type=_cli_shard, default=(1, 1),
+                       help="run only the tasks on lines K, K+N, K+2N, ... of the file (N machines, one file)")
     return parser
 
 
-def _cli_load_tools(path: str) -> list:
-    """The tools a --tools file defines; ValueError when it cannot be loaded or defines none."""
+def _cli_shard(text: str) -> tuple:
+    """An argparse type for --shard K/N: 1 <= K <= N, else exit 2."""
+    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not match or not 1 <= int(match[1]) <= int(match[2]):
+        raise argparse.ArgumentTypeError(f"invalid shard {text!r} (must be K/N with 1 <= K <= N, such as 2/8)")
+    return int(match[1]), int(match[2])
+
+
+def _cli_args(argv: Optional[list[str]]) -> argparse.Namespace:
+    """The flags, the task's words anywhere among them; SystemExit for bad usage.
+
+    A flag that does not exist is bad usage, never taken for a longer one, and the error names the flag meant.
+    """
+    parser = _cli_parser()
+    args, unknown = parser.parse_known_intermixed_args(argv)
+    if unknown:
+        meant = _meant_flag(unknown[0].split("=", 1)[0], [flag for flag in parser._option_string_actions
+                                                           if flag.startswith("--")])
+        parser.error(f"unrecognized argument {_short(unknown[0], 40)}" + (f": did you mean {meant}?" if meant else ""))
+    return args
+
+
+def _meant_flag(word: str, flags: list) -> Optional[str]:
+    """The flags a mistyped one may mean: those it abbreviates, else the closest spelling; None when none is close."""
+    longer = [flag for flag in flags if flag.startswith(word) and len(word) > 2]
+    if longer:
+        return " or ".join(longer)
+    close = difflib.get_close_matches(word, flags, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _cli_load_tools(path: str) -> Union[ToolRegistry, list]:
+    """What a --tools file defines: its ToolRegistry named ``tools`` as it is, else its public functions with a
+    docstring; ValueError when it cannot be loaded or defines none."""
     # the file's own `import agent` must get this module, so its ToolRegistry is ours
     sys.modules.setdefault("agent", sys.modules[__name__])
     name = "agent_tools_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
@@ -3856,12 +5863,14 @@ def _cli_load_tools(path: str) -> list:
         if spec is None or spec.loader is None:
             raise ImportError("not a Python file")
         module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module   # as import does: a @dataclass under postponed annotations looks itself up
         spec.loader.exec_module(module)
     except (Exception, SystemExit) as exc:  # the user's own code: any failure is a configuration error
+        sys.modules.pop(name, None)
         raise ValueError(f"could not load tools from {path}: {type(exc).__name__}: {exc}") from None
     registry = getattr(module, "tools", None)
     if isinstance(registry, ToolRegistry):
-        return list(registry)
+        return registry
     functions = [value for key, value in vars(module).items() if not key.startswith("_")
                  and inspect.isfunction(value) and value.__module__ == name and value.__doc__]
     if not functions:
@@ -3870,14 +5879,56 @@ def _cli_load_tools(path: str) -> list:
     return functions
 
 
-def _cli_tools(paths: Optional[list]) -> ToolRegistry:
-    if not paths:
-        return _demo_tools()
-    registry = ToolRegistry()
-    for path in paths:
-        for tool in _cli_load_tools(path):
-            registry.register(tool)
-    return registry
+def _cli_tools(paths: Optional[list], timeout: Optional[float], mcp: bool = False) -> tuple:
+    """The demo tools, or those of the --tools files (the first file's own ToolRegistry, as it is, holds them all),
+    and where each came from."""
+    if not paths and not mcp:
+        registry, sources = _demo_tools(), {}
+    else:
+        loaded = [(path, _cli_load_tools(path)) for path in paths or []]
+        registry = next((tools for _, tools in loaded if isinstance(tools, ToolRegistry)), None) or ToolRegistry()
+        sources = {tool.name: path for path, tools in loaded if tools is registry for tool in tools}
+        for path, tools in loaded:
+            for tool in (tools if tools is not registry else ()):
+                registry.register(tool)
+            sources.update({tool.name: path for tool in registry if tool.name not in sources})
+    if timeout is not None:
+        registry.default_timeout = timeout
+    return registry, sources
+
+
+def _cli_mcp(registry: ToolRegistry, args: argparse.Namespace) -> None:
+    """Add the servers of --mcp and --mcp-config, keeping the tools --mcp-tools names; ToolError for a name none has."""
+    wanted = [name.strip() for name in args.mcp_tools.split(",") if name.strip()] if args.mcp_tools else None
+    servers = [(server, {}) for server in args.mcp or []]
+    servers += _cli_mcp_config(args.mcp_config) if args.mcp_config else []
+    offered: list = []
+    for server, options in servers:
+        offered += _add_mcp(registry, server, tools=wanted, missing_ok=True, **options)
+    missing = [name for name in wanted or [] if name not in offered]
+    if missing:
+        raise ToolError(f"no MCP server has a tool {missing[0]!r} (--mcp-tools; they have: {', '.join(offered)})")
+
+
+def _cli_mcp_config(path: str) -> list:
+    """The servers of a Claude Desktop style file: [(command or URL, add_mcp options)]; ValueError when malformed."""
+    with open(path, encoding="utf-8") as handle:
+        data = json.load(handle)
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        raise ValueError(f"{path}: no \"mcpServers\" object")
+    chosen = []
+    for name, entry in servers.items():
+        if not isinstance(entry, dict) or entry.get("disabled") is True:
+            continue
+        if isinstance(entry.get("url"), str):
+            chosen.append((entry["url"], {"headers": entry.get("headers")}))
+        elif isinstance(entry.get("command"), str) and isinstance(entry.get("args", []), list):
+            chosen.append(([entry["command"], *map(str, entry.get("args", []))],
+                           {"env": entry.get("env"), "cwd": entry.get("cwd")}))
+        else:
+            raise ValueError(f"{path}: server {name!r} has neither a \"command\" (with \"args\" a list) nor a \"url\"")
+    return chosen
 
 
 def _cli_served_model(llm: OpenAICompatLLM, args: argparse.Namespace) -> str:
@@ -3886,6 +5937,9 @@ def _cli_served_model(llm: OpenAICompatLLM, args: argparse.Namespace) -> str:
     try:
         names = llm._served_models(args.max_seconds)   # the client's own key rule, proxy rule, opener, deadlines
     except LLMError as exc:
+        if "Connection refused" in str(exc):
+            raise ValueError(f"no server is listening at {llm.base_url} ({exc}): start it, or check the port "
+                             "(--base-url, OPENAI_BASE_URL)") from None
         raise ValueError(f"no model named, and asking {url} failed ({exc}): pass --model NAME or set OPENAI_MODEL"
                          ) from None
     if len(names) == 1:
@@ -3895,6 +5949,10 @@ def _cli_served_model(llm: OpenAICompatLLM, args: argparse.Namespace) -> str:
                      "or set OPENAI_MODEL")
 
 
+_OFFLINE_LABEL = ("offline demo model (for a local server pass --base-url URL or set OPENAI_BASE_URL, "
+                  "e.g. http://localhost:8080/v1; --model NAME picks a model)")
+
+
 def _cli_model(args: argparse.Namespace) -> tuple:
     """The model to drive and a one-line description of it; ValueError/OSError for bad configuration."""
     if args.replay:
@@ -3902,7 +5960,13 @@ def _cli_model(args: argparse.Namespace) -> tuple:
     model = args.model or os.environ.get("OPENAI_MODEL")
     base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
     if args.offline or not (model or base_url):
-        return MockLLM(), "offline demo model (set OPENAI_MODEL or pass --model to use a real one)"
+        return MockLLM(), _OFFLINE_LABEL
+    if not base_url:
+        default = _default(OpenAICompatLLM, "base_url")
+        if not (os.environ.get("OPENAI_API_KEY") or "").strip():
+            raise ValueError(f"no base URL: using {default}, which needs OPENAI_API_KEY, and it is not set: set it, "
+                             "or pass --base-url URL (or set OPENAI_BASE_URL) for a local server")
+        _log.warning("no base URL: using %s (pass --base-url URL or set OPENAI_BASE_URL for a local server)", default)
     options = {"model": model or "(asking the server)", "base_url": args.base_url, "max_tokens": args.max_tokens,
                "temperature": args.temperature, "timeout": args.timeout}
     if args.allow_http_key:
@@ -3914,31 +5978,89 @@ def _cli_model(args: argparse.Namespace) -> tuple:
 
 
 def _cli_confirm(name: str, arguments: dict) -> bool:
-    if not sys.stdin.isatty():
+    if sys.stdin is None or not sys.stdin.isatty():
         return False  # nobody to ask: decline
     sys.stderr.write(f"Run {name} {json.dumps(arguments)}? [y/N] ")
     sys.stderr.flush()
-    return sys.stdin.readline().strip().lower() in ("y", "yes")
+    try:
+        return _cli_read_line().strip().lower() in ("y", "yes")
+    except UnicodeDecodeError:
+        return False
 
 
 def _cli_agent(args: argparse.Namespace) -> tuple:
-    """Build everything from the flags before anything is opened; ValueError/OSError/AgentError when bad."""
+    """Build everything from the flags before anything is opened: the agent, its label and the task.
+
+    ValueError/OSError/AgentError when something is bad; a warning for what will not work as meant.
+    """
     if args.task is not None and not args.task.strip():
         raise ValueError("empty task: give a task, or none at all for the demo")
-    registry = _cli_tools(args.tools)
-    system_prompt = None
-    if args.system_prompt:
-        with open(args.system_prompt, encoding="utf-8") as handle:
-            system_prompt = handle.read()
+    mcp = bool(args.mcp or args.mcp_config)
+    registry, sources = _cli_tools(args.tools, args.tool_timeout, mcp)
+    _cli_mcp(registry, args)
+    _log.info("tools: %s", ", ".join(f"{tool.name} ({sources.get(tool.name, 'MCP' if mcp else 'demo')})"
+                                     for tool in registry))
+    system_prompt = _cli_system_prompt(args.system_prompt)
     llm, label = _cli_model(args)
-    agent = Agent(llm, registry, system_prompt=system_prompt, max_steps=args.max_steps,
-                  max_seconds=args.max_seconds, max_context_chars=args.max_context_chars,
-                  constrain="always" if args.json_schema else args.constrain, confirm=_cli_confirm)
-    return agent, label
+    if (args.tools or mcp) and isinstance(llm, MockLLM) and llm.replies is None:
+        raise ValueError(f"the offline demo model only calls the demo tools ({_CALCULATOR}, {_CLOCK}), not those "
+                         "of --tools or --mcp: to use them with a model, pass --base-url URL (or set "
+                         "OPENAI_BASE_URL), without --offline")
+    task = (_cli_replayed(args.replay, registry, args.task) if args.replay else args.task) or _DEMO_TASK
+    agent = _CliAgent(llm, registry, system_prompt=system_prompt, max_steps=args.max_steps,
+                      max_seconds=args.max_seconds, max_context_chars=args.max_context_chars, memory=args.memory,
+                      constrain="always" if args.json_schema else args.constrain, confirm=_cli_confirm)
+    return agent, label, task
+
+
+def _cli_system_prompt(path: Optional[str]) -> Optional[str]:
+    if not path:
+        return None
+    with open(path, encoding="utf-8-sig") as handle:
+        prompt = handle.read()
+    if "{tools}" not in prompt:
+        _log.warning("%s has no {tools}: the model will not see the tools, nor the reply format unless the prompt "
+                     "gives it (see the README)", path)
+    return prompt
+
+
+def _called_tool(raw: Any) -> Optional[str]:
+    """The tool a saved reply calls, read as the replay will read it; None for any other reply."""
+    try:
+        action = parse_action(raw) if isinstance(raw, str) else None
+    except ActionFormatError:
+        return None
+    return action.name if action is not None and action.kind == "tool_call" else None
+
+
+def _cli_replayed(path: str, registry: ToolRegistry, task: Optional[str]) -> Optional[str]:
+    """The task to replay: the one given, else the saved run's (None when it holds none).
+
+    Warns first when the saved replies call tools this run does not have.
+    """
+    records = _trace_records(path)
+    missing = sorted({name for record in records for step in _record_steps(record)
+                      for name in [_called_tool(step.get("raw") if isinstance(step, dict) else None)]
+                      if name is not None and name not in registry})
+    if missing:
+        _log.warning("the replayed run called %s, which this run does not have: every such call will get "
+                     "'unknown tool' (pass the --tools file it used)", ", ".join(map(repr, missing)))
+    if task:
+        return task
+    for record in records:
+        messages = record.get("messages") if isinstance(record, dict) else None
+        if isinstance(messages, list) and all(isinstance(m, dict) and isinstance(m.get("content"), str)
+                                              and "role" in m for m in messages):
+            at = _task_index(messages)
+            if at is not None:
+                return messages[at]["content"]
+    _log.warning("%s holds no task (its run did not finish): replaying it with the demo task", path)
+    return None
 
 
 def _cli_progress(step: Step) -> str:
-    """The step's line: what the model did (its thought and call, or the reply it could not read), never the reply."""
+    """The step's line: what the model did (its thought and call, or the reply it could not read), never the reply;
+    after a call, ``→`` and the start of what came back, an error as such."""
     action = step.action
     if step.raw is None:
         what = f"model failed: {_short(step.error, 200)}"
@@ -3948,32 +6070,120 @@ def _cli_progress(step: Step) -> str:
     elif action.kind == "final":
         what = f"final answer: {_short(action.answer)}"
     else:
-        what = f"{action.name} {_short(json.dumps(action.arguments, ensure_ascii=False), 60)}"
+        what = f"{action.name} {_short(json.dumps(action.arguments, ensure_ascii=False), 60)} → {_cli_result(step)}"
     thought = f" {_short(action.thought, 60)} |" if action and action.thought else ""
     seconds = step.llm_seconds + step.tool_seconds
     return f"[step {step.index}]{thought} {what} ({seconds:.2f} s)"
 
 
-class _LiveLine:
-    """On a terminal: one line on stderr showing the reply as it streams, with a token count (the client's on_delta)."""
+def _cli_result(step: Step) -> str:
+    """The start of what a call brought back, on one line: its error, else the result the observation carries."""
+    if step.error is not None:
+        return _short(step.error if step.error.startswith("ERROR:") else f"ERROR: {step.error}", 90)
+    return _short(_observation_result(step.observation or "") or "", 60)
 
-    def __init__(self) -> None:
-        self.text, self.tokens, self.step = "", 0, 1
+
+_SLOW_SECONDS = 5.0   # off a terminal, a model call or a tool that takes longer gets one line saying so
+_TICK_SECONDS = 0.2   # how often the status line looks at the clock
+
+
+class _StatusLine:
+    """What the run is doing while you wait, on stderr; every stderr line of a run goes through ``say``.
+
+    On a terminal, one live line from the moment a model call starts: ``waiting for the model… 3 s``, then the
+    reply as it streams with a token count (the client's ``on_delta``), then ``running clock (limit 30 s)… 2 s``
+    while a tool runs; a step's line replaces it. Elsewhere, one line once a wait has passed _SLOW_SECONDS.
+    """
+
+    def __init__(self, terminal: bool) -> None:
+        self.terminal, self._lock, self._stop = terminal, threading.Lock(), threading.Event()
+        self.what: Optional[str] = None      # the wait under way, or None
+        self.step, self.since, self.text, self.tokens, self.second = 0, 0.0, "", 0, 0
+        self.told = self.shown = False       # off a terminal: the slow line was written; on one: a live line shows
+        threading.Thread(target=self._tick_on, daemon=True).start()
+
+    def begin(self, step: int, what: str) -> None:
+        with self._lock:
+            self.step, self.what, self.since, self.text, self.tokens, self.told = step, what, _now(), "", 0, False
+            self._draw()
+
+    def end(self) -> None:
+        with self._lock:
+            self.what = None
+            self._erase()
 
     def __call__(self, piece: Optional[str]) -> None:
-        if piece is None:  # the client retries: the reply starts again
-            self.text, self.tokens = "", 0
-            return
-        self.text, self.tokens = (self.text + piece)[-400:], self.tokens + 1  # a streamed piece is about a token
-        head = f"[step {self.step}] {self.tokens} tokens: "
-        room = max(10, shutil.get_terminal_size().columns - len(head) - 1)
-        sys.stderr.write("\r\x1b[K" + head + _short(self.text, 10 ** 6)[-room:])
-        sys.stderr.flush()
+        """The client's on_delta: the next piece of the reply, or None when a retry starts it again."""
+        with self._lock:
+            self.text, self.tokens = ("", 0) if piece is None else ((self.text + piece)[-400:], self.tokens + 1)
+            self._draw()
 
-    def clear(self) -> None:
-        if self.tokens:
+    def say(self, text: str) -> None:
+        """Write a line on stderr (as _cli_say does) without tearing the live line."""
+        with self._lock:
+            self._erase()
+            _cli_say(text)
+            self._draw()
+
+    def close(self) -> None:
+        self._stop.set()
+        self.end()
+
+    def _tick_on(self) -> None:
+        while not self._stop.wait(_TICK_SECONDS):
+            with self._lock:
+                if self.what is not None and int(_now() - self.since) != self.second:   # a new second to show
+                    self._draw()
+
+    def _draw(self) -> None:
+        if self.what is None or not sys.stderr:
+            return
+        seconds = _now() - self.since
+        self.second = int(seconds)
+        if not self.terminal:
+            if not self.told and seconds >= _SLOW_SECONDS:
+                self.told = True
+                _cli_say(f"agent.py: step {self.step}: {self.what}, {seconds:.0f} s so far…")
+            return
+        head = f"[step {self.step}] {self.tokens} tokens, {seconds:.0f} s: " if self.tokens else \
+            f"[step {self.step}] {self.what}… {seconds:.0f} s"
+        room = max(10, shutil.get_terminal_size().columns - len(head) - 1)
+        sys.stderr.write("\r\x1b[K" + head + (_short(self.text, 10 ** 6)[-room:] if self.tokens else ""))
+        sys.stderr.flush()
+        self.shown = True
+
+    def _erase(self) -> None:
+        if self.shown and sys.stderr:
             sys.stderr.write("\r\x1b[K")
-        self.text, self.tokens, self.step = "", 0, self.step + 1
+            sys.stderr.flush()
+        self.shown = False
+
+
+class _CliAgent(Agent):
+    """The Agent, telling the CLI's status line when a model call or a tool starts and ends (the loop never prints)."""
+
+    status: Optional[_StatusLine] = None
+
+    def _query(self, state: _RunState, step: Step) -> Optional[str]:
+        if self.status is None:
+            return super()._query(state, step)
+        self.status.begin(step.index, "waiting for the model")
+        try:
+            return super()._query(state, step)
+        finally:
+            self.status.end()
+
+    def _run_tool(self, state: _RunState, step: Step, action: Action) -> str:
+        tool = self.tools.get(action.name)
+        if self.status is None or tool is None or tool.confirm:   # a confirmation prompt needs the line to itself
+            return super()._run_tool(state, step, action)
+        limits = [limit for limit in (tool.timeout if tool.timeout is not None else self.tools.default_timeout,
+                                      self._time_left(state)) if limit is not None]
+        self.status.begin(step.index, f"running {action.name}" + (f" (limit {min(limits):.3g} s)" if limits else ""))
+        try:
+            return super()._run_tool(state, step, action)
+        finally:
+            self.status.end()
 
 
 class _Trace:
@@ -3999,29 +6209,21 @@ class _Trace:
             self.error = self.error or exc
 
 
-def _cli_on_step(args: argparse.Namespace, trace: Optional[_Trace],
-                 live: Optional[_LiveLine]) -> Callable[[Step], None]:
+def _cli_on_step(args: argparse.Namespace, trace: Optional[_Trace], status: Optional[_StatusLine],
+                 llm: Any) -> Callable[[Step], None]:
+    warned: list = []   # the one model name the server answered as, when it was not the one asked for
+
     def on_step(step: Step) -> None:
         if trace is not None:  # one whole line per step, flushed, so an interrupted run keeps its steps
             trace.write("step", step.to_dict())
-        if live is not None:
-            live.clear()
-        if not args.quiet:
-            _cli_say(_cli_progress(step))
+        if status is not None:
+            status.say(_cli_progress(step))
+        served = getattr(llm, "last_model", None) if step.raw is not None else None
+        if isinstance(served, str) and not warned and not served.startswith(getattr(llm, "model", "")):
+            warned.append(served)  # OpenAI answers gpt-4o as gpt-4o-2024-08-06: a longer name is the same model
+            _log.warning("the server answered as model %r, not %r: it may serve one model whatever the name asked",
+                         served, llm.model)
     return on_step
-
-
-def _cli_hint(agent: Agent, result: AgentResult) -> Optional[str]:
-    """The likely cause of a failed run, when the error names one."""
-    error = (result.steps[-1].error or "") if result.steps else ""
-    model = getattr(agent.llm, "model", None)
-    if result.stop_reason == "llm_error" and "HTTP 404" in error and _names_model(error, model):
-        return f"unknown model {model!r}: the server does not serve it (GET /models lists what it serves)"
-    if result.stop_reason == "llm_error" and "Connection refused" in error:
-        return "nothing answers at that address: is the server running, and is the port right?"
-    if result.stop_reason == "format_errors":
-        return "the model could not write the JSON action: try --constrain always, or a larger model"
-    return None
 
 
 def _cli_once(agent: Agent, task: str, args: argparse.Namespace, trace: Optional[_Trace],
@@ -4030,23 +6232,79 @@ def _cli_once(agent: Agent, task: str, args: argparse.Namespace, trace: Optional
     if trace is not None:
         trace.write("result", {key: value for key, value in result.to_dict().items() if key != "steps"})
     if args.json:
-        _cli_say(json.dumps(result.to_dict(), ensure_ascii=False, default=str), sys.stdout)
+        _cli_say(_cli_json(result.to_dict(), sys.stdout), sys.stdout)
     elif result.answer is not None:
         _cli_say(result.answer, sys.stdout)
+    _log.info("usage: %s", _cli_usage(result.usage))
     if not result.ok:
-        _cli_say(f"agent.py: stopped ({result.stop_reason}): {result.summary}")
+        _cli_say(f"agent.py: stopped ({result.stop_reason}): {result.summary}{_cli_while(result)}")
         hint = _cli_hint(agent, result)
         if hint:
             _cli_say(f"agent.py: hint: {hint}")
-    return _EXIT_CODES.get(result.stop_reason, 1), result
+    return _STOPS[result.stop_reason].exit_code, result
+
+
+def _cli_json(data: dict, stream: Any) -> str:
+    """data as JSON that stream can write as it is: ASCII-escaped when its encoding cannot hold the text."""
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    try:
+        text.encode(getattr(stream, "encoding", None) or "utf-8")
+    except (UnicodeEncodeError, LookupError):   # an ASCII terminal, or a lone surrogate
+        text = json.dumps(data, default=str)
+    return text
+
+
+def _cli_usage(usage: dict) -> str:
+    steps = usage.get("estimated_steps") or []
+    estimated = f" (estimated for step{'s' if len(steps) > 1 else ''} {', '.join(map(str, steps))})" if steps else ""
+    return f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens{estimated}"
+
+
+def _cli_while(result: AgentResult) -> str:
+    """For a run out of time during a tool call: which tool was running."""
+    last = result.steps[-1] if result.steps else None
+    if result.stop_reason != "time_limit" or last is None or last.action is None or last.action.kind == "final":
+        return ""
+    return f", while {last.action.name} ran" if last.tool_seconds or last.error else ""
+
+
+def _cli_hint(agent: Agent, result: AgentResult) -> Optional[str]:
+    """The likely cause of a failed run, when the error names one."""
+    error = (result.steps[-1].error or "") if result.steps else ""
+    model = getattr(agent.llm, "model", None)
+    if result.stop_reason == "llm_error" and _names_model(error, model) and (
+            "HTTP 404" in error or ("HTTP 400" in error and _NOT_SERVED.search(error))):
+        return f"unknown model {model!r}: the server does not serve it ({_cli_served(agent.llm)})"
+    if result.stop_reason == "llm_error" and "Connection refused" in error:
+        return "nothing answers at that address: is the server running, and is the port right?"
+    if result.stop_reason == "format_errors":
+        return "the model could not write the JSON action: try --constrain always, or a larger model"
+    return None
+
+
+_NOT_SERVED = re.compile(r"not found|unknown|does not exist|no such|not available|not loaded", re.I)
+
+
+def _cli_served(llm: Any) -> str:
+    """What the server says it serves (GET /models), as the end of a hint."""
+    try:
+        names = llm._served_models()
+    except (AttributeError, LLMError):
+        return "GET /models lists what it serves"
+    return f"it serves {_short(', '.join(names[:20]), 300)}: pass one with --model" if names else "it lists none"
 
 
 def _cli_interactive(agent: Agent, args: argparse.Namespace, trace: Optional[_Trace]) -> int:
+    """Questions from stdin, one conversation; steps count from 1 in each turn, as each turn is one run."""
     code, history = 0, None
     while True:
         sys.stderr.write("you> ")
         sys.stderr.flush()
-        line = sys.stdin.readline()
+        try:
+            line = _cli_read_line()
+        except UnicodeDecodeError as exc:
+            _cli_say(f"agent.py: that line is not {exc.encoding} text: left out; type it again")
+            continue
         if not line or line.strip() in ("exit", "quit"):
             return code
         if line.strip():
@@ -4054,35 +6312,207 @@ def _cli_interactive(agent: Agent, args: argparse.Namespace, trace: Optional[_Tr
             history = result.messages
 
 
-def _cli_run(args: argparse.Namespace) -> int:
+def _cli_read_line() -> str:
+    """One line of stdin ("" at its end); UnicodeDecodeError for a line its encoding cannot read.
+
+    Bytes are read a line at a time and decoded here, so a bad byte costs only its own line.
+    """
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:   # a text stream with no bytes below it
+        return sys.stdin.readline()
+    return buffer.readline().decode(sys.stdin.encoding or "utf-8", sys.stdin.errors or "strict")
+
+
+def _cli_run(args: argparse.Namespace, status: Optional[_StatusLine]) -> int:
     """Build, open the trace, run and print; the exit code."""
+    if args.interactive and sys.stdin is None:
+        _cli_say("agent.py: -i reads questions from stdin, and stdin is closed")
+        return 2
     try:
-        agent, label = _cli_agent(args)  # every option is checked before the trace file is opened
+        agent, label, task = _cli_agent(args)  # every option is checked before the trace file is opened
         trace = _Trace(args.trace) if args.trace else None
     except (ValueError, OSError, AgentError) as exc:
         _cli_say(f"agent.py: {exc}")
         return 2
-    live = None
-    if not args.quiet and sys.stderr.isatty() and hasattr(agent.llm, "on_delta"):
-        live = agent.llm.on_delta = _LiveLine()  # the CLI owns this client: one run at a time
-    agent.on_step = _cli_on_step(args, trace, live)
+    if status is not None and status.terminal and hasattr(agent.llm, "on_delta"):
+        agent.llm.on_delta = status  # the CLI owns this client: one run at a time
+    agent.on_step, agent.status = _cli_on_step(args, trace, status, agent.llm), status
     if not args.quiet:
         _cli_say(f"agent.py: {label}")
     try:
-        if args.interactive:
-            code = _cli_interactive(agent, args, trace)
-        else:
-            code = _cli_once(agent, args.task or _DEMO_TASK, args, trace)[0]
+        code = _cli_interactive(agent, args, trace) if args.interactive else _cli_once(agent, task, args, trace)[0]
     except KeyboardInterrupt:
         _cli_say("agent.py: interrupted; the steps so far are kept in the trace")
         code = 130
     finally:
+        agent.tools.close()                 # the MCP servers it started
         if trace is not None:
             trace.close()
     if trace is not None and trace.error is not None:
         _cli_say(f"agent.py: could not write the trace {trace.path}: {trace.error.strerror or trace.error}")
         return code or 2
     return code
+
+
+# -- CLI, batch runs ---------------------------------------------------------------------
+# --batch: check the task file, build the agent, run_batch with progress, print the summary
+
+_BATCH_ALONE = {"task": "a task", "trace": "--trace (use --traces DIR)", "replay": "--replay",
+                "interactive": "--interactive"}
+
+
+def _cli_batch(args: argparse.Namespace) -> int:
+    """--batch: every check before anything runs, then the run; the exit code."""
+    try:
+        to_run = _cli_batch_check(args)
+        agent, label, _ = _cli_agent(args)
+    except (ValueError, OSError, AgentError) as exc:
+        _cli_say(f"agent.py: {exc}")
+        return 2
+    agent.confirm = None   # nobody to ask while several tasks run: tools that ask first are declined
+    progress = _BatchProgress(to_run, args)
+    if not args.quiet:
+        _cli_say(f"agent.py: {label}; {to_run} task(s) to run, {args.workers} at a time")
+    try:
+        summary = run_batch(agent, _cli_batch_tasks(args), workers=args.workers, out=args.out,
+                            traces=args.traces, on_result=progress)
+    except KeyboardInterrupt:
+        progress.clear()
+        _cli_say(f"agent.py: interrupted; {progress.tally.done} result(s) written to {args.out}: "
+                 "run the same command again to resume")
+        return 130
+    except (ValueError, OSError) as exc:   # --out or --traces cannot be written
+        progress.clear()
+        _cli_say(f"agent.py: {exc}")
+        return 2
+    progress.clear()
+    return _cli_batch_report(summary, label, args)
+
+
+def _cli_batch_check(args: argparse.Namespace) -> int:
+    """Refuse what does not go with --batch, report bad lines, refuse duplicate ids; the number of tasks to run."""
+    alone = [text for name, text in _BATCH_ALONE.items() if getattr(args, name)]
+    if alone:
+        raise ValueError(f"--batch runs the tasks of its file: {alone[0]} does not go with it")
+    if not args.out:
+        raise ValueError("--batch needs --out FILE: the results go there, and a second run resumes from it")
+    done = _cli_done_ids(args.out)
+    try:
+        to_run, repeated = _cli_scan(args, done)
+    except OSError as exc:
+        raise OSError(f"cannot read the task file {args.batch}: {exc.strerror or exc}") from None
+    if repeated:
+        raise ValueError(f"{args.batch} repeats ids, so results could not be told apart: {', '.join(repeated)}; "
+                         "nothing was run")
+    return to_run
+
+
+def _cli_scan(args: argparse.Namespace, done: set) -> tuple:
+    """Read the whole task file once, reporting each bad line: the tasks of this shard not done, the repeated ids."""
+    seen, repeated, to_run = set(), [], 0
+    for number, item, problem in _task_file(args.batch):
+        if problem is not None:
+            _cli_say(f"agent.py: {args.batch} line {number}: {problem}; skipped")
+            continue
+        key = _id_key(item["id"])
+        if key in seen:
+            repeated.append(f"{key} (line {number})")
+        seen.add(key)
+        to_run += _in_shard(number, args.shard) and key not in done
+    return to_run, repeated
+
+
+def _cli_done_ids(path: str) -> set:
+    """The ids already in a results file (none when it does not exist); ValueError when it is not one."""
+    try:
+        with open(path, "rb") as handle:
+            return {_id_key(record["id"]) for _, record in _whole_lines(handle, path)}
+    except FileNotFoundError:
+        return set()
+
+
+def _cli_batch_tasks(args: argparse.Namespace) -> Iterable[dict]:
+    """The tasks of the file in this shard, read as the workers need them (the bad lines were reported)."""
+    return (item for _, item, _ in _task_file(args.batch, args.shard) if item is not None)
+
+
+class _BatchProgress:
+    """--batch's progress on stderr: a live line on a terminal, else a line per task; none with --quiet."""
+
+    def __init__(self, total: int, args: argparse.Namespace) -> None:
+        self.total, self.workers, self.tally = total, args.workers, _Tally()
+        self.live = not args.quiet and sys.stderr.isatty()
+        self.lines = not args.quiet and not self.live
+
+    def __call__(self, record: dict) -> None:
+        self.tally.add(record)
+        if self.lines:
+            solved = {True: ", solved", False: ", not solved"}.get(record.get("solved"), "")
+            _cli_say(f"[{self.tally.done}/{self.total}] {_short(json.dumps(record['id']), 40)}: "
+                     f"{record['stop_reason']}{solved}, {record['steps']} step(s), {record['seconds']:.1f} s")
+        elif self.live:
+            sys.stderr.write("\r\x1b[K" + _short(self.line(), shutil.get_terminal_size().columns - 1))
+            sys.stderr.flush()
+
+    def line(self) -> str:
+        """done/total, solved, running, failures by stop reason, tasks per minute, time left."""
+        tally = self.tally
+        per_minute = tally.done / max(time.monotonic() - tally.started, 1e-9) * 60
+        left = (self.total - tally.done) / per_minute * 60 if per_minute else 0.0
+        failed = ", ".join(f"{reason} {n}" for reason, n in tally.reasons.items() if n and reason != "final")
+        return (f"{tally.done}/{self.total} done, {tally.solved} solved, "
+                f"{min(self.workers, self.total - tally.done)} running, {failed or 'no failures'}, "
+                f"{per_minute:.1f}/min, {left:.0f} s left")
+
+    def clear(self) -> None:
+        if self.live and self.tally.done:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
+def _cli_batch_report(summary: dict, label: str, args: argparse.Namespace) -> int:
+    """Print the summary (a table, or JSON with --json) on stdout; 3 when a task's model endpoint failed, else 0."""
+    if args.json:
+        _cli_say(json.dumps(dict(summary, model=label), ensure_ascii=False), sys.stdout)
+    else:
+        _cli_say(_summary_table(summary, label), sys.stdout)
+    failed = summary["stop_reasons"].get("llm_error", 0)
+    if failed:
+        _cli_say(f"agent.py: {failed} task(s) stopped with llm_error (the model endpoint failed); to run them "
+                 f"again, remove their lines from {args.out} and run the same command")
+    return _STOPS["llm_error"].exit_code if failed else 0
+
+
+def _summary_table(summary: dict, label: str) -> str:
+    """A batch summary as a small table, one figure a line, for reading (and pasting side by side)."""
+    checked = summary["checked"]
+    solved = f"{summary['solved']} of {checked} ({summary['solved_percent']}%)" if checked else "no task has expect"
+    reasons = ", ".join(f"{reason} {n}" for reason, n in summary["stop_reasons"].items()) or "none"
+    estimated = " (estimated)" if summary["estimated_tokens"] else ""
+    rows = [("endpoint", label),
+            ("tasks", f"{summary['tasks']} ({summary['earlier']} from an earlier run)"),
+            ("solved", solved), ("stop reasons", reasons),
+            ("steps", f"{summary['steps_per_task']} per task"),
+            ("format errors", f"{summary['format_errors_per_task']} per task"),
+            ("tokens", f"{summary['prompt_tokens']} prompt, {summary['completion_tokens']} completion{estimated}"),
+            ("seconds", f"p50 {summary['seconds_p50']}, p95 {summary['seconds_p95']} a task; "
+                        f"{summary['wall_seconds']} in all")]
+    return "\n".join(f"{name:<14}{value}" for name, value in rows)
+
+
+class _CliLog(logging.Handler):
+    """The CLI's log lines on stderr, written as every other line of ours: one line each, controls escaped."""
+
+    def __init__(self, say: Callable[[str], None]) -> None:
+        super().__init__()
+        self.say = say
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            warning = "warning: " if record.levelno >= logging.WARNING else ""
+            self.say(f"agent.py: {warning}{record.getMessage()}")
+        except Exception:  # a log line must never stop the run
+            self.handleError(record)
 
 
 def _cli_silence() -> None:
@@ -4096,27 +6526,39 @@ def _cli_silence() -> None:
     os.close(devnull)
 
 
+def _cli_open_streams() -> None:
+    """Point stdout or stderr at devnull when the program started with it closed (2>&-): the run goes on as usual."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        try:
+            os.write(stream.fileno(), b"")   # EBADF when closed, or open only for reading (a shell script's own)
+        except io.UnsupportedOperation:   # a stream with no file below it (a test's StringIO): it works
+            continue
+        except (AttributeError, OSError, ValueError):   # None, or a file descriptor that is closed
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     """The command line: parse, build, run, print. Returns the exit code; the only place that prints."""
+    _cli_open_streams()
     try:
-        args = _cli_parser().parse_args(argv)
+        args = _cli_args(argv)
     except SystemExit as exc:  # --help, --version, or bad usage
         return exc.code if isinstance(exc.code, int) else 2
-    handler = None
-    if args.verbose:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("agent.py: %(message)s"))
-        _log.addHandler(handler)
-        _log.setLevel(logging.INFO if args.verbose == 1 else logging.DEBUG)
+    status = None if args.quiet else _StatusLine(sys.stderr.isatty())
+    handler = _CliLog(status.say if status is not None else _cli_say)
+    _log.addHandler(handler)
+    _log.setLevel({0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG))
     try:
-        return _cli_run(args)
+        return _cli_batch(args) if args.batch else _cli_run(args, status)
     except BrokenPipeError:  # the reader went away (| head): stop quietly
         _cli_silence()
         return _BROKEN_PIPE
     finally:
-        if handler is not None:
-            _log.removeHandler(handler)
-            _log.setLevel(logging.NOTSET)
+        _log.removeHandler(handler)
+        _log.setLevel(logging.NOTSET)
+        if status is not None:
+            status.close()
 
 
 if __name__ == "__main__":

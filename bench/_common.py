@@ -19,6 +19,16 @@ def best_rate(func, items, repeat=5):
     return len(items) / best
 
 
+def best_time(func, arg, repeat=5):
+    """The fastest of a few runs: the figure least disturbed by other work on the machine."""
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        func(arg)
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
 def median(values):
     return statistics.median(values)
 

@@ -6,7 +6,7 @@ import os
 import sys
 import time
 
-from _common import ROOT, best_rate, machine, table
+from _common import ROOT, best_rate, best_time, machine, table
 
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
@@ -16,16 +16,6 @@ from agent import UnsafeExpression, safe_eval  # noqa: E402
 
 TYPICAL = ["17 * 23 + 4", "(128*3+40)/4", "2**10 - 24", "sqrt(16) + pi * 2", "round(3.14159 * 2.5 ** 2, 2)",
            "(1 + 2) * (3 + 4) / (5 - 6) // 7 % 8", "max(1, 2, 3) - min(4, 5, 6)", "log10(1000) + exp(0)"]
-
-
-def best_time(func, arg, repeat=5):
-    """The fastest of a few runs: the figure least disturbed by other work on the machine."""
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        func(arg)
-        times.append(time.perf_counter() - started)
-    return min(times)
 
 
 def main():

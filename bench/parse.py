@@ -73,12 +73,17 @@ def must_refuse(rng, action):
 def corpus(count=1000):
     rng = random.Random(SEED)
     cases = []
+    refusals = []
     for action in base_actions(rng, count):
         text = json.dumps(action)
-        for defect in sorted(rng.sample(DEFECTS, rng.randint(1, 3)), key=DEFECTS.index):
+        defects = sorted(rng.sample(DEFECTS, rng.randint(1, 3)), key=DEFECTS.index)
+        for defect in defects:
             text = defect(text)
-        cases.append((text, action))
-    refusals = [(must_refuse(rng, action), None) for action in base_actions(rng, count // 4)]
+        # After prose, the final after an invented observation is a second action: the reply is refused
+        # (issue 18.2), unless it is the same action.
+        two = prose in defects and observation_tail in defects and action != {"type": "final", "answer": "42"}
+        (refusals if two else cases).append((text, None if two else action))
+    refusals += [(must_refuse(rng, action), None) for action in base_actions(rng, count // 4)]
     return cases, refusals
 
 

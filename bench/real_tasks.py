@@ -1,129 +1,161 @@
-"""A dozen tool tasks against a real OpenAI-compatible server, with the agent's defaults.
+"""Tool tasks against a real OpenAI-compatible server: what a user with a small local model gets done.
 
-    python bench/real_tasks.py --base-url http://127.0.0.1:18080/v1 --model smollm2-135m-instruct
-    python bench/real_tasks.py ... --constrain never      # the same set without the decoding ladder
+    python bench/real_tasks.py --base-url http://127.0.0.1:18081/v1 --model qwen2.5-coder-0.5b-instruct
+    python bench/real_tasks.py ... --constrain never        # the same tasks without the decoding ladder
+    /tmp/peers/bin/python bench/real_tasks.py ... --peer    # smolagents' ToolCallingAgent on the same tasks
+    python bench/real_tasks.py --compare a.json b.json      # saved runs (--json FILE) side by side
 
-Prints one row per task (steps, format errors, stop reason, seconds, whether the answer
-holds the expected text) and a total. Not a test: it needs a running server. Start one with
-../shared/tools/real_server.sh (llama.cpp serving SmolLM2-135M-Instruct).
+The tasks are in bench/real_tasks.jsonl and their tools in bench/real_tools.py: a made-up
+price list, weather table and inventory, so an answer from memory is wrong. Each answer is
+checked against the tools' truth: a number within 0.005 of the expected one, a text that
+must (and one that must not) appear, and for a guessable answer the tool results it rests
+on ("evidence"), or, for the time, the HH:MM that the clock tool
+returned during that run (a made-up time does not count). Prints one row per task and a
+total. Not a test: it needs a running server (../shared/tools/real_server.sh).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
 
 import agent  # noqa: E402
+import real_tools  # noqa: E402
 
-_CAPITALS = {"france": "Paris", "japan": "Tokyo", "italy": "Rome", "canada": "Ottawa"}
+TASKS_FILE = os.path.join(HERE, "real_tasks.jsonl")
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+_CLOCK_TIME = re.compile(r"\d{2}:\d{2}")
 
 
-def word_count(text: str) -> int:
-    """Count the words in a text.
+def load_tasks(path: str = TASKS_FILE) -> list:
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def solved(task: dict, answer: str | None, observations: list) -> bool:
+    """Whether the answer is right by the tools' truth (see the module docstring)."""
+    if not answer or not all(any(e in o for o in observations) for e in task.get("evidence", ())):
+        return False   # an answer that could be a guess counts only when the tools gave its facts
+    text = answer.lower()
+    if task.get("expect_clock"):
+        seen = {t for o in observations for t in _CLOCK_TIME.findall(o)}
+        return any(t in answer for t in seen)
+    expect = task["expect"]
+    if isinstance(expect, (int, float)):
+        numbers = [float(n.replace(",", "")) for n in _NUMBER.findall(answer)]
+        return any(abs(n - expect) < 0.005 for n in numbers)
+    return expect.lower() in text and not (task.get("reject") and task["reject"].lower() in text)
+
+
+def _row(task: dict, result: agent.AgentResult, seconds: float) -> dict:
+    calls = [s for s in result.steps if s.action is not None and s.action.kind == "tool_call"]
+    observations = [s.observation or "" for s in calls]
+    return {"id": task["id"], "solved": solved(task, result.answer, observations), "steps": len(result.steps),
+            "format_errors": sum(1 for s in result.steps if s.raw is not None and s.action is None),
+            "stop": result.stop_reason, "seconds": round(seconds, 1),
+            "tools": [f"{s.action.name}({json.dumps(s.action.arguments, ensure_ascii=False)})" for s in calls],
+            "answer": (result.answer or "")[:80],
+            "notes": [note for s in result.steps for note in s.notes],
+            "raws": [(s.raw or "")[:300] for s in result.steps]}
+
+
+def run_agent(args: argparse.Namespace, tasks: list, saved) -> list:
+    options = {"constrain": args.constrain} if args.constrain else {}
+    rows = []
+    for task in tasks:
+        llm = agent.OpenAICompatLLM(args.model, args.base_url, stream=not args.no_stream)
+        started = time.monotonic()
+        result = agent.Agent(llm, real_tools.tools, max_steps=args.max_steps, **options).run(task["task"])
+        rows.append(_row(task, result, time.monotonic() - started))
+        _print_row(rows[-1])
+        saved(rows)
+    return rows
+
+
+def run_peer(args: argparse.Namespace, tasks: list, saved) -> list:
+    """The same tasks through smolagents' ToolCallingAgent (install it in a separate venv, see bench/README.md)."""
+    import smolagents
+
+    def wrap(func):  # smolagents wants its own Tool objects, built from a docstring like ours
+        return smolagents.tool(func)
+
+    peer_tools = [wrap(f) for f in (real_tools.get_price, real_tools.get_weather, real_tools.get_stock)]
+    peer_tools += [wrap(calculator), wrap(clock)]
+    model = smolagents.OpenAIServerModel(model_id=args.model, api_base=args.base_url, api_key="none")
+    rows = []
+    for task in tasks:
+        peer = smolagents.ToolCallingAgent(tools=peer_tools, model=model, max_steps=args.max_steps, verbosity_level=0)
+        started = time.monotonic()
+        try:
+            answer, error = str(peer.run(task["task"])), None
+        except Exception as exc:  # the peer raises where the agent stops with a reason
+            answer, error = None, f"{type(exc).__name__}: {exc}"
+        steps = [s for s in peer.memory.steps if type(s).__name__ == "ActionStep"]
+        observations = [str(getattr(s, "observations", "") or "") for s in steps]
+        row = {"id": task["id"], "solved": solved(task, answer, observations), "steps": len(steps),
+               "format_errors": sum(1 for s in steps if getattr(s, "error", None) is not None),
+               "stop": "error" if error else ("final" if answer is not None else "?"),
+               "seconds": round(time.monotonic() - started, 1), "tools": [], "answer": (answer or "")[:80],
+               "notes": [error] if error else [], "raws": []}
+        rows.append(row)
+        _print_row(row)
+        saved(rows)
+    return rows
+
+
+def calculator(expression: str) -> str:
+    """Evaluate an arithmetic expression: + - * / // % **, parentheses, sqrt, log, sin, pi, ...
 
     Args:
-        text: The text whose words to count.
+        expression: The arithmetic to evaluate, e.g. "(128*3+40)/4".
     """
-    return len(text.split())
+    return agent._calculator(expression)
 
 
-def reverse_text(text: str) -> str:
-    """Reverse a text, character by character.
-
-    Args:
-        text: The text to reverse.
-    """
-    return text[::-1]
+def clock() -> str:
+    """The current date and time in UTC."""
+    return agent._clock()
 
 
-def celsius_to_fahrenheit(celsius: float) -> float:
-    """Convert a temperature from degrees Celsius to degrees Fahrenheit.
-
-    Args:
-        celsius: The temperature in degrees Celsius.
-    """
-    return celsius * 9 / 5 + 32
+def _print_row(row: dict) -> None:
+    print(f"{row['id']:<14} {'ok' if row['solved'] else '--'} {row['steps']:>2} steps {row['format_errors']:>2} fmt "
+          f"{row['stop']:<13} {row['seconds']:>6.1f} s  {' '.join(row['tools'])[:70]}  answer={row['answer']!r}",
+          flush=True)
 
 
-def capital_of(country: str) -> str:
-    """The capital city of a country.
-
-    Args:
-        country: The country's name in English, e.g. "France".
-    """
-    return _CAPITALS.get(country.strip().lower(), f"unknown country {country!r}")
-
-
-def _registry() -> agent.ToolRegistry:
-    registry = agent._demo_tools()
-    for func in (word_count, reverse_text, celsius_to_fahrenheit, capital_of):
-        registry.register(func)
-    return registry
+def _total(rows: list) -> str:
+    stops: dict = {}
+    for row in rows:
+        stops[row["stop"]] = stops.get(row["stop"], 0) + 1
+    return (f"{sum(r['solved'] for r in rows)}/{len(rows)} solved, {sum(r['steps'] for r in rows)} steps, "
+            f"{sum(r['format_errors'] for r in rows)} format errors, {sum(r['seconds'] for r in rows):.0f} s, "
+            f"stops {json.dumps(stops)}")
 
 
-# (task, text the answer must contain)
-TASKS = [
-    ("What is 17 * 23 + 4?", "395"),
-    ("What is (128*3+40)/4?", "106"),
-    ("What is 2**10 - 24?", "1000"),
-    ("What is the square root of 1764?", "42"),
-    ("What is 15% of 240?", "36"),
-    ("What time is it now?", ":"),
-    ("How many words are in the text 'the quick brown fox jumps over the lazy dog'?", "9"),
-    ("Reverse the text 'stressed'.", "desserts"),
-    ("Convert 100 degrees Celsius to Fahrenheit.", "212"),
-    ("What is the capital of France?", "Paris"),
-    ("What is the capital of Japan?", "Tokyo"),
-    ("How many words are in 'to be or not to be'?", "6"),
-]
-
-
-def _row(task: str, expected: str, result: agent.AgentResult) -> dict:
-    format_errors = sum(1 for s in result.steps if s.raw is not None and s.action is None)
-    tools = [s.action.name for s in result.steps if s.action is not None and s.action.kind == "tool_call"]
-    return {"task": task, "steps": len(result.steps), "format_errors": format_errors,
-            "stop": result.stop_reason, "seconds": round(result.seconds, 1),
-            "correct": bool(result.answer and expected.lower() in result.answer.lower()),
-            "tools": tools, "answer": (result.answer or "")[:60],
-            "chars_read": sum(len(s.raw or "") for s in result.steps),
-            "notes": [note for s in result.steps for note in getattr(s, "notes", [])],
-            "finish_reasons": [getattr(s, "finish_reason", None) for s in result.steps],
-            "step_seconds": [round(s.llm_seconds, 2) for s in result.steps],
-            "step_chars": [len(s.raw or "") for s in result.steps],
-            "last_error": (result.steps[-1].error or "")[:300] if result.steps else ""}
-
-
-# Sampling settings compared on one schema-constrained first call per task (--first-call).
-FIRST_CALL_SETTINGS = [
-    {"temperature": 0.0},
-    {"temperature": 0.7},
-    {"temperature": 0.0, "frequency_penalty": 0.5},
-    {"temperature": 0.0, "extra_body": {"repeat_penalty": 1.3}},   # llama.cpp's own knob
-]
-
-
-def first_calls(args: argparse.Namespace) -> None:
-    """Why the constrained rung sends frequency_penalty: valid replies to one constrained call per task."""
-    registry = _registry()
-    system = agent._render_prompt(None, registry)
-    for setting in FIRST_CALL_SETTINGS:
-        setting = dict(setting)
-        llm = agent.OpenAICompatLLM(args.model, args.base_url, max_tokens=400, extra_body=setting.pop("extra_body", {}))
-        valid, reasons, started = 0, {}, time.monotonic()
-        for task, _ in TASKS[:args.tasks]:
-            raw = llm.chat([{"role": "system", "content": system}, {"role": "user", "content": task}],
-                           response_schema=registry.action_schema(), **setting)
-            try:
-                agent.parse_action(raw)
-                valid += 1
-            except agent.ActionFormatError:
-                reasons[llm.last_finish_reason] = reasons.get(llm.last_finish_reason, 0) + 1
-        print(f"{json.dumps(setting)} {llm.extra_body or ''}: {valid}/{args.tasks} valid, failed by finish reason "
-              f"{json.dumps(reasons)}, {time.monotonic() - started:.1f} s", flush=True)
+def compare(paths: list) -> None:
+    """Saved runs side by side: one column per file, one row per task (solved/steps/stop)."""
+    runs = []
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            runs.append({row["id"]: row for row in json.load(handle)})
+    names = [os.path.splitext(os.path.basename(p))[0] for p in paths]
+    print(f"{'task':<14} " + " ".join(f"{n[:24]:<24}" for n in names))
+    for task in load_tasks():
+        cells = []
+        for run in runs:
+            row = run.get(task["id"])
+            cells.append("-" if row is None else
+                         f"{'ok' if row['solved'] else '--'} {row['steps']}st {row['stop'][:10]} {row['seconds']:.0f}s")
+        print(f"{task['id']:<14} " + " ".join(f"{c:<24}" for c in cells))
+    for name, run in zip(names, runs):
+        print(f"{name}: {_total(list(run.values()))}")
 
 
 def main() -> int:
@@ -132,37 +164,28 @@ def main() -> int:
     parser.add_argument("--model", default=os.environ.get("OPENAI_MODEL", "smollm2-135m-instruct"))
     parser.add_argument("--constrain", default=None, help="auto, always or never (default: the agent's default)")
     parser.add_argument("--no-stream", action="store_true", help="send stream=False")
-    parser.add_argument("--tasks", type=int, default=len(TASKS), help="run only the first N tasks")
+    parser.add_argument("--max-steps", type=int, default=10)
+    parser.add_argument("--only", help="comma-separated task ids to run")
+    parser.add_argument("--peer", action="store_true", help="run smolagents' ToolCallingAgent instead")
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
-    parser.add_argument("--first-call", action="store_true",
-                        help="compare sampling settings on one constrained call per task instead of whole runs")
+    parser.add_argument("--compare", nargs="+", metavar="FILE", help="print saved --json runs side by side")
     args = parser.parse_args()
-    if args.first_call:
-        first_calls(args)
+    if args.compare:
+        compare(args.compare)
         return 0
-    client_options = {"stream": False} if args.no_stream else {}
-    options = {"constrain": args.constrain} if args.constrain else {}
-    rows = []
-    for task, expected in TASKS[:args.tasks]:
-        llm = agent.OpenAICompatLLM(args.model, args.base_url, **client_options)
-        started = time.monotonic()
-        result = agent.Agent(llm, _registry(), **options).run(task)
-        row = _row(task, expected, result)
-        row["seconds"] = round(time.monotonic() - started, 1)
-        rows.append(row)
-        print(f"{row['steps']:>2} steps {row['format_errors']:>2} fmt-err {row['stop']:<13} {row['seconds']:>6.1f} s "
-              f"{'ok ' if row['correct'] else '-- '} {task[:50]:<50} tools={','.join(row['tools']) or '-'} "
-              f"answer={row['answer']!r}", flush=True)
-    total = {key: sum(row[key] for row in rows) for key in ("steps", "format_errors", "seconds", "correct")}
-    stops = {}
-    for row in rows:
-        stops[row["stop"]] = stops.get(row["stop"], 0) + 1
-    print(f"total: {len(rows)} tasks, {total['steps']} steps, {total['format_errors']} format errors, "
-          f"{total['seconds']:.1f} s, {total['correct']} correct answers; stop reasons {json.dumps(stops)}")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump(rows, handle, indent=1)
+    tasks = load_tasks()
+    if args.only:
+        tasks = [t for t in tasks if t["id"] in args.only.split(",")]
+    rows = (run_peer if args.peer else run_agent)(args, tasks, lambda rows: _save(args.json, rows))
+    print(f"total: {_total(rows)}")
     return 0
+
+
+def _save(path: str | None, rows: list) -> None:
+    """Write the rows so far (after each task, so an interrupted run keeps what it measured)."""
+    if path:
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(rows, handle, indent=1, ensure_ascii=False)
 
 
 if __name__ == "__main__":

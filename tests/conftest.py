@@ -1,4 +1,4 @@
-"""Shared test setup and helpers: agent.py is imported from the repository root; property tests try 100 examples.
+"""Shared test setup and helpers: agent.py is imported from the repository root; property tests try 50 examples.
 
 PROPERTY_EXAMPLES=N (or its older name PARSER_EXAMPLES=N) runs every property test that does not fix
 its own count with N examples, for a deeper local run: PROPERTY_EXAMPLES=2500 python -m pytest -q
@@ -26,7 +26,7 @@ from agent import ToolRegistry  # noqa: E402
 
 DEEP = int(os.environ.get("PROPERTY_EXAMPLES") or os.environ.get("PARSER_EXAMPLES") or 0)
 # No deadline: the suite runs beside other work, and a slow example is not a wrong one
-settings.register_profile("suite", max_examples=DEEP or 100, deadline=None)
+settings.register_profile("suite", max_examples=DEEP or 50, deadline=None)
 settings.load_profile("suite")
 
 

@@ -328,7 +328,8 @@ def test_an_absurd_usage_count_is_refused(value):
 
 def test_a_run_over_a_server_with_absurd_usage_ends_with_its_answer(serve):
     huge = b"9" * 4300                  # the most json.loads reads; json.dumps of twice it raises
-    body = completion(final("42"), usage=None)[:-1] + b', "usage": {"prompt_tokens": ' + huge + b', "completion_tokens": 2}}'
+    usage = b', "usage": {"prompt_tokens": ' + huge + b', "completion_tokens": 2}}'
+    body = completion(final("42"), usage=None)[:-1] + usage
     server = serve(json_answer(body))
     result = Agent(client(server, stream=False)).run("q")
     assert result.answer == "42" and result.usage["completion_tokens"] == 2

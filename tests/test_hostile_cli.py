@@ -226,7 +226,9 @@ def test_control_characters_in_served_model_names_are_shown_escaped(capsys, serv
 def test_the_live_line_shows_control_characters_escaped(monkeypatch):
     written = io.StringIO()
     monkeypatch.setattr(sys, "stderr", written)
-    live = agent._LiveLine()
+    live = agent._StatusLine(terminal=True)
+    live.begin(1, "waiting for the model")
     live('{"thought": "' + HOSTILE)
-    shown = written.getvalue().replace("\r\x1b[K", "", 1)   # the line's own reset, first
+    live.close()
+    shown = written.getvalue().replace("\r\x1b[K", "")   # the line's own resets
     assert "PWNED" in shown and not any(char in shown for char in CONTROLS)

@@ -36,7 +36,7 @@ def test_success_sends_the_openai_request_and_sums_usage(serve):
     assert request["path"] == "/v1/chat/completions"
     assert request["body"] == {"model": "m", "messages": MESSAGES, "temperature": 0.0, "stream": True,
                                "stream_options": {"include_usage": True},
-                               "max_tokens": 64, "stop": ["[OBSERVATION]"], "seed": 7}
+                               "max_tokens": 64, "seed": 7}   # no stop by default: it would cut reasoning
     assert request["headers"]["Authorization"] == f"Bearer {KEY}"
     assert request["headers"]["Content-Type"] == "application/json"
     assert request["headers"]["User-Agent"].startswith("agent.py/")
@@ -181,7 +181,7 @@ def test_rejected_stop_is_dropped_and_cut_client_side(serve):
     server = serve(error_answer(400, "Unsupported parameter: 'stop' is not supported with this model."),
                    chat_answer('{"type": "final", "answer": "x"}\n[OBSERVATION] invented'),
                    chat_answer("y [OBSERVATION] z"))
-    llm = client(server)
+    llm = client(server, stop=["[OBSERVATION]"])
     assert llm.chat(MESSAGES) == '{"type": "final", "answer": "x"}\n'
     assert llm.chat(MESSAGES) == "y "
     assert "stop" in server.requests[0]["body"]
@@ -266,7 +266,7 @@ def test_key_is_scrubbed_before_long_bodies_are_cut(serve):
 def test_rejected_temperature_is_dropped_and_remembered(serve):
     server = serve(error_answer(400, "Unsupported value: 'temperature' does not support 0.0 with this model. "
                               "Only the default (1) value is supported."), chat_answer("a"), chat_answer("b"))
-    llm = client(server)
+    llm = client(server, stop=["[OBSERVATION]"])
     assert llm.chat(MESSAGES) == "a" and llm.chat(MESSAGES) == "b"
     assert "temperature" in server.requests[0]["body"]
     assert "temperature" not in server.requests[1]["body"] and "temperature" not in server.requests[2]["body"]
@@ -285,7 +285,7 @@ def test_a_parameter_is_adapted_once_then_the_error_stands(serve):
     rejection = error_answer(400, "Unsupported parameter: 'stop' is not supported with this model.")
     server = serve(rejection, rejection)
     with pytest.raises(LLMError, match="'stop' is not supported") as info:
-        client(server).chat(MESSAGES)
+        client(server, stop=["[OBSERVATION]"]).chat(MESSAGES)
     assert info.value.status == 400 and len(server.requests) == 2
 
 

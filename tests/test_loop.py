@@ -160,8 +160,9 @@ def test_repeated_call_is_not_run_again_and_gets_a_nudge():
     result = Agent(MockLLM(replies), make_tools(log), max_repeats=2).run("t")
     assert log == [("add", 1, 2)]  # ran once
     nudge = result.steps[1].observation
-    assert "You already made this exact call in step 1; it was not run again. Its result:\n3" in nudge
-    assert "Do not repeat it" in nudge
+    assert nudge.startswith("[OBSERVATION] You already made this exact call in step 1; it was not run again.")
+    assert "The result:\n3\n" in nudge
+    assert "give the final answer now" in nudge   # the answer rung: the call had succeeded
     assert result.stop_reason == "final"
 
 
@@ -237,7 +238,8 @@ def test_token_limit_with_reported_usage():
     replies = [call("add", a=i, b=1) for i in range(5)]
     result = Agent(Counting(replies), make_tools(), max_total_tokens=250).run("t")
     assert result.stop_reason == "token_limit" and len(result.steps) == 3
-    assert result.usage == {"prompt_tokens": 300, "completion_tokens": 30, "estimated": False, "total_tokens": 330}
+    assert result.usage == {"prompt_tokens": 300, "completion_tokens": 30, "estimated": False, "total_tokens": 330,
+                            "estimated_steps": []}
 
 
 def test_a_call_without_reported_usage_is_estimated():
@@ -304,6 +306,7 @@ _OWNERS = {
     "max_context_chars": Agent, "max_total_tokens": Agent, "max_seconds": Agent, "max_retries": "client",
     "max_response_bytes": "client", "max_tokens": "client", "temperature": "client", "timeout": "client",
     "max_request_seconds": "client", "default_timeout": ToolRegistry, "max_thought_chars": "schema",
+    "workers": "batch",
 }
 
 
@@ -314,6 +317,8 @@ def _build(option, value):
         return ToolRegistry(**{option: value})
     if _OWNERS[option] == "schema":
         return ToolRegistry().action_schema(**{option: value})
+    if _OWNERS[option] == "batch":
+        return agent_module.run_batch(Agent(MockLLM([])), [], **{option: value})
     return agent_module.OpenAICompatLLM("m", "http://127.0.0.1:9/v1", **{option: value})
 
 
@@ -437,15 +442,22 @@ class SchemaOnlyClient(PlainClient):
         return self.replies.pop(0)
 
 
-def test_the_first_call_is_free_text_and_a_format_error_turns_on_the_schema():
+TOOL_RUNG = "decoding ladder: the first call of a run may only call a tool (a response_schema of the tool calls)"
+
+
+def tool_calls(registry):
+    return {"anyOf": registry.action_schema()["anyOf"][:-1]}
+
+
+def test_the_first_call_may_only_call_a_tool_and_a_format_error_turns_on_the_schema():
     registry = make_tools()
     llm = MockLLM(["Sure! 42.", call("add", a=1, b=1), final("2")])
     result = Agent(llm, registry).run("t")
-    assert llm.options[0] == {}
+    assert llm.options[0] == {"response_schema": tool_calls(registry), "frequency_penalty": 0.5}
     constrained = {"response_schema": registry.action_schema(), "frequency_penalty": 0.5}
     assert llm.options[1] == llm.options[2] == constrained
-    assert result.steps[0].notes == ["decoding ladder: from the next call on, the action schema is sent "
-                                     "(response_schema) with frequency_penalty=0.5"]
+    assert result.steps[0].notes == [TOOL_RUNG, "decoding ladder: a reply could not be used: from the next call "
+                                     "on, the action schema is sent (response_schema) with frequency_penalty=0.5"]
     assert result.steps[1].notes == [] and result.answer == "2"
     assert json.loads(json.dumps(result.to_dict()))["steps"][0]["notes"] == result.steps[0].notes
 
@@ -454,7 +466,8 @@ def test_a_repeated_failed_reply_raises_the_temperature():
     llm = MockLLM(["17 * 23 + 4 = 349", "Not JSON", "17 * 23 + 4 = 349", final("395"), ])
     result = Agent(llm, make_tools()).run("t")
     assert [sorted(options) for options in llm.options] == [
-        [], ["frequency_penalty", "response_schema"], ["frequency_penalty", "response_schema"],
+        ["frequency_penalty", "response_schema"], ["frequency_penalty", "response_schema"],
+        ["frequency_penalty", "response_schema"],
         ["frequency_penalty", "response_schema", "temperature"]]
     assert llm.options[3]["temperature"] == 0.7
     assert "temperature of at least 0.7" in result.steps[2].notes[0]
@@ -476,9 +489,10 @@ def test_constrain_never_takes_no_rung():
 
 def test_constrain_always_sends_the_schema_from_the_first_call():
     registry = make_tools()
-    llm = MockLLM([final("x")])
+    llm = MockLLM([call("add", a=1, b=1), final("x")])
     Agent(llm, registry, constrain="always").run("t")
-    assert llm.options == [{"response_schema": registry.action_schema(), "frequency_penalty": 0.5}]
+    assert llm.options == [{"response_schema": tool_calls(registry), "frequency_penalty": 0.5},
+                           {"response_schema": registry.action_schema(), "frequency_penalty": 0.5}]
 
 
 def test_constrain_always_with_a_plain_client_warns_once_and_runs(caplog):
@@ -495,7 +509,7 @@ def test_a_client_naming_only_response_schema_gets_only_that():
     registry = make_tools()
     llm = SchemaOnlyClient(["no", "no", "no", final("x")])
     result = Agent(llm, registry, max_seconds=60).run("t")
-    assert llm.calls == [None] + [registry.action_schema()] * 3
+    assert llm.calls == [tool_calls(registry)] + [registry.action_schema()] * 3
     assert result.answer == "x"
 
 
@@ -503,7 +517,8 @@ def test_the_ladder_is_logged_at_info(caplog):
     with caplog.at_level(logging.INFO, logger="agent"):
         Agent(MockLLM(["no", "no", final("x")]), make_tools()).run("t")
     messages = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
-    assert any("step 1: decoding ladder: from the next call on" in m for m in messages)
+    assert any("step 1: decoding ladder: the first call of a run may only call a tool" in m for m in messages)
+    assert any("step 1: decoding ladder: a reply could not be used: from the next call on" in m for m in messages)
     assert any("step 2: decoding ladder: the same failed reply came twice" in m for m in messages)
 
 
@@ -583,15 +598,15 @@ def sent_chars(messages):
 
 
 def test_a_context_overflow_sets_a_budget_and_retries_once():
-    replies = [call("add", a=i, b=10 ** 40) for i in range(10)] + [overflow(n_ctx=1000, n_prompt_tokens=2000),
+    replies = [call("add", a=i, b=10 ** 40) for i in range(30)] + [overflow(n_ctx=1000, n_prompt_tokens=2000),
                                                                     final("done")]
     llm = MockLLM(replies)
-    agent = Agent(llm, make_tools(), max_steps=20)
+    agent = Agent(llm, make_tools(), max_steps=40)
     result = agent.run("t")
     assert result.stop_reason == "final" and agent.max_context_chars is None
-    failed, retried = llm.calls[10], llm.calls[11]
+    failed, retried = llm.calls[30], llm.calls[31]
     budget = sent_chars(failed) // 2  # scaled by n_ctx / n_prompt_tokens
-    assert result.steps[10].notes == [f"context overflow: max_context_chars={budget} for the rest of this run; retried"]
+    assert result.steps[30].notes == [f"context overflow: max_context_chars={budget} for the rest of this run; retried"]
     assert sent_chars(retried) <= budget and retried[1]["content"].startswith("t\n\n[Note: ")
     assert_alternating(retried)
 
@@ -650,13 +665,13 @@ def test_an_overflow_under_your_own_budget_names_max_context_chars():
 
 def test_the_budget_trims_in_chunks_so_calls_share_their_prefix():
     llm = MockLLM([call("add", a=i, b=10 ** 30) for i in range(60)] + [final("x")])
-    Agent(llm, make_tools(), max_steps=70, max_context_chars=3000).run("t")
+    Agent(llm, make_tools(), max_steps=70, max_context_chars=5000).run("t")
     shared = sum(current[:len(previous)] == previous for previous, current in zip(llm.calls, llm.calls[1:]))
     trims = len(llm.calls) - 1 - shared
     assert trims >= 3 and shared >= 5 * trims  # most calls extend the one before
     for previous, current in zip(llm.calls, llm.calls[1:]):
         if current[:len(previous)] != previous:  # a trim goes well below the budget
-            assert sent_chars(current) <= 0.6 * 3000 + 200
+            assert sent_chars(current) <= 0.6 * 5000 + 200
 
 
 # -- the ladder and the loop check seen in real request bodies (OpenAICompatLLM) -----------
@@ -667,7 +682,8 @@ def test_each_rung_changes_the_request_body(serve):
     llm = agent_module.OpenAICompatLLM("m", server.base_url, temperature=0.0, sleep=lambda s: None)
     result = Agent(llm, registry).run("What is 17 * 23 + 4?")
     bodies = [request["body"] for request in server.requests]
-    assert "response_format" not in bodies[0] and bodies[0]["temperature"] == 0.0
+    assert bodies[0]["response_format"]["json_schema"]["schema"] == tool_calls(registry)
+    assert bodies[0]["temperature"] == 0.0
     assert bodies[1]["response_format"]["json_schema"]["schema"] == registry.action_schema()
     assert bodies[1]["temperature"] == 0.0  # one failure: the schema, not yet a hotter temperature
     assert bodies[2]["temperature"] == 0.7 and "response_format" in bodies[2]  # the same failure again

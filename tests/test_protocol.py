@@ -122,7 +122,7 @@ def test_non_text_reply_is_refused():
 def test_error_is_a_value_error_with_the_shape():
     with pytest.raises(ValueError) as info:
         parse_action("hello")
-    assert '{"type": "final", "thought": "...", "answer": "..."}' in str(info.value)
+    assert '{"type": "final", "thought": "<why>", "answer": "<the answer>"}' in str(info.value)
 
 
 # -- bounded work ---------------------------------------------------------------------
@@ -330,11 +330,10 @@ def test_actions_built_from_each_schema_branch_parse_back_unchanged():
 def test_system_prompt_states_both_shapes_lists_tools_and_is_short():
     prompt = Agent(MockLLM([]), make_tools()).system_prompt
     assert '"type": "tool_call"' in prompt and '"type": "final"' in prompt
-    assert '"name": "echo", "arguments": {"text": "..."}' in prompt   # the first tool is the example
     assert "- add: Add two integers. {" in prompt
     assert '"required":["a","b"]' in prompt
     assert "[OBSERVATION]" in prompt and "exactly one JSON object" in prompt
-    assert len(prompt) < 1500
+    assert len(prompt) < 1700
 
 
 def test_custom_system_prompt_gets_the_tool_listing():

@@ -430,7 +430,7 @@ def test_no_stop_sequence_is_sent_beside_a_schema(serve):
     # SmolLM2 on llama.cpp copied "[OBSERVATION]" into a constrained thought, and the stop cut the JSON there;
     # the grammar already ends the reply after the object.
     server = serve(stream_of(llama_cpp_stream(["x"])))
-    llm = client(server)
+    llm = client(server, stop=["[OBSERVATION]"])
     llm.chat(MESSAGES, response_schema={"type": "object"})
     llm.chat(MESSAGES)
     assert "stop" not in server.requests[0]["body"] and server.requests[1]["body"]["stop"] == ["[OBSERVATION]"]

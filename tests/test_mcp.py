@@ -1,0 +1,404 @@
+"""MCP: ToolRegistry.add_mcp over stdio and Streamable HTTP, both protocol eras, hostile servers, the CLI.
+
+Real servers from PyPI (mcp-server-time, and tests/mcp_sdk_server.py on the official SDK) start once per
+run, in parallel (session fixture `real`); the scripted servers (tests/mcp_scripted_server.py, plain
+Python) start in milliseconds, one per test that breaks them.
+"""
+import atexit
+import json
+import logging
+import socket
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+import agent
+from agent import ToolError, ToolRegistry, main
+
+HERE = Path(__file__).parent
+SCRIPTED = [sys.executable, str(HERE / "mcp_scripted_server.py")]
+SDK_SERVER = [sys.executable, str(HERE / "mcp_sdk_server.py")]
+HAS_SDK = all(__import__("importlib").util.find_spec(name) for name in ("mcp", "mcp_server_time"))
+needs_sdk = pytest.mark.skipif(not HAS_SDK, reason="the mcp SDK and mcp-server-time (tests/requirements.txt)")
+
+
+def scripted(*args, timeout=2.0, **options):
+    registry = ToolRegistry()
+    registry.add_mcp(SCRIPTED + list(args or ["old"]), timeout=timeout, **options)
+    return registry
+
+
+@pytest.fixture(scope="module")
+def old():
+    """One old-era scripted server for the tests that do not break it."""
+    with scripted("old") as registry:
+        yield registry
+
+
+@pytest.fixture
+def modern():
+    with scripted("modern") as registry:
+        yield registry
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _http_sdk_server():
+    """Start the SDK server on Streamable HTTP; return (process, URL) once uvicorn says it listens."""
+    port = _free_port()
+    process = subprocess.Popen(SDK_SERVER + [str(port)], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    for line in iter(process.stderr.readline, b""):          # bounded by the server: it exits or listens
+        if b"Uvicorn running" in line:
+            break
+    threading.Thread(target=process.stderr.read, daemon=True).start()   # keep its log pipe drained
+    return process, f"http://127.0.0.1:{port}/mcp"
+
+
+def _start_real_servers():
+    """Registries of the real servers, opened at once: time (stdio), sdk (stdio), http (the SDK on HTTP)."""
+    registries = {name: ToolRegistry() for name in ("time", "sdk", "http")}
+    with ThreadPoolExecutor(3) as pool:
+        http = pool.submit(_http_sdk_server)
+        opened = [pool.submit(registries["time"].add_mcp, [sys.executable, "-m", "mcp_server_time"], timeout=30),
+                  pool.submit(registries["sdk"].add_mcp, SDK_SERVER, timeout=30)]
+        process, url = http.result()
+        atexit.register(process.kill)           # also when the tests that use it are not selected
+        registries["http"].add_mcp(url, timeout=30)
+        for future in opened:
+            future.result()
+    return registries, process
+
+
+# A Python MCP server takes seconds to import its SDK: they start while the test files before this one run.
+_REAL = ThreadPoolExecutor(1).submit(_start_real_servers) if HAS_SDK else None
+
+
+@pytest.fixture(scope="session")
+def real():
+    if _REAL is None:
+        pytest.skip("the mcp SDK and mcp-server-time (tests/requirements.txt)")
+    registries, process = _REAL.result()
+    yield registries
+    with ThreadPoolExecutor(3) as pool:           # each waits for its server to exit
+        list(pool.map(ToolRegistry.close, registries.values()))
+    process.terminate()
+    process.wait(timeout=10)
+
+
+# -- real servers ----------------------------------------------------------------------------------------
+
+@needs_sdk
+def test_mcp_server_time_over_stdio(real):
+    registry = real["time"]
+    assert {"get_current_time", "convert_time"} <= {tool.name for tool in registry}
+    assert json.loads(registry.call("get_current_time", {"timezone": "Asia/Tokyo"}))["timezone"] == "Asia/Tokyo"
+    assert registry.call("get_current_time", {"timezone": "Nowhere/Else"}).startswith("ERROR: 'get_current_time'")
+
+
+@needs_sdk
+@pytest.mark.parametrize("transport", ["sdk", "http"])
+def test_sdk_server_tools_and_results(real, transport):
+    registry = real[transport]
+    assert registry._servers[0].version == "2026-07-28"
+    assert registry.call("add", {"a": 2, "b": 40}) == "42"
+    assert registry.get("add").description == "Add two integers."          # the first paragraph only
+    assert registry.call("picture", {}).startswith("[image: image/png, about ")
+    assert registry.call("fail", {"message": "no disk"}).startswith("ERROR: 'fail' failed:")
+    assert registry.get("wipe").confirm is True                              # destructiveHint
+    assert registry.call("wipe", {"path": "x"}).startswith("ERROR: the user declined")
+    assert registry.call("wipe", {"path": "x"}, confirm=lambda name, arguments: True) == "wiped x"
+
+
+@needs_sdk
+@pytest.mark.parametrize("transport", ["sdk", "http"])
+def test_one_connection_serves_concurrent_calls(real, transport):
+    registry = real[transport]
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda n: registry.call("echo", {"text": f"call {n}"}), range(16)))
+    assert answers == [f"call {n}" for n in range(16)]
+
+
+@needs_sdk
+def test_an_agent_runs_an_mcp_tool(real):
+    from conftest import call, final
+
+    llm = agent.MockLLM([call("add", a=2, b=40), final("42")])
+    result = agent.Agent(llm, real["sdk"]).run("What is 2 + 40?")
+    assert result.answer == "42" and result.steps[0].observation.startswith("[OBSERVATION] 42\n")
+    assert "- add: Add two integers." in agent._render_prompt(None, real["sdk"])
+
+
+# -- both eras, over stdio -------------------------------------------------------------------------------
+
+def test_old_server_gets_the_handshake_and_pages_are_followed(old):
+    assert old._servers[0].version == "2025-11-25" and old._servers[0].modern is False
+    assert len(old) == 14                                  # two pages of tools/list
+    assert old.call("echo", {"text": "hi"}) == "hi"
+
+
+def test_modern_server_is_recognised_by_discover(modern):
+    assert modern._servers[0].version == "2026-07-28" and modern._servers[0].modern is True
+
+
+def test_silent_old_server_gets_initialize_after_the_probe(monkeypatch):
+    monkeypatch.setattr(agent._McpStdio, "probe_seconds", 0.05)
+    with scripted("silent") as registry:
+        assert registry._servers[0].version == "2025-11-25"
+        assert registry.call("echo", {"text": "hi"}) == "hi"
+
+
+def test_slow_modern_start_is_not_taken_for_an_old_server(monkeypatch):
+    monkeypatch.setattr(agent._McpStdio, "probe_seconds", 0.05)  # initialize is sent too, long before discover's answer
+    with scripted("modern", env={"SCRIPTED_DELAY": "0.25"}) as registry:
+        assert registry._servers[0].version == "2026-07-28"
+        assert registry.call("echo", {"text": "hi"}) == "hi"
+
+
+def test_a_command_string_is_split_as_a_shell_would(tmp_path):
+    with ToolRegistry() as registry:
+        names = registry.add_mcp(f'"{SCRIPTED[0]}" "{SCRIPTED[1]}" old', tools=["echo"])
+        assert names == ["echo"] and registry.call("echo", {"text": "a; rm -rf /"}) == "a; rm -rf /"
+
+
+# -- results the model can read --------------------------------------------------------------------------
+
+def test_every_content_type_becomes_text(old):
+    assert old.call("contents", {}) == "\n".join([
+        "first", "last", "[image: image/png, about 300 bytes, not shown]", "[audio: audio/wav, about 3 bytes, not shown]",
+        "[resource link: a.txt: file:///tmp/a.txt]", "embedded text", "[resource file:///tmp/c.bin: x/y, about 3 bytes]"])
+
+
+def test_structured_content_is_json_when_there_is_no_text(old):
+    assert old.call("structured", {}) == '{"temperature": 21.5}'
+
+
+@pytest.mark.parametrize("tool, start", [
+    ("fails", "ERROR: 'fails' failed: disk full."),
+    ("refuses", "ERROR: the MCP server refused 'refuses': Unknown tool: refuses (JSON-RPC error -32602)."),
+])
+def test_errors_become_error_observations(old, tool, start):
+    assert old.call(tool, {}).startswith(start)
+
+
+def test_input_required_is_a_tool_error(modern):
+    assert modern.call("wants_input", {}).startswith("ERROR: 'wants_input' asked for input from a person")
+
+
+def test_a_ten_megabyte_result_is_truncated_like_a_local_tools(old):
+    text = old.call("big", {}, max_chars=1000)
+    assert len(text) < 1100 and "characters cut" in text
+
+
+# -- hostile servers -------------------------------------------------------------------------------------
+
+def test_non_json_stdout_lines_are_skipped_and_logged(old, caplog):
+    with caplog.at_level(logging.WARNING, logger="agent"):
+        assert old.call("noisy", {}) == "done"
+    assert "Starting up... not JSON" in caplog.text and "'[1, 2" in caplog.text
+
+
+def test_answers_are_matched_by_id(old, caplog):
+    with caplog.at_level(logging.WARNING, logger="agent"):
+        assert old.call("wrong_id", {}) == "right"        # not the stray id, not a boolean id, not the repeat
+        assert old.call("echo", {"text": "next"}) == "next"
+    assert "which no caller waits for" in caplog.text and "id True" in caplog.text
+
+
+def test_a_server_that_dies_mid_call_is_an_error_quoting_its_stderr():
+    with scripted() as registry:
+        text = registry.call("die", {})
+        assert text.startswith("ERROR: 'die' could not be called:")
+        assert "exited with code 3" in text and "fatal: the tool crashed" in text
+        assert registry.call("echo", {"text": "x"}).startswith("ERROR: 'echo' could not be called")
+
+
+def test_a_hung_call_times_out_alone():
+    with scripted(timeout=0.2) as registry:
+        with ThreadPoolExecutor(2) as pool:
+            hung = pool.submit(registry.call, "hang", {})
+            assert registry.call("echo", {"text": "meanwhile"}) == "meanwhile"
+            assert not hung.done()
+            assert hung.result(timeout=5).startswith("ERROR: 'hang' got no answer from its MCP server within 0.2 s")
+        assert registry.call("echo", {"text": "after"}) == "after"
+
+
+def test_a_100_mb_line_ends_the_connection_without_reading_it_whole(monkeypatch):
+    monkeypatch.setattr(agent, "_MCP_MAX_MESSAGE_BYTES", 2**20)   # the cap, lowered: the test ends sooner
+    with scripted() as registry:
+        text = registry.call("huge_line", {})
+        assert text.startswith("ERROR: 'huge_line' could not be called") and "over 1,048,576 bytes" in text
+
+
+def test_a_schema_that_is_not_an_object_is_refused_naming_the_tool():
+    with pytest.raises(ToolError, match="tool 'not_object' has no inputSchema"):
+        scripted("old", "not_object")
+
+
+@pytest.mark.skipif(not hasattr(agent, "_check_parameters"), reason="needs issue 18's schema check at registration")
+def test_a_schema_the_validator_cannot_enforce_is_refused_naming_the_tool():
+    with pytest.raises(ToolError, match="tool 'bad_schema' refused: .*patternProperties"):
+        scripted("old", "bad_schema")
+
+
+def test_a_refused_server_registers_nothing_and_is_stopped():
+    registry = ToolRegistry()
+    started = []
+    original = agent._McpStdio.start
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(agent._McpStdio, "start", lambda self: (started.append(self), original(self)))
+        with pytest.raises(ToolError):
+            registry.add_mcp(SCRIPTED + ["old", "not_object"])
+    assert len(registry) == 0 and started[0]._process.returncode is not None
+
+
+# -- safety and options ----------------------------------------------------------------------------------
+
+def test_the_server_gets_a_minimal_environment(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-of-ours")
+    with scripted("old", env={"SERVER_TOKEN": "its-own"}) as registry:
+        names = registry.call("env", {}).split()
+    assert "OPENAI_API_KEY" not in names and "SERVER_TOKEN" in names and "PATH" in names
+
+
+def test_a_destructive_tool_needs_confirmation(old):
+    assert old.get("delete").confirm is True and old.get("echo").confirm is False
+    assert old.call("delete", {}).startswith("ERROR: the user declined")
+    assert old.call("delete", {}, confirm=lambda name, arguments: True) == "deleted"
+
+
+def test_tools_filter_prefix_and_collisions():
+    with ToolRegistry() as registry:
+        assert registry.add_mcp(SCRIPTED + ["old"], tools=["echo"]) == ["echo"]
+        assert registry.add_mcp(SCRIPTED + ["old"], tools=["echo"], name="second") == ["second_echo"]
+        with pytest.raises(ToolError, match="the tool name 'echo' is taken; give the server a prefix"):
+            registry.add_mcp(SCRIPTED + ["old"], tools=["echo"])
+        with pytest.raises(ToolError, match="has no tool 'ecko'"):
+            registry.add_mcp(SCRIPTED + ["old"], tools=["ecko"])
+        assert [tool.name for tool in registry] == ["echo", "second_echo"]
+
+
+def test_the_prompt_leaves_out_annotations_but_keeps_what_validates(old):
+    assert old.get("echo").parameters == {"type": "object", "properties": {"text": {"type": "string"}},
+                                          "required": ["text"]}
+    assert old.get("echo").description == "Echo the text."
+    assert old.call("echo", {"text": 3}).startswith("ERROR: invalid arguments for 'echo'")
+    assert agent._mcp_trimmed({"type": "object", "title": "T", "properties": {"title": {"type": "string",
+                               "title": "x"}}, "default": {"title": "kept"}}) == {
+        "type": "object", "properties": {"title": {"type": "string"}}, "default": {"title": "kept"}}
+
+
+def test_close_stops_the_server_and_later_calls_are_errors():
+    with scripted() as registry:
+        process = registry._servers[0].transport._process
+    assert process.returncode is not None
+    assert registry.call("echo", {"text": "x"}).startswith("ERROR: 'echo' could not be called")
+
+
+def test_a_missing_command_is_a_tool_error():
+    with pytest.raises(ToolError, match="command 'no-such-mcp-server' not found"):
+        ToolRegistry().add_mcp("no-such-mcp-server --stdio")
+
+
+# -- Streamable HTTP, scripted ---------------------------------------------------------------------------
+
+def old_http_server(exchange):
+    """A 2025-11-25 Streamable HTTP server: discover is refused (400, no session), then a session id."""
+    body = exchange.body or {}
+    method, ident = body.get("method"), body.get("id")
+    if method == "server/discover":
+        exchange.head(400, "text/plain", chunked=False)
+        exchange.write_raw(b"Bad Request: No valid session ID provided")
+        return
+    results = {"initialize": {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}},
+               "tools/list": {"tools": [{"name": "echo", "inputSchema": {"type": "object", "properties": {
+                   "x": {"type": "integer"}}}}]},
+               "tools/call": {"content": [{"type": "text", "text": json.dumps(body.get("params"))}]}}
+    if ident is None:
+        exchange.head(202, "application/json", chunked=False)
+        return
+    reply = json.dumps({"jsonrpc": "2.0", "id": ident, "result": results[method]}).encode()
+    if method == "tools/call":      # as an event stream, a notification first
+        exchange.head(200, "text/event-stream", chunked=False)
+        exchange.write_raw(b'data: {"jsonrpc": "2.0", "method": "notifications/progress", "params": {}}\n\n')
+        exchange.write_raw(b"data: " + reply + b"\n\n")
+        return
+    exchange.head(200, "application/json", chunked=False, headers={"Mcp-Session-Id": "session-7"})
+    exchange.write_raw(reply)
+
+
+def test_old_http_server_gets_the_handshake_and_its_session_id(serve):
+    server = serve(old_http_server)
+    with ToolRegistry() as registry:
+        registry.add_mcp(server.base_url.replace("/v1", "/mcp"), timeout=2)
+        assert json.loads(registry.call("echo", {"x": 1})) == {"name": "echo", "arguments": {"x": 1}}
+    methods = [request["body"] and request["body"].get("method") for request in server.requests]
+    assert methods[:4] == ["server/discover", "initialize", "notifications/initialized", "tools/list"]
+    later = server.requests[-2]["headers"]            # the tools/call
+    assert later["Mcp-Session-Id"] == "session-7" and later["Mcp-Protocol-Version"] == "2025-06-18"
+    assert server.requests[0]["headers"]["Accept"] == "application/json, text/event-stream"
+
+
+def test_http_credentials_never_show_in_a_message(serve):
+    token = "Bearer tok-0123456789-SECRET"
+
+    def echoes_the_token(exchange):
+        exchange.head(401, "text/plain", chunked=False)
+        exchange.write_raw(f"bad credentials: {token}".encode())
+
+    server = serve(echoes_the_token)
+    with pytest.raises(ToolError) as caught:
+        ToolRegistry().add_mcp(server.base_url, headers={"Authorization": token}, timeout=2)
+    assert "SECRET" not in str(caught.value) and "HTTP 401" in str(caught.value)
+    assert server.requests[0]["headers"]["Authorization"] == token
+
+
+def test_http_credentials_are_not_sent_over_plain_http_to_another_host():
+    with pytest.raises(ToolError, match="not sent over plain http"):
+        ToolRegistry().add_mcp("http://example.com/mcp", headers={"Authorization": "Bearer x"})
+
+
+def test_an_unreachable_url_is_a_tool_error():
+    with pytest.raises(ToolError, match="could not reach MCP server http://127.0.0.1:"):
+        ToolRegistry().add_mcp(f"http://127.0.0.1:{_free_port()}/mcp", timeout=2)
+
+
+# -- CLI -------------------------------------------------------------------------------------------------
+
+def cli_registry(*argv):
+    # a model, not --offline: the offline demo model only calls the demo tools (issue 23, item 10)
+    args = agent._cli_parser().parse_args([*argv, "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "task"])
+    return agent._cli_agent(args)[0].tools
+
+
+def test_cli_mcp_tools_replace_the_demo_tools_and_join_tools_files():
+    command = " ".join(f'"{part}"' for part in SCRIPTED)
+    with cli_registry("--mcp", command, "--mcp-tools", "echo,contents") as registry:
+        assert [tool.name for tool in registry] == ["echo", "contents"]
+
+
+def test_cli_mcp_config_in_claude_desktops_format(tmp_path):
+    config = tmp_path / "servers.json"
+    config.write_text(json.dumps({"mcpServers": {
+        "one": {"command": SCRIPTED[0], "args": [SCRIPTED[1], "old"], "env": {"SERVER_TOKEN": "t"}},
+        "off": {"command": "no-such-server", "disabled": True}}}))
+    with cli_registry("--mcp-config", str(config), "--mcp-tools", "env") as registry:
+        assert "SERVER_TOKEN" in registry.call("env", {}).split()
+
+
+def test_cli_an_unknown_mcp_tool_is_a_usage_error(capsys):
+    command = " ".join(f'"{part}"' for part in SCRIPTED)
+    assert main(["--mcp", command, "--mcp-tools", "nope", "--offline", "task"]) == 2
+    assert "no MCP server has a tool 'nope'" in capsys.readouterr().err
+
+
+def test_cli_help_says_how_mcp_tools_combine(capsys):
+    assert main(["--help"]) == 0
+    assert "Their tools join those of --tools" in " ".join(capsys.readouterr().out.split())

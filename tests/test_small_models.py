@@ -1,0 +1,216 @@
+"""What the loop does for small models: the worked example, the answer rung, the unknown-tool rung, copies
+of the prompt refused, and the checks of a final answer. Each test runs the agent against a scripted local
+server and reads the request bodies it sent, so what is tested is what a real server would receive."""
+import json
+
+import pytest
+from _http_servers import chat_answer, client
+from conftest import call, final, make_tools
+
+import agent
+from agent import Agent, MockLLM
+
+
+def run_on_server(serve, replies, tools=None, **options):
+    """Run one task against a server that answers replies in order; the result and the request bodies."""
+    server = serve(*[chat_answer(reply) for reply in replies])
+    llm = client(server, stream=False)
+    result = Agent(llm, make_tools() if tools is None else tools, **options).run("What is 2 + 3?")
+    return result, [r["body"] for r in server.requests]
+
+
+def final_only(body):
+    """Whether a request's response_format allows only the final shape."""
+    schema = body.get("response_format", {}).get("json_schema", {}).get("schema", {})
+    return schema.get("properties", {}).get("type") == {"const": "final"}
+
+
+def action_schema(body):
+    schema = body.get("response_format", {}).get("json_schema", {}).get("schema", {})
+    return "anyOf" in schema
+
+
+# -- the prompt ------------------------------------------------------------------------
+
+def test_the_prompt_teaches_a_call_its_observation_and_an_answer_from_it():
+    prompt = Agent(MockLLM([]), make_tools()).system_prompt
+    example = prompt[prompt.index("Example"):prompt.index("Tools (")]
+    lines = [line for line in example.splitlines() if line.startswith(("user:", "you:"))]
+    assert [line.split(":")[0] for line in lines] == ["user", "you", "user", "you"]
+    called, result, answered = json.loads(lines[1][4:]), lines[2], json.loads(lines[3][4:])
+    assert called["type"] == "tool_call" and called["name"] not in make_tools()
+    assert result.startswith("user: [OBSERVATION] 330 m") and "330 m" in answered["answer"]
+
+
+def test_the_example_tool_is_never_one_the_registry_has():
+    registry = agent.ToolRegistry()
+    registry.register(lambda query: query, name="lookup", description="Look up.")
+    assert agent._example(registry).call["name"] != "lookup"
+
+
+@pytest.mark.parametrize("count", [3, 5])
+def test_the_first_request_stays_a_third_of_smolagents_prompt(serve, count):
+    """smolagents' ToolCallingAgent sends 5,213 characters of system prompt for 3 tools (issue 24)."""
+    tools = agent._demo_tools()
+    for name in ("get_price", "get_weather", "get_stock")[:count - 2]:
+        tools.register(lambda item: item, name=name, description=f"The {name[4:]} of an item, e.g. of \"milk\".")
+    _, bodies = run_on_server(serve, [final("5")], tools=tools, constrain="never")
+    system = bodies[0]["messages"][0]["content"]
+    assert len(system) <= {3: 1740, 5: 2100}[count]
+
+
+def test_the_listing_leaves_out_what_every_schema_says_and_annotations():
+    registry = agent.ToolRegistry()
+    registry.register(lambda item: item, name="price", description="Price.",
+                      parameters={"type": "object", "title": "Args", "additionalProperties": False,
+                                  "properties": {"title": {"type": "string", "title": "Title", "examples": ["x"]}},
+                                  "required": ["title"]})
+    line = Agent(MockLLM([]), registry).system_prompt.splitlines()[-1]
+    assert line == '- price: Price. {"properties":{"title":{"type":"string"}},"required":["title"]}'
+
+
+# -- copies of the prompt ----------------------------------------------------------------
+
+@pytest.mark.parametrize("reply, copied", [
+    ('{"type": "final", "thought": "<why>", "answer": "<the answer>"}', "'<the answer>'"),
+    ('{"type": "final", "thought": "t", "answer": "<the answer>"}', "'<the answer>'"),
+    ('{"type": "final", "thought": "...", "answer": "..."}', "'...'"),
+    ('{"type": "tool_call", "thought": "t", "name": "echo", "arguments": {"text": "..."}}', "'...'"),
+    (agent._FINAL_SHAPE, "a placeholder"),   # the repair message's own shape, sent back as it is
+], ids=["both placeholders", "answer", "dots", "an argument", "the repair shape"])
+def test_a_reply_that_copies_a_placeholder_is_a_format_error_that_says_so(serve, reply, copied):
+    result, bodies = run_on_server(serve, [reply, final("5")], constrain="never")
+    assert result.steps[0].action is None and copied in result.steps[0].error
+    assert "copied from the instructions" in bodies[1]["messages"][-1]["content"]
+    assert result.answer == "5" and result.steps[1].action.answer == "5"
+
+
+def test_the_examples_answer_and_call_are_refused_as_copies(serve):
+    example = agent._example(make_tools())
+    result, _ = run_on_server(serve, [json.dumps(example.call), json.dumps(example.final), final("5")],
+                              constrain="never")
+    assert "example" in result.steps[0].error and "example" in result.steps[1].error
+    assert result.answer == "5"
+
+
+def test_a_custom_prompt_has_no_example_to_copy(serve):
+    example = agent._example(make_tools())
+    result, _ = run_on_server(serve, [json.dumps(example.final)], system_prompt="Answer. {tools}",
+                              constrain="never")
+    assert result.answer == example.final["answer"]
+
+
+# -- the answer rung ---------------------------------------------------------------------
+
+def test_a_repeat_of_a_call_that_succeeded_asks_for_the_answer_with_the_final_shape_alone(serve):
+    result, bodies = run_on_server(serve, [call("add", a=2, b=3), call("add", a=2, b=3), final("5")])
+    assert not any(final_only(b) for b in bodies[:2]) and final_only(bodies[2])
+    told = bodies[2]["messages"][-1]["content"]
+    assert "result is in hand" in told and "give the final answer now" in told and "The result:\n5\n" in told
+    assert any("decoding ladder" in n and "final answer" in n for n in result.steps[1].notes)
+    assert result.answer == "5" and len(result.steps) == 3
+
+
+def test_a_repeat_of_a_failed_call_gets_no_answer_rung(serve):
+    result, bodies = run_on_server(serve, [call("fail"), call("fail"), final("gave up")])
+    assert not any(final_only(b) for b in bodies)
+    assert "Do not repeat it" in bodies[2]["messages"][-1]["content"]
+
+
+def test_the_last_allowed_call_sends_the_final_shape_alone(serve):
+    result, bodies = run_on_server(serve, [call("echo", text="a"), call("echo", text="b"), final("ab")],
+                                   max_steps=3)
+    assert [final_only(b) for b in bodies] == [False, False, True]
+    assert "your next reply is the last" in bodies[2]["messages"][-1]["content"]
+    assert result.answer == "ab"
+
+
+def test_constrain_never_takes_no_answer_rung(serve):
+    result, bodies = run_on_server(serve, [call("add", a=2, b=3), call("add", a=2, b=3), final("5")],
+                                   constrain="never")
+    assert not any("response_format" in b for b in bodies)
+    assert "Do not repeat it" in bodies[2]["messages"][-1]["content"]
+
+
+def test_a_client_without_response_schema_still_gets_the_words():
+    class Plain:
+        def __init__(self):
+            self.seen = []
+            self.replies = [call("add", a=2, b=3), call("add", a=2, b=3), final("5")]
+
+        def chat(self, messages):
+            self.seen.append(messages[-1]["content"])
+            return self.replies[len(self.seen) - 1]
+
+    llm = Plain()
+    result = Agent(llm, make_tools()).run("What is 2 + 3?")
+    assert "give the final answer now" in llm.seen[2] and result.answer == "5"
+    assert any("final answer" in n and "response_schema" not in n for n in result.steps[1].notes)
+
+
+# -- an unknown tool -----------------------------------------------------------------------
+
+def test_an_unknown_tool_sends_the_action_schema_from_the_next_call(serve):
+    result, bodies = run_on_server(serve, [call("calculate", x=1), call("add", a=2, b=3), final("5")])
+    assert tool_calls_only(bodies[0])   # a server that honours the tool rung cannot send the unknown name
+    assert action_schema(bodies[1]) and not tool_calls_only(bodies[1]) and action_schema(bodies[2])
+    names = [b["properties"]["name"]["const"] for b in
+             bodies[1]["response_format"]["json_schema"]["schema"]["anyOf"] if "name" in b["properties"]]
+    assert names == ["echo", "add", "fail", "delete"]
+    assert "unknown tool 'calculate'" in result.steps[0].observation
+    assert any("does not exist" in n for n in result.steps[0].notes)
+
+
+def test_constrain_never_keeps_the_free_text_after_an_unknown_tool(serve):
+    _, bodies = run_on_server(serve, [call("calculate", x=1), final("5")], constrain="never")
+    assert not any("response_format" in b for b in bodies)
+
+
+# -- the tool rung ---------------------------------------------------------------------------
+
+def tool_calls_only(body):
+    schema = body.get("response_format", {}).get("json_schema", {}).get("schema", {})
+    kinds = [b["properties"]["type"]["const"] for b in schema.get("anyOf", [])]
+    return bool(kinds) and set(kinds) == {"tool_call"}
+
+
+def test_the_first_call_may_only_call_a_tool_and_later_ones_are_free(serve):
+    result, bodies = run_on_server(serve, [call("add", a=2, b=3), final("5")])
+    assert tool_calls_only(bodies[0]) and "response_format" not in bodies[1]
+    assert result.steps[0].notes == [
+        "decoding ladder: the first call of a run may only call a tool (a response_schema of the tool calls)"]
+
+
+def test_a_task_that_needs_no_tool_costs_one_step_more(serve):
+    result, _ = run_on_server(serve, [call("echo", text="Paris"), final("Paris")])
+    assert result.answer == "Paris" and len(result.steps) == 2
+
+
+@pytest.mark.parametrize("options", [{"constrain": "never"}, {"tools": agent.ToolRegistry()}],
+                         ids=["never", "no tools"])
+def test_no_tool_rung_with_constrain_never_or_without_tools(serve, options):
+    result, bodies = run_on_server(serve, [final("4")], **options)
+    assert result.answer == "4" and not tool_calls_only(bodies[0]) and result.steps[0].notes == []
+
+
+def test_constrain_always_sends_the_action_schema_after_the_tool_rung(serve):
+    _, bodies = run_on_server(serve, [call("add", a=2, b=3), final("5")], constrain="always")
+    assert tool_calls_only(bodies[0]) and action_schema(bodies[1]) and not tool_calls_only(bodies[1])
+
+
+def test_a_copied_thought_is_let_through(serve):
+    result, _ = run_on_server(serve, [call("add", thought="<why>", a=2, b=3), final("5")])
+    assert result.steps[0].action.name == "add" and result.answer == "5"
+
+
+def test_a_template_of_the_models_own_is_not_taken_for_a_copy(serve):
+    """SmolLM2 writes "{{item}}" of its own; our prompt has no such text, and refusing it ended runs."""
+    result, _ = run_on_server(serve, [call("echo", text="{{text}}"), final("hi")])
+    assert result.steps[0].action.name == "echo" and result.answer == "hi"
+
+
+
+def test_a_repeat_of_a_failed_call_samples_hotter(serve):
+    result, bodies = run_on_server(serve, [call("fail"), call("fail"), final("gave up")])
+    assert bodies[1]["temperature"] != 0.7 and bodies[2]["temperature"] == 0.7
+    assert any("a call that failed was repeated" in n for n in result.steps[1].notes)
