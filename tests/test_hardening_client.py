@@ -186,20 +186,23 @@ def test_a_proxy_that_drips_its_connect_answer_cannot_hold_the_call(serve, monke
 
 # -- 15. Two threads adapting the same parameter ---------------------------------------
 
-def test_two_threads_refused_the_same_parameter_both_retry(serve):
+def refused_in_two_threads(serve, message, **options):
+    """Two threads ask one client; the server refuses both requests with message while both are in flight.
+
+    Returns the server and what each thread got (the reply, or the LLMError's text).
+    """
     both_in_flight = threading.Barrier(2, timeout=5)
 
     def refuse(ex):
         both_in_flight.wait()
-        error_answer(400, "'stream' is not supported")(ex)
+        error_answer(400, message)(ex)
 
     server = serve(refuse, refuse, chat_answer("hi"))
-    llm = client(server, max_retries=0)
-    answers = []
+    llm, answers = client(server, max_retries=0, **options), []
 
     def ask():
         try:
-            answers.append(llm.chat(MESSAGES))
+            answers.append(llm.chat(MESSAGES, response_schema={"type": "object"}))
         except LLMError as exc:
             answers.append(str(exc))
 
@@ -208,25 +211,18 @@ def test_two_threads_refused_the_same_parameter_both_retry(serve):
         thread.start()
     for thread in threads:
         thread.join(10)
+    return server, answers
+
+
+def test_two_threads_refused_the_same_parameter_both_retry(serve):
+    server, answers = refused_in_two_threads(serve, "'stream' is not supported")
     assert answers == ["hi", "hi"]
     assert [r["body"].get("stream") for r in server.requests[2:]] == [None, None]
 
 
 def test_two_threads_refused_json_schema_both_fall_back_to_json_object_only(serve):
-    both_in_flight = threading.Barrier(2, timeout=5)
-
-    def refuse(ex):
-        both_in_flight.wait()
-        error_answer(400, "response_format json_schema is not supported")(ex)
-
-    server = serve(refuse, refuse, chat_answer("hi"))
-    llm = client(server, max_retries=0, stream=False)
-    threads = [threading.Thread(target=llm.chat, args=(MESSAGES,), kwargs={"response_schema": {"type": "object"}})
-               for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(10)
+    server, answers = refused_in_two_threads(serve, "response_format json_schema is not supported", stream=False)
+    assert answers == ["hi", "hi"]
     assert [r["body"].get("response_format") for r in server.requests[2:]] == [{"type": "json_object"}] * 2
 
 
