@@ -88,7 +88,10 @@ def run_peer(args: argparse.Namespace, tasks: list, saved) -> list:
 
     peer_tools = [wrap(f) for f in (real_tools.get_price, real_tools.get_weather, real_tools.get_stock)]
     peer_tools += [wrap(calculator), wrap(clock)]
-    model = smolagents.OpenAIServerModel(model_id=args.model, api_base=args.base_url, api_key="none")
+    # max_tokens: without one, a reply of Qwen2.5-Coder-0.5B ran on in blank lines to the context's end (minutes
+    # a step); the agent needs none, as its stream stops at the end of the action or at a repetition.
+    model = smolagents.OpenAIServerModel(model_id=args.model, api_base=args.base_url, api_key="none",
+                                         max_tokens=args.peer_max_tokens)
     rows = []
     for task in tasks:
         peer = smolagents.ToolCallingAgent(tools=peer_tools, model=model, max_steps=args.max_steps, verbosity_level=0)
@@ -167,6 +170,7 @@ def main() -> int:
     parser.add_argument("--max-steps", type=int, default=10)
     parser.add_argument("--only", help="comma-separated task ids to run")
     parser.add_argument("--peer", action="store_true", help="run smolagents' ToolCallingAgent instead")
+    parser.add_argument("--peer-max-tokens", type=int, default=512, help="max_tokens of each peer call")
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     parser.add_argument("--compare", nargs="+", metavar="FILE", help="print saved --json runs side by side")
     args = parser.parse_args()
