@@ -3309,14 +3309,60 @@ class OpenAICompatLLM:
     """A chat-completions client for any OpenAI-compatible server, over urllib.
 
     Streams by default (server-sent events) and stops reading as soon as the reply's
-    first action is complete, or when the reply repeats itself. Retries 408, 409,
-    429 and 5xx answers, network errors and broken streams with exponential backoff
+    first action is complete, or when the reply repeats itself. Retries the statuses
+    in ``_RETRY_STATUSES``, network errors and broken streams with exponential backoff
     and jitter, honouring ``Retry-After``; fails fast on other 4xx answers and
     redirects. Adapts once to a parameter the server rejects by name. Raises only
     ``LLMError``, with the status and the server's own message. The API key is sent
     only in the Authorization header and never appears in an exception, a ``repr``
     or a log line. ``opener`` (anything with ``open(request, timeout=...)``) and
     ``sleep`` are injectable for tests.
+
+    Constructor options (``model``, ``base_url`` and ``api_key`` may be positional):
+      model
+        the model name sent with every request (required; ``OPENAI_MODEL`` for from_env)
+      base_url (default: 'https://api.openai.com/v1')
+        the server's API root; ``/chat/completions`` is added; a ``user:password@`` in it is sent as Basic auth
+      api_key (default: None)
+        sent as ``Authorization: Bearer``; None sends no key (a local server)
+      temperature (default: 0.0)
+        sampling temperature for every call (a call may override it); None leaves it to the server
+      max_tokens (default: None)
+        longest reply in tokens (sent as ``max_completion_tokens`` if the server asks); None: the server's
+      timeout (default: 60)
+        seconds to connect, and to wait for each next byte once the first has come
+      max_retries (default: 3)
+        retries after the first attempt, for the failures retried above
+      stop (default: ())
+        stop strings sent as ``stop`` (one string is one stop); cut client-side if the server rejects them
+      extra_body (default: None)
+        more fields for every request body; the per-call options of ``chat`` win over them
+      headers (default: None)
+        more HTTP headers for every request; their values never appear in an error message
+      opener (default: None)
+        anything with ``open(request, timeout=...)``; None: urllib, without a proxy for loopback
+      sleep (default: time.sleep)
+        waits between retries (tests pass a fake)
+      response_schema (default: None)
+        a JSON Schema sent as ``response_format`` on every call, in place of the agent's per-call one
+      stream (default: True)
+        ask for server-sent events; a plain JSON answer is read as well
+      on_delta (default: None)
+        called with each new piece of text as it streams in, and with None when a retry restarts
+      early_stop (default: True)
+        stop reading once a reply that opens with its action has closed it
+      repetition_stop (default: True)
+        stop reading a reply that repeats itself (``last_finish_reason`` "repetition")
+      max_request_seconds (default: 600)
+        seconds for a whole request, its first byte included
+      max_response_bytes (default: 8388608, 8 MiB)
+        a longer answer is refused
+      allow_http_key (default: False)
+        let ``from_env`` send a key from the environment over plain http:// to a host other than loopback
+      organization (default: None)
+        sent as the ``OpenAI-Organization`` header (``OPENAI_ORG_ID`` for from_env)
+      project (default: None)
+        sent as the ``OpenAI-Project`` header (``OPENAI_PROJECT_ID`` for from_env)
     """
 
     last_finish_reason = _PerThread()      # "stop", "length", "repetition", ... or None
@@ -4967,7 +5013,41 @@ def _leaves(value: Any, key: str = "") -> Iterable:
 
 
 class Agent:
-    """The ReAct loop: ask the model, parse its action, run the tool, send the observation back."""
+    """The ReAct loop: ask the model, parse its action, run the tool, send the observation back.
+
+    ``run(task)`` runs it once; one Agent may run many tasks. Constructor options
+    (``llm`` and ``tools`` may be positional; every limit is checked when the Agent is built):
+      llm
+        the model client: anything with ``chat(messages) -> str`` (see ``LLM``)
+      tools (default: None)
+        a ToolRegistry, or an iterable of Tools and plain functions; None: no tools
+      system_prompt (default: None)
+        None: ``SYSTEM_PROMPT`` with the tools and a worked example; your own text has ``{tools}`` replaced
+      max_steps (default: 10)
+        model calls per run before it stops with "max_steps"
+      max_repeats (default: 2)
+        repeats of one call (not run again) before the run stops
+      max_format_errors (default: 3)
+        replies in a row that cannot be read before the run stops
+      max_observation_chars (default: 4000)
+        longer tool output is cut, keeping its head and its tail
+      max_context_chars (default: None)
+        a budget for the conversation sent; over it old steps are dropped (``memory``); None: send it all
+      max_seconds (default: None)
+        a run's wall-clock limit, checked between steps; it also caps tool timeouts and model calls
+      max_total_tokens (default: None)
+        a run's token limit, as the server reports usage (else estimated)
+      on_step (default: None)
+        called with each Step as it ends
+      confirm (default: None)
+        ``confirm(name, arguments) -> bool``, asked before a tool registered with confirm=True; None declines
+      constrain (default: 'auto')
+        the decoding ladder ('auto', 'always' or 'never'), for a client whose chat takes ``response_schema``:
+        'auto' sends a schema when it helps (a first call may only call a tool; after a failed reply, the
+        action schema), 'always' the action schema from the second call too, 'never' none
+      memory (default: 'digest')
+        what stands in for dropped steps: 'digest' (a line each), 'summary' (the model's notes) or 'none'
+    """
 
     def __init__(self, llm: LLM, tools: _Tools = None, *, system_prompt: Optional[str] = None, max_steps: int = 10,
                  max_repeats: int = 2, max_format_errors: int = 3, max_observation_chars: int = 4000,

@@ -1,0 +1,49 @@
+"""help() documents every constructor option: the class docstring lists each with its default.
+
+The listing follows textwrap.TextWrapper's: a line ``name (default: value)`` (a required
+option has no default), then one indented line of meaning. A new keyword added to
+``__init__`` without its line, or a line left for a keyword that is gone, fails here.
+"""
+import inspect
+import re
+
+import pytest
+
+from agent import Agent, OpenAICompatLLM
+
+_OPTION_LINE = re.compile(r"^  (\w+)(?: \(default: (.+)\))?$")
+
+
+def documented_options(cls):
+    """{name: default text or None} for each option line of the class docstring."""
+    lines = inspect.cleandoc(cls.__doc__).splitlines()
+    found = {}
+    for number, line in enumerate(lines):
+        match = _OPTION_LINE.match(line)
+        if match:
+            meaning = lines[number + 1] if number + 1 < len(lines) else ""
+            assert meaning.startswith("    ") and meaning.strip(), f"{match.group(1)}: no line of meaning under it"
+            found[match.group(1)] = match.group(2)
+    return found
+
+
+def constructor_options(cls):
+    return {name: p for name, p in inspect.signature(cls.__init__).parameters.items() if name != "self"}
+
+
+@pytest.mark.parametrize("cls", [Agent, OpenAICompatLLM])
+def test_every_constructor_option_is_listed_in_the_class_docstring(cls):
+    assert set(documented_options(cls)) == set(constructor_options(cls))
+
+
+@pytest.mark.parametrize("cls", [Agent, OpenAICompatLLM])
+def test_each_listed_default_is_the_signature_default(cls):
+    documented = documented_options(cls)
+    for name, parameter in constructor_options(cls).items():
+        shown = documented[name]
+        if parameter.default is inspect.Parameter.empty:
+            assert shown is None, f"{name} is required, but the docstring gives a default"
+        elif isinstance(parameter.default, (type(None), bool, int, float, str, tuple)):
+            assert shown is not None and shown.split(",")[0] == repr(parameter.default), name
+        else:
+            assert shown, name
