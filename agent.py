@@ -2466,13 +2466,24 @@ def _offline_reply(messages: list[dict]) -> str:
 class LLM(Protocol):
     """Anything with ``chat(messages) -> str`` drives the agent.
 
-    Optional, read when present: the keyword options ``response_schema``,
-    ``temperature``, ``max_seconds`` and ``frequency_penalty`` of ``chat`` (passed only to a ``chat`` that
-    names them or takes ``**kwargs``), and, about the last call, ``last_usage`` (a
-    dict with ``prompt_tokens`` and ``completion_tokens``, or None),
-    ``last_finish_reason`` (``"length"``: cut off at the token limit; ``"repetition"``:
-    stopped for repeating itself), ``last_reasoning`` (a separate reasoning field,
-    never parsed) and ``last_stopped_early``.
+    Optional, and what the Agent does with each when present:
+      chat's keyword options ``response_schema``, ``temperature``, ``max_seconds``, ``frequency_penalty``
+        passed only to a ``chat`` that names them or takes ``**kwargs`` (the decoding ladder, the time left)
+      last_finish_reason, read after each call (a summary call too)
+        ``"length"``: cut off at the token limit; ``"repetition"``: stopped for repeating itself (the
+        reply is refused and the model asked again); kept in ``Step.finish_reason``
+      last_usage, read after each call
+        a dict with ``prompt_tokens`` and ``completion_tokens`` for ``max_total_tokens`` and the result's
+        usage; None or absent: estimated at 4 characters a token
+      last_reasoning, read after each call
+        a separate reasoning field the server sent, kept in ``Step.reasoning`` and never parsed
+      temperature
+        read once a failed reply repeats an earlier one: that call asks for at least ``_HOT_TEMPERATURE``
+
+    The CLI reads more, of the ``OpenAICompatLLM`` it builds itself: ``model`` and ``url`` for its
+    banner, ``last_model`` to warn when the server answered as another model; and it sets ``on_delta``
+    (on a client that has one) to draw the streaming status line. ``OpenAICompatLLM`` also sets
+    ``last_stopped_early``, which nothing in agent.py reads.
     """
 
     def chat(self, messages: list[dict]) -> str: ...

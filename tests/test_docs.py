@@ -3,13 +3,14 @@
 The listing follows textwrap.TextWrapper's: a line ``name (default: value)`` (a required
 option has no default), then one indented line of meaning. A new keyword added to
 ``__init__`` without its line, or a line left for a keyword that is gone, fails here.
+The ``LLM`` protocol's docstring lists, one per line, each attribute the agent reads from a client.
 """
 import inspect
 import re
 
 import pytest
 
-from agent import Agent, OpenAICompatLLM
+from agent import LLM, Agent, OpenAICompatLLM
 
 _OPTION_LINE = re.compile(r"^  (\w+)(?: \(default: (.+)\))?$")
 
@@ -47,3 +48,30 @@ def test_each_listed_default_is_the_signature_default(cls):
             assert shown is not None and shown.split(",")[0] == repr(parameter.default), name
         else:
             assert shown, name
+
+
+class RecordingClient:
+    """A scripted client that records every attribute the agent reads from it."""
+
+    def __init__(self, replies):
+        self.replies, self.read = list(replies), set()
+        self.last_finish_reason = self.last_usage = self.last_reasoning = None
+        self.temperature = 0.0
+
+    def __getattribute__(self, name):
+        if not name.startswith("_") and name not in ("replies", "read"):
+            object.__getattribute__(self, "read").add(name)
+        return object.__getattribute__(self, name)
+
+    def chat(self, messages, **options):
+        return self.replies.pop(0)
+
+
+def test_the_llm_docstring_lists_every_attribute_the_agent_reads():
+    final = '{"type": "final", "thought": "done", "answer": "42"}'
+    llm = RecordingClient(["not json", "not json", final])   # a failed reply repeats: the temperature is read
+    result = Agent(llm, max_format_errors=3).run("What is 6 * 7?")
+    assert result.answer == "42"
+    assert llm.read == {"chat", "last_finish_reason", "last_usage", "last_reasoning", "temperature"}
+    listed = set(re.findall(r"^  (\w+)", inspect.cleandoc(LLM.__doc__), re.M))
+    assert llm.read <= listed
