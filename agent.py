@@ -24,7 +24,7 @@ Protocol: the model sends ``{"type": "tool_call", "thought": ..., "name": ..., "
 or ``{"type": "final", "thought": ..., "answer": ...}``; results come back as ``[OBSERVATION] ...``.
 
 Map of this file, in the order the data flows (each section uses only the ones above it, but
-``ToolRegistry.add_mcp`` calls down into MCP; ``python bench/forward_refs.py`` lists such references;
+``ToolRegistry.add_mcp`` calls down into MCP; ``python bench/forward_refs.py`` lists such calls;
 a ruler ``# -- Section, part`` starts a part of a section):
 
 - Errors: ``AgentError`` and its four children; ``_check_setting`` checks numeric options.
@@ -2467,23 +2467,25 @@ class LLM(Protocol):
     """Anything with ``chat(messages) -> str`` drives the agent.
 
     Optional, and what the Agent does with each when present:
-      chat's keyword options ``response_schema``, ``temperature``, ``max_seconds``, ``frequency_penalty``
-        passed only to a ``chat`` that names them or takes ``**kwargs`` (the decoding ladder, the time left)
+      chat's options ``response_schema``, ``temperature``, ``max_seconds``, ``frequency_penalty``
+        passed only to a ``chat`` that names them or takes ``**kwargs`` (the decoding ladder, and
+        the time left of ``max_seconds``)
       last_finish_reason, read after each call (a summary call too)
-        ``"length"``: cut off at the token limit; ``"repetition"``: stopped for repeating itself (the
-        reply is refused and the model asked again); kept in ``Step.finish_reason``
+        ``"length"``: cut off at the token limit; ``"repetition"``: stopped for repeating itself
+        (the reply is refused and the model asked again); kept in ``Step.finish_reason``
       last_usage, read after each call
-        a dict with ``prompt_tokens`` and ``completion_tokens`` for ``max_total_tokens`` and the result's
-        usage; None or absent: estimated at 4 characters a token
+        a dict with ``prompt_tokens`` and ``completion_tokens``, for ``max_total_tokens`` and the
+        result's usage; None or absent: estimated at 4 characters a token
       last_reasoning, read after each call
         a separate reasoning field the server sent, kept in ``Step.reasoning`` and never parsed
       temperature
-        read once a failed reply repeats an earlier one: that call asks for at least ``_HOT_TEMPERATURE``
+        read once a failed reply repeats an earlier one: that call asks for at least
+        ``_HOT_TEMPERATURE``
 
-    The CLI reads more, of the ``OpenAICompatLLM`` it builds itself: ``model`` and ``url`` for its
-    banner, ``last_model`` to warn when the server answered as another model; and it sets ``on_delta``
-    (on a client that has one) to draw the streaming status line. ``OpenAICompatLLM`` also sets
-    ``last_stopped_early``, which nothing in agent.py reads.
+    The CLI reads more, of the ``OpenAICompatLLM`` it builds itself: ``model`` and ``url`` for
+    its banner, ``last_model`` to warn when the server answered as another model; and it sets
+    ``on_delta`` (on a client that has one) to draw the streaming status line.
+    ``OpenAICompatLLM`` also sets ``last_stopped_early``, which nothing in agent.py reads.
     """
 
     def chat(self, messages: list[dict]) -> str: ...
@@ -3333,19 +3335,22 @@ class OpenAICompatLLM:
       model
         the model name sent with every request (required; ``OPENAI_MODEL`` for from_env)
       base_url (default: 'https://api.openai.com/v1')
-        the server's API root; ``/chat/completions`` is added; a ``user:password@`` in it is sent as Basic auth
+        the server's API root; ``/chat/completions`` is added; a ``user:password@`` in it is sent as
+        Basic auth
       api_key (default: None)
         sent as ``Authorization: Bearer``; None sends no key (a local server)
       temperature (default: 0.0)
         sampling temperature for every call (a call may override it); None leaves it to the server
       max_tokens (default: None)
-        longest reply in tokens (sent as ``max_completion_tokens`` if the server asks); None: the server's
+        longest reply in tokens (sent as ``max_completion_tokens`` if the server asks);
+        None leaves it to the server
       timeout (default: 60)
         seconds to connect, and to wait for each next byte once the first has come
       max_retries (default: 3)
         retries after the first attempt, for the failures retried above
       stop (default: ())
-        stop strings sent as ``stop`` (one string is one stop); cut client-side if the server rejects them
+        stop strings sent as ``stop`` (one string is one stop); cut client-side if the server
+        rejects them
       extra_body (default: None)
         more fields for every request body; the per-call options of ``chat`` win over them
       headers (default: None)
@@ -3355,7 +3360,8 @@ class OpenAICompatLLM:
       sleep (default: time.sleep)
         waits between retries (tests pass a fake)
       response_schema (default: None)
-        a JSON Schema sent as ``response_format`` on every call, in place of the agent's per-call one
+        a JSON Schema sent as ``response_format`` on every call, in place of the agent's
+        per-call schema
       stream (default: True)
         ask for server-sent events; a plain JSON answer is read as well
       on_delta (default: None)
@@ -3369,7 +3375,8 @@ class OpenAICompatLLM:
       max_response_bytes (default: 8388608, 8 MiB)
         a longer answer is refused
       allow_http_key (default: False)
-        let ``from_env`` send a key from the environment over plain http:// to a host other than loopback
+        let ``from_env`` send a key from the environment over plain http:// to a host other than
+        loopback
       organization (default: None)
         sent as the ``OpenAI-Organization`` header (``OPENAI_ORG_ID`` for from_env)
       project (default: None)
@@ -5033,7 +5040,8 @@ class Agent:
       tools (default: None)
         a ToolRegistry, or an iterable of Tools and plain functions; None: no tools
       system_prompt (default: None)
-        None: ``SYSTEM_PROMPT`` with the tools and a worked example; your own text has ``{tools}`` replaced
+        None: ``SYSTEM_PROMPT`` with the tools and a worked example; in your own text
+        ``{tools}`` is replaced by the tool list
       max_steps (default: 10)
         model calls per run before it stops with "max_steps"
       max_repeats (default: 2)
@@ -5043,7 +5051,8 @@ class Agent:
       max_observation_chars (default: 4000)
         longer tool output is cut, keeping its head and its tail
       max_context_chars (default: None)
-        a budget for the conversation sent; over it old steps are dropped (``memory``); None: send it all
+        a budget in characters for the conversation sent; over it old steps are dropped
+        (``memory``); None: send it all
       max_seconds (default: None)
         a run's wall-clock limit, checked between steps; it also caps tool timeouts and model calls
       max_total_tokens (default: None)
@@ -5051,13 +5060,15 @@ class Agent:
       on_step (default: None)
         called with each Step as it ends
       confirm (default: None)
-        ``confirm(name, arguments) -> bool``, asked before a tool registered with confirm=True; None declines
+        ``confirm(name, arguments) -> bool``, asked before a tool registered with
+        confirm=True; None declines every such call
       constrain (default: 'auto')
-        the decoding ladder ('auto', 'always' or 'never'), for a client whose chat takes ``response_schema``:
-        'auto' sends a schema when it helps (a first call may only call a tool; after a failed reply, the
-        action schema), 'always' the action schema from the second call too, 'never' none
+        the decoding ladder, for a client whose chat takes ``response_schema``: 'auto' sends a
+        schema when it helps (a first call may only call a tool; the action schema after a failed
+        reply), 'always' the action schema from the second call too, 'never' none
       memory (default: 'digest')
-        what stands in for dropped steps: 'digest' (a line each), 'summary' (the model's notes) or 'none'
+        what stands in for dropped steps: 'digest' (a line each), 'summary' (the model's
+        notes) or 'none'
     """
 
     def __init__(self, llm: LLM, tools: _Tools = None, *, system_prompt: Optional[str] = None, max_steps: int = 10,
