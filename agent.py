@@ -5291,7 +5291,7 @@ class Agent:
         tool), the answer rung (the final shape alone), or the action schema once a reply failed."""
         if self.constrain == "never" or "response_schema" not in self._accepts:
             return None
-        if not state.steps and len(self.tools):
+        if not state.steps and len(self.tools) and self.max_steps > 1:   # one step only: it must be able to answer
             return {"anyOf": self.tools.action_schema()["anyOf"][:-1]}
         if state.answer_rung == len(state.steps) + 1:
             return self.tools.action_schema()["anyOf"][-1]

@@ -4,6 +4,7 @@
     python bench/real_tasks.py ... --constrain never        # the same tasks without the decoding ladder
     /tmp/peers/bin/python bench/real_tasks.py ... --peer    # smolagents' ToolCallingAgent on the same tasks
     python bench/real_tasks.py --compare a.json b.json      # saved runs (--json FILE) side by side
+    python bench/real_tasks.py ... --first-call             # sampling settings on one constrained call a task
 
 The tasks are in bench/real_tasks.jsonl and their tools in bench/real_tools.py: a made-up
 price list, weather table and inventory, so an answer from memory is wrong. Each answer is
@@ -127,6 +128,35 @@ def clock() -> str:
     return agent._clock()
 
 
+# Sampling settings compared on one schema-constrained first call per task (--first-call): why the
+# action-schema rung sends frequency_penalty.
+FIRST_CALL_SETTINGS = [
+    {"temperature": 0.0},
+    {"temperature": 0.7},
+    {"temperature": 0.0, "frequency_penalty": 0.5},
+    {"temperature": 0.0, "extra_body": {"repeat_penalty": 1.3}},   # llama.cpp's own knob
+]
+
+
+def first_calls(args: argparse.Namespace, tasks: list) -> None:
+    """Valid replies to one call per task constrained by the whole action schema, per sampling setting."""
+    system = agent._render_prompt(None, real_tools.tools)
+    for setting in FIRST_CALL_SETTINGS:
+        setting = dict(setting)
+        llm = agent.OpenAICompatLLM(args.model, args.base_url, max_tokens=400, extra_body=setting.pop("extra_body", {}))
+        valid, reasons, started = 0, {}, time.monotonic()
+        for task in tasks:
+            raw = llm.chat([{"role": "system", "content": system}, {"role": "user", "content": task["task"]}],
+                           response_schema=real_tools.tools.action_schema(), **setting)
+            try:
+                agent.parse_action(raw)
+                valid += 1
+            except agent.ActionFormatError:
+                reasons[llm.last_finish_reason] = reasons.get(llm.last_finish_reason, 0) + 1
+        print(f"{json.dumps(setting)} {llm.extra_body or ''}: {valid}/{len(tasks)} valid, failed by finish reason "
+              f"{json.dumps(reasons)}, {time.monotonic() - started:.1f} s", flush=True)
+
+
 def _print_row(row: dict) -> None:
     print(f"{row['id']:<14} {'ok' if row['solved'] else '--'} {row['steps']:>2} steps {row['format_errors']:>2} fmt "
           f"{row['stop']:<13} {row['seconds']:>6.1f} s  {' '.join(row['tools'])[:70]}  answer={row['answer']!r}",
@@ -173,6 +203,8 @@ def main() -> int:
     parser.add_argument("--peer-max-tokens", type=int, default=512, help="max_tokens of each peer call")
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     parser.add_argument("--compare", nargs="+", metavar="FILE", help="print saved --json runs side by side")
+    parser.add_argument("--first-call", action="store_true",
+                        help="compare sampling settings on one constrained call per task instead of whole runs")
     args = parser.parse_args()
     if args.compare:
         compare(args.compare)
@@ -180,6 +212,9 @@ def main() -> int:
     tasks = load_tasks()
     if args.only:
         tasks = [t for t in tasks if t["id"] in args.only.split(",")]
+    if args.first_call:
+        first_calls(args, tasks)
+        return 0
     rows = (run_peer if args.peer else run_agent)(args, tasks, lambda rows: _save(args.json, rows))
     print(f"total: {_total(rows)}")
     return 0

@@ -214,3 +214,8 @@ def test_a_repeat_of_a_failed_call_samples_hotter(serve):
     result, bodies = run_on_server(serve, [call("fail"), call("fail"), final("gave up")])
     assert bodies[1]["temperature"] != 0.7 and bodies[2]["temperature"] == 0.7
     assert any("a call that failed was repeated" in n for n in result.steps[1].notes)
+
+
+def test_a_run_of_one_step_may_answer(serve):
+    result, bodies = run_on_server(serve, [final("5")], max_steps=1)
+    assert not tool_calls_only(bodies[0]) and result.answer == "5"
