@@ -5009,13 +5009,22 @@ def _copied(action: Action, example: Optional[_Example]) -> Optional[str]:
     values = [("answer", action.answer), ("tool name", action.name)]
     values += [(f'argument "{key}"', value) for key, value in _leaves(action.arguments)]
     for where, value in values:
-        if isinstance(value, str) and value.strip() in _PLACEHOLDERS:
+        if isinstance(value, str) and _is_placeholder(value):
             return f"your {where} is {value.strip()!r}, a placeholder copied from the instructions; write your own"
     if example is not None and action.kind == "final" and action.answer == example.final["answer"]:
         return "your answer is the one of the instructions' example, which is about another task; answer yours"
     if example is not None and (action.name, action.arguments) == (example.call["name"], example.call["arguments"]):
         return "you copied the call of the instructions' example; call one of the listed tools for your own task"
     return None
+
+
+_DOTS = re.compile(r"[.\u2026]{2,}\Z")   # "...", "....", "…": an ellipsis however it is typed
+
+
+def _is_placeholder(text: str) -> bool:
+    """Whether a value is one of the prompt's placeholders, in any case, or an ellipsis."""
+    text = text.strip()
+    return text.lower() in _PLACEHOLDERS or text == "\u2026" or bool(_DOTS.match(text))
 
 
 def _leaves(value: Any, key: str = "") -> Iterable:

@@ -219,3 +219,15 @@ def test_a_repeat_of_a_failed_call_samples_hotter(serve):
 def test_a_run_of_one_step_may_answer(serve):
     result, bodies = run_on_server(serve, [final("5")], max_steps=1)
     assert not tool_calls_only(bodies[0]) and result.answer == "5"
+
+
+@pytest.mark.parametrize("answer", ["<The Answer>", "....", "\u2026\u2026", " <TOOL NAME> "])
+def test_a_placeholder_in_another_case_or_a_longer_ellipsis_is_a_copy(answer):
+    result = Agent(MockLLM([final(answer), final("5")]), make_tools(), constrain="never").run("t")
+    assert "a placeholder copied" in result.steps[0].error and result.answer == "5"
+
+
+@pytest.mark.parametrize("answer", ["..5", "Wait...", "<b>5</b>", "."])
+def test_text_around_dots_or_brackets_is_an_answer(answer):
+    result = Agent(MockLLM([final(answer)]), make_tools(), constrain="never").run("t")
+    assert result.answer == answer
