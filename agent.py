@@ -3318,6 +3318,15 @@ def _build_opener(url: str) -> Any:
 # -- Models, the client: OpenAICompatLLM -----------------------------------------------
 # chat over HTTP with streaming, early stop, retries, adaptation; the API key never leaves in a message
 
+def _check_client_options(model: Any, numbers: dict) -> None:
+    """ValueError for a missing model name or a numeric option out of its rule (temperature, max_tokens: None is
+    the server's default)."""
+    if not isinstance(model, str) or not model.strip():
+        raise ValueError("no model named: pass model=... or set OPENAI_MODEL")
+    for name, value in numbers.items():
+        _check_setting(name, value, optional=name in ("temperature", "max_tokens"))
+
+
 class OpenAICompatLLM:
     """A chat-completions client for any OpenAI-compatible server, over urllib.
 
@@ -3399,12 +3408,9 @@ class OpenAICompatLLM:
                  max_request_seconds: float = 600, max_response_bytes: int = 8 * 1024 * 1024,
                  allow_http_key: bool = False, organization: Optional[str] = None,
                  project: Optional[str] = None) -> None:
-        if not isinstance(model, str) or not model.strip():
-            raise ValueError("no model named: pass model=... or set OPENAI_MODEL")
-        for name, value in {"max_retries": max_retries, "timeout": timeout, "max_request_seconds": max_request_seconds,
-                            "max_response_bytes": max_response_bytes, "temperature": temperature,
-                            "max_tokens": max_tokens}.items():
-            _check_setting(name, value, optional=name in ("temperature", "max_tokens"))  # None: the server's
+        _check_client_options(model, {"max_retries": max_retries, "timeout": timeout, "temperature": temperature,
+                                      "max_request_seconds": max_request_seconds, "max_tokens": max_tokens,
+                                      "max_response_bytes": max_response_bytes})
         base_url, self.base_url, self._basic = _userinfo(base_url)   # base_url: the password shown as ***
         self.model, self.url = model.strip(), _chat_url(base_url)
         self._api_key = _clean_key(api_key)
@@ -3430,6 +3436,10 @@ class OpenAICompatLLM:
         self.repetition_stop = repetition_stop   # stop reading a reply that loops (finish_reason "repetition")
         self.allow_http_key = allow_http_key     # send a key from the environment over plain http:// anywhere
         self._opener, self._sleep = opener, sleep
+        self._start_state()
+
+    def _start_state(self) -> None:
+        """What the client learns and keeps while it runs (shared by every thread that uses it)."""
         self._adapted: set = set()           # what this server rejected by name, each adapted to once
         self._max_tokens_key = "max_tokens"   # or max_completion_tokens, when the server asks for it
         self._key_withheld = False           # from_env: a key not sent over plain http:// to another host
@@ -5905,6 +5915,13 @@ def _cli_parser() -> argparse.ArgumentParser:
         help=f"time limit of a tool call, for tools that set none (default "
         f"{_default(ToolRegistry, 'default_timeout'):g}; a --tools file's own ToolRegistry keeps its default "
         "unless this is given)")
+    _cli_mcp_flags(parser)
+    _cli_output_flags(add)
+    _cli_batch_flags(parser)
+    return parser
+
+
+def _cli_mcp_flags(parser: argparse.ArgumentParser) -> None:
     mcp = parser.add_argument_group("MCP servers", "Their tools join those of --tools; with either, the demo "
                                     "tools are left out. A tool name two servers share is refused.")
     mcp.add_argument("--mcp", action="append", metavar="COMMAND_OR_URL", help="an MCP server (repeatable): a command, "
@@ -5912,6 +5929,9 @@ def _cli_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--mcp-config", metavar="FILE", help="the servers of a JSON file in Claude Desktop's format: "
                      "{\"mcpServers\": {NAME: {\"command\", \"args\", \"env\"} or {\"url\", \"headers\"}}}")
     mcp.add_argument("--mcp-tools", metavar="NAME,...", help="keep only these MCP tools (as the servers name them)")
+
+
+def _cli_output_flags(add: Callable[..., Any]) -> None:
     add("--system-prompt", metavar="FILE", help="a system prompt from a file; {tools} in it lists the tools")
     add("--allow-http-key", action="store_true", help="send $OPENAI_API_KEY over plain http to a non-loopback host")
     add("--trace", metavar="FILE", help="write every step as a JSON line, as it happens")
@@ -5923,6 +5943,9 @@ def _cli_parser() -> argparse.ArgumentParser:
     add("-i", "--interactive", action="store_true",
         help="ask several questions in one conversation; steps count from 1 in each turn")
     add("--version", action="version", version=f"agent.py {__version__}")
+
+
+def _cli_batch_flags(parser: argparse.ArgumentParser) -> None:
     batch = parser.add_argument_group("batch runs", "run every task of a file; the options above apply to each")
     batch.add_argument("--batch", metavar="FILE", help='a JSON Lines file, a task a line: {"id": ..., "task": ...}, '
                        'optionally "expect": a number or text the answer must hold')
@@ -5933,7 +5956,6 @@ def _cli_parser() -> argparse.ArgumentParser:
     batch.add_argument("--traces", metavar="DIR", help="save each task's whole result in DIR, for --replay")
     batch.add_argument("--shard", metavar="K/N", type=_cli_shard, default=(1, 1),
                        help="run only the tasks on lines K, K+N, K+2N, ... of the file (N machines, one file)")
-    return parser
 
 
 def _cli_shard(text: str) -> tuple:
