@@ -4333,7 +4333,7 @@ class _McpStdio:
 
     def send(self, message: dict, deadline: float) -> None:
         """Write one message as a line; _McpGone when the server is gone."""
-        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+        data = _compact(message).encode("utf-8") + b"\n"
         with self._write_lock:
             if self._failure is not None:
                 raise self._failure
