@@ -5034,7 +5034,7 @@ _DOTS = re.compile(r"[.\u2026]{2,}\Z")   # "...", "....", "…": an ellipsis how
 def _is_placeholder(text: str) -> bool:
     """Whether a value is one of the prompt's placeholders, in any case, or an ellipsis."""
     text = text.strip()
-    return text.lower() in _PLACEHOLDERS or text == "\u2026" or bool(_DOTS.match(text))
+    return text.lower() in _PLACEHOLDERS or bool(_DOTS.match(text))
 
 
 def _leaves(value: Any, key: str = "") -> Iterable:
