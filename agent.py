@@ -23,27 +23,32 @@ Quick start::
 Protocol: the model sends ``{"type": "tool_call", "thought": ..., "name": ..., "arguments": {...}}``
 or ``{"type": "final", "thought": ..., "answer": ...}``; results come back as ``[OBSERVATION] ...``.
 
-Map of this file, in the order the data flows (each section uses only the ones above it, but
-``ToolRegistry.add_mcp`` calls down into MCP; ``python bench/forward_refs.py`` lists such calls;
-a ruler ``# -- Section, part`` starts a part of a section):
+Map of this file, in the order the data flows. Each section uses only the ones above it
+(``python bench/forward_refs.py`` checks); a ruler ``# -- Section, part`` starts a part of a section,
+and a part whose ruler says "skip on first read" is machinery the rest can be read without:
 
-- Errors: ``AgentError`` and its four children; ``_check_setting`` checks numeric options.
-- Tools: ``Tool.from_function`` describes a function; ``ToolRegistry.call`` validates and runs it
-  on a shared worker pool under a time limit; ``action_schema`` describes every valid reply.
-- Protocol: ``SYSTEM_PROMPT``, ``Action``, ``_observation`` (the message back), ``_refuse``; then
-  the near-JSON lexer (``_ActionScanner``; skip on first read) and, after it in the same part, the
-  reply-level steps ``parse_action`` takes first (``_drop_think``, ``_unwrap``, ``_locate``: read
-  those); then ``parse_action``.
-- Calculator (skip unless you need it): ``safe_eval``, arithmetic over an ``ast`` whitelist, used
-  only by the demo's ``calculator`` tool below.
-- Demo: the ``calculator`` and ``clock`` tools and the offline planner ``MockLLM`` runs.
-- Models: the ``LLM`` protocol and ``MockLLM``; then ``OpenAICompatLLM``, which talks HTTP, after
-  its helpers (what an answer means) and its plumbing (deadlines, server-sent events; skip on first read).
-- MCP: ``ToolRegistry.add_mcp`` (via ``_add_mcp``) registers an MCP server's tools; ``_McpSession`` routes
-  answers by id over ``_McpStdio`` (a command) or ``_McpHttp`` (a URL, on the client's plumbing).
-- Loop: ``Agent.run`` is the loop; ``Step`` and ``AgentResult`` are its trace; ``run`` is one call;
-  ``_RunState.trim`` drops old steps for the context budget, and a digest or a summary stands in for them.
-- Batch: ``run_batch`` runs a task list through one ``Agent`` on a few threads, resumable from its results file.
+- Errors and settings: ``AgentError`` and its four children; ``_check_setting`` checks numeric options.
+- Tools: ``Tool.from_function`` describes a function; ``ToolRegistry.call`` validates the arguments and
+  runs the tool; ``action_schema`` describes every valid reply; then how a signature becomes a schema,
+  and the schema keywords that are enforced. The worker pool that runs a call under its time limit
+  (skip on first read).
+- Protocol: ``SYSTEM_PROMPT`` and ``Action``; ``parse_action`` reads a reply, with its steps after it
+  (``_unwrap``, ``_drop_think``, ``_locate``, ``_check_rest``, ``_interpret``); ``_refuse`` and
+  ``_observation`` write what goes back; ``_repeating_tail`` detects a looping reply; the near-JSON
+  lexer, ``_ActionScanner`` and ``_read_value`` (skip on first read).
+- Transport (skip on first read): deadlines, bodies, server-sent events and the opener, shared by
+  ``OpenAICompatLLM`` and MCP over HTTP.
+- Models: the ``LLM`` protocol and ``MockLLM``; ``OpenAICompatLLM`` talks HTTP (``chat``,
+  ``from_env``), then its helpers: what a request sends and what an answer means.
+- MCP: ``ToolRegistry.add_mcp`` (attached to the class here) registers an MCP server's tools;
+  ``_McpSession`` routes answers by id over ``_McpStdio`` (a command) or ``_McpHttp`` (a URL).
+- Loop: ``_STOPS``, the stop-reason table; ``Agent.run`` is the loop; ``Step`` and ``AgentResult``
+  are its trace; ``_RunState.trim`` drops old steps for the context budget, and a digest or a
+  summary stands in for them.
+- Batch: ``run_batch`` runs a task list through one ``Agent`` on a few threads, resumable.
+- Calculator and demo: ``safe_eval``, arithmetic over an ``ast`` whitelist, used only by the demo's
+  ``calculator`` tool; the ``calculator`` and ``clock`` tools and the offline planner ``MockLLM()``
+  runs; ``run``, one call with those by default.
 - CLI: ``main`` is ``python agent.py``.
 """
 
