@@ -24,16 +24,17 @@ Protocol: the model sends ``{"type": "tool_call", "thought": ..., "name": ..., "
 or ``{"type": "final", "thought": ..., "answer": ...}``; results come back as ``[OBSERVATION] ...``.
 
 Map of this file, in the order the data flows. Each section uses only the ones above it
-(``python bench/forward_refs.py`` checks); a ruler ``# -- Section, part`` starts a part of a section,
-and a part whose ruler says "skip on first read" is machinery the rest can be read without:
+(``python bench/forward_refs.py`` checks); a ruler ``# -- Section, part`` starts a part of a
+section, and a part whose ruler says "skip on first read" is machinery the rest can be read without:
 
-- Errors and settings: ``AgentError`` and its four children; ``_check_setting`` checks numeric options.
-- Tools: ``Tool.from_function`` describes a function; ``ToolRegistry.call`` validates the arguments and
-  runs the tool; ``action_schema`` describes every valid reply; then how a signature becomes a schema,
-  and the schema keywords that are enforced. The worker pool that runs a call under its time limit
-  (skip on first read).
-- Protocol: ``SYSTEM_PROMPT`` and ``Action``; ``parse_action`` reads a reply, with its steps after it
-  (``_unwrap``, ``_drop_think``, ``_locate``, ``_check_rest``, ``_interpret``); ``_refuse`` and
+- Errors and settings: ``AgentError`` and its four children; ``_check_setting`` checks numeric
+  options.
+- Tools: ``Tool.from_function`` describes a function; ``ToolRegistry.call`` validates the arguments
+  and runs the tool; ``action_schema`` describes every valid reply; then how a signature becomes a
+  schema, and the schema keywords that are enforced. The worker pool that runs a call under its time
+  limit (skip on first read).
+- Protocol: ``SYSTEM_PROMPT`` and ``Action``; ``parse_action`` reads a reply, with its steps after
+  it (``_unwrap``, ``_drop_think``, ``_locate``, ``_check_rest``, ``_interpret``); ``_refuse`` and
   ``_observation`` write what goes back; ``_repeating_tail`` detects a looping reply; the near-JSON
   lexer, ``_ActionScanner`` and ``_read_value`` (skip on first read).
 - Transport (skip on first read): deadlines, bodies, server-sent events and the opener, shared by
@@ -86,16 +87,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Optional, Protocol, Union
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-# The HTTP stack (http.client, urllib.request, socket, ssl) is imported where it is used: importing it
-# costs more than agent.py itself, and the offline demo and the tests of the other sections never need it.
-# asyncio (by the first async tool) and email.utils (for a Retry-After date) are deferred for the same reason.
+# The HTTP stack (http.client, urllib.request, socket, ssl) is imported where it is used: importing
+# it costs more than agent.py itself, and the offline demo and the tests of the other sections never
+# need it. asyncio (by the first async tool) and email.utils (for a Retry-After date) are deferred
+# for the same reason.
 
 
 __all__ = [
     "AgentError", "UnsafeExpression", "ActionFormatError", "ToolError", "LLMError",
     "safe_eval", "Tool", "ToolRegistry", "Action", "parse_action", "SYSTEM_PROMPT",
-    "LLM", "MockLLM", "OpenAICompatLLM", "STOP_REASONS", "Step", "AgentResult", "Agent", "run", "main",
-    "run_batch",
+    "LLM", "MockLLM", "OpenAICompatLLM", "STOP_REASONS", "Step", "AgentResult", "Agent",
+    "run", "main", "run_batch",
 ]
 __version__ = "0.1.0"
 
@@ -103,7 +105,8 @@ _log = logging.getLogger("agent")
 
 
 # -- Errors and settings ---------------------------------------------------------------
-# the exception tree; the one check of numeric options (every constructor's, chat's max_seconds, the CLI's)
+# the exception tree; the one check of numeric options (every constructor's, chat's max_seconds, the
+# CLI's)
 
 class AgentError(Exception):
     """Base class of every error agent.py raises on purpose."""
@@ -118,7 +121,8 @@ class UnsafeExpression(AgentError, ValueError):
 
 
 class ActionFormatError(AgentError, ValueError):
-    """A reply is not one valid action; the message is written to the model, ``.text`` keeps the reply."""
+    """A reply is not one valid action; the message is written to the model, ``.text`` keeps the
+    reply."""
 
     def __init__(self, message: str, text: str = "") -> None:
         super().__init__(message)
@@ -136,14 +140,16 @@ class LLMError(AgentError):
     prompt does not fit the model's context window, else None.
     """
 
-    def __init__(self, message: str, status: Optional[int] = None, kind: Optional[str] = None) -> None:
+    def __init__(self, message: str, status: Optional[int] = None,
+                 kind: Optional[str] = None) -> None:
         super().__init__(message)
         self.status = status
         self.kind = kind
 
 
 def _text(value: Any, show: Callable[[Any], str] = str) -> str:
-    """``str(value)`` (or ``show(value)``); a placeholder when that raises, so no report of a failure can fail."""
+    """``str(value)`` (or ``show(value)``); a placeholder when that raises, so no report of a
+    failure can fail."""
     try:
         return show(value)
     except KeyboardInterrupt:
@@ -170,19 +176,22 @@ class _Rule(typing.NamedTuple):
     inclusive: bool     # whether low itself is allowed
 
 
-_SETTINGS = {name: _Rule(*rule) for name, rule in {   # every numeric option of every class, and the CLI's
-    "max_steps": (True, 1, True), "max_repeats": (True, 0, True), "max_format_errors": (True, 0, True),
-    "max_observation_chars": (True, 200, True), "max_context_chars": (True, 1000, True),
-    "max_total_tokens": (True, 1, True), "max_retries": (True, 0, True), "max_response_bytes": (True, 1, True),
+# every numeric option of every class, and the CLI's
+_SETTINGS = {name: _Rule(*rule) for name, rule in {
+    "max_steps": (True, 1, True), "max_repeats": (True, 0, True),
+    "max_format_errors": (True, 0, True), "max_observation_chars": (True, 200, True),
+    "max_context_chars": (True, 1000, True), "max_total_tokens": (True, 1, True),
+    "max_retries": (True, 0, True), "max_response_bytes": (True, 1, True),
     "max_tokens": (True, 1, True), "temperature": (False, 0, True), "timeout": (False, 0, False),
-    "default_timeout": (False, 0, False), "max_request_seconds": (False, 0, False), "max_seconds": (False, 0, False),
-    "max_thought_chars": (True, 1, True),
+    "default_timeout": (False, 0, False), "max_request_seconds": (False, 0, False),
+    "max_seconds": (False, 0, False), "max_thought_chars": (True, 1, True),
     "workers": (True, 1, True),
 }.items()}
 
 
 def _check_setting(name: str, value: Any, optional: bool = False) -> None:
-    """ValueError naming the option and its rule unless value is a finite number in range (no bool, no text).
+    """ValueError naming the option and its rule unless value is a finite number in range (no bool,
+    no text).
 
     With ``optional``, None is accepted too.
     """
@@ -221,10 +230,11 @@ class Tool:
         _check_parameters(self.parameters, _text(self.name, repr))
 
     @classmethod
-    def from_function(cls, func: Callable, *, name: Optional[str] = None, description: Optional[str] = None,
-                      parameters: Optional[dict] = None, timeout: Optional[float] = None,
-                      confirm: bool = False) -> Tool:
-        """Build a Tool from a plain function: name, docstring and signature; ToolError if it cannot be described."""
+    def from_function(cls, func: Callable, *, name: Optional[str] = None,
+                      description: Optional[str] = None, parameters: Optional[dict] = None,
+                      timeout: Optional[float] = None, confirm: bool = False) -> Tool:
+        """Build a Tool from a plain function: name, docstring and signature; ToolError if it cannot
+        be described."""
         if not callable(func):
             raise ToolError(f"a tool must be callable, got {type(func).__name__}")
         name = name if name is not None else getattr(func, "__name__", None)
@@ -251,8 +261,9 @@ class ToolRegistry:
         self._tools: dict = {}
         self._servers: list = []                # MCP connections (add_mcp), closed by close()
 
-    def call(self, name: str, arguments: Any, *, confirm: Optional[Callable[[str, dict], bool]] = None,
-             max_chars: Optional[int] = None, timeout: Optional[float] = None) -> str:
+    def call(self, name: str, arguments: Any, *,
+             confirm: Optional[Callable[[str, dict], bool]] = None, max_chars: Optional[int] = None,
+             timeout: Optional[float] = None) -> str:
         """Validate and run one tool call; return its output as text. Never raises.
 
         Every failure -- unknown tool, invalid arguments, a declined confirmation,
@@ -272,8 +283,10 @@ class ToolRegistry:
             return (f"ERROR: calling {_text(name, repr)} failed inside the agent: "
                     f"{type(exc).__name__}: {_text(exc)}")
 
-    def _call(self, name: Any, arguments: Any, confirm: Optional[Callable], timeout: Optional[float]) -> str:
-        deadline = None if timeout is None else time.monotonic() + timeout  # fixed now: confirm may be slow
+    def _call(self, name: Any, arguments: Any, confirm: Optional[Callable],
+              timeout: Optional[float]) -> str:
+        # fixed now: confirm may be slow
+        deadline = None if timeout is None else time.monotonic() + timeout
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
             return self._unknown_tool(name)
@@ -296,7 +309,8 @@ class ToolRegistry:
         return refusal or self._execute(tool, kwargs, deadline)
 
     def _execute(self, tool: Tool, kwargs: dict, deadline: Optional[float]) -> str:
-        """Run a validated call within its limit (capped by the deadline); failures become ERROR text."""
+        """Run a validated call within its limit (capped by the deadline); failures become ERROR
+        text."""
         name = tool.name
         limit = tool.timeout if tool.timeout is not None else self.default_timeout
         if deadline is not None:
@@ -305,8 +319,8 @@ class ToolRegistry:
         try:
             result = self._run(tool.func, kwargs, limit)
         except _Timeout:
-            return (f"ERROR: {name!r} did not finish within {round(limit, 2):g} s and was abandoned. "
-                    "Try smaller input or another approach.")
+            return (f"ERROR: {name!r} did not finish within {round(limit, 2):g} s and was "
+                    "abandoned. Try smaller input or another approach.")
         except _NotStarted as exc:
             return f"ERROR: {name!r} was not started: {exc}."
         except _Raised as exc:  # from a worker thread: the tool's own, even a KeyboardInterrupt
@@ -339,8 +353,9 @@ class ToolRegistry:
             return _POOL.run(_awaited, {"awaitable": result}, None)
         return _invoke(_awaited, {"awaitable": result})
 
-    def register(self, func: Any = None, *, name: Optional[str] = None, description: Optional[str] = None,
-                 parameters: Optional[dict] = None, timeout: Optional[float] = None, confirm: bool = False) -> Any:
+    def register(self, func: Any = None, *, name: Optional[str] = None,
+                 description: Optional[str] = None, parameters: Optional[dict] = None,
+                 timeout: Optional[float] = None, confirm: bool = False) -> Any:
         """Register a function (bare decorator, decorator with options, or direct call) or a Tool.
 
         Returns the function unchanged (or the Tool). ToolError when the tool
@@ -350,10 +365,10 @@ class ToolRegistry:
             self._add(func)
             return func
         if func is None:
-            return lambda f: self.register(f, name=name, description=description, parameters=parameters,
-                                           timeout=timeout, confirm=confirm)
-        self._add(Tool.from_function(func, name=name, description=description, parameters=parameters,
-                                     timeout=timeout, confirm=confirm))
+            return lambda f: self.register(f, name=name, description=description,
+                                           parameters=parameters, timeout=timeout, confirm=confirm)
+        self._add(Tool.from_function(func, name=name, description=description,
+                                     parameters=parameters, timeout=timeout, confirm=confirm))
         return func
 
     def _add(self, tool: Tool) -> None:
@@ -377,7 +392,8 @@ class ToolRegistry:
     def schemas(self) -> list[dict]:
         """The tools in OpenAI's ``tools`` shape, for clients with native function calling."""
         return [{"type": "function", "function": {"name": t.name, "description": t.description,
-                                                  "parameters": t.parameters}} for t in self._tools.values()]
+                                                  "parameters": t.parameters}}
+                for t in self._tools.values()]
 
     def action_schema(self, max_thought_chars: Optional[int] = 300) -> dict:
         """JSON Schema of one valid reply: ``anyOf`` a tool_call per tool, plus final.
@@ -394,16 +410,18 @@ class ToolRegistry:
         defs: dict = {}   # what the tools' references point to, under names of the whole schema
         branches = [{
             "type": "object",
-            "properties": {"type": {"const": "tool_call"}, "thought": dict(thought), "name": {"const": t.name},
-                           "arguments": _embedded(t.parameters, defs)},
+            "properties": {"type": {"const": "tool_call"}, "thought": dict(thought),
+                           "name": {"const": t.name}, "arguments": _embedded(t.parameters, defs)},
             "required": ["type", "thought", "name", "arguments"], "additionalProperties": False,
         } for t in self._tools.values()]
         branches.append({
             "type": "object",
-            "properties": {"type": {"const": "final"}, "thought": thought, "answer": {"type": "string"}},
+            "properties": {"type": {"const": "final"}, "thought": thought,
+                           "answer": {"type": "string"}},
             "required": ["type", "thought", "answer"], "additionalProperties": False,
         })
-        schema: dict = {"anyOf": branches}  # not oneOf: more servers support anyOf, and xgrammar reads oneOf as anyOf
+        # not oneOf: more servers support anyOf, and xgrammar reads oneOf as anyOf
+        schema: dict = {"anyOf": branches}
         if defs:
             schema["$defs"] = defs
         return schema
@@ -417,7 +435,8 @@ class ToolRegistry:
         self.close()
 
 
-_Tools = Union[ToolRegistry, Iterable[Union[Tool, Callable[..., Any]]], None]   # what Agent and run take as tools
+# what Agent and run take as tools
+_Tools = Union[ToolRegistry, Iterable[Union[Tool, Callable[..., Any]]], None]
 
 
 def _confirmed(confirm: Optional[Callable], name: str, arguments: dict) -> bool:
@@ -481,17 +500,20 @@ def _infer_parameters(func: Callable, name: str, arg_docs: dict) -> dict:
     properties, required = {}, []
     for param in signature.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise ToolError(f"tool {name!r}: *args/**kwargs ({param.name}) cannot be described to a model; "
-                            "use named parameters or pass parameters=")
+            raise ToolError(f"tool {name!r}: *args/**kwargs ({param.name}) cannot be described to "
+                            "a model; use named parameters or pass parameters=")
         if param.kind is param.POSITIONAL_ONLY:
-            raise ToolError(f"tool {name!r}: positional-only parameter {param.name!r} cannot be passed by name")
-        schema = dict(_hint_schema(hints.get(param.name, Any), f"parameter {param.name!r} of tool {name!r}"))
+            raise ToolError(f"tool {name!r}: positional-only parameter {param.name!r} cannot be "
+                            "passed by name")
+        schema = dict(_hint_schema(hints.get(param.name, Any),
+                                   f"parameter {param.name!r} of tool {name!r}"))
         if param.name in arg_docs:
             schema["description"] = arg_docs[param.name]
         if param.default is param.empty:
             required.append(param.name)
         properties[param.name] = schema
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+    return {"type": "object", "properties": properties, "required": required,
+            "additionalProperties": False}
 
 
 def _type_hints(func: Callable) -> dict:
@@ -505,8 +527,9 @@ def _type_hints(func: Callable) -> dict:
         raise ToolError(f"cannot resolve the type hints of {func!r}: {exc}") from None
 
 
-_JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array", dict: "object",
-               type(None): "null"}    # the one table of Python types and JSON Schema's names for them
+_JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array",
+               dict: "object",
+               type(None): "null"}  # the one table of Python types and JSON Schema's names for them
 _UNION_TYPES = (typing.Union, getattr(types, "UnionType", typing.Union))  # X | Y on 3.10+
 
 
@@ -529,10 +552,12 @@ def _hint_schema(hint: Any, where: str) -> dict:
             return inner  # Optional[Any]: anything, null included
         if set(inner) == {"type"}:
             return {"type": [inner["type"], "null"]}
-        # Not a list of types beside enum/items: llama.cpp's grammar reads such a list as bare types.
+        # Not a list of types beside enum/items: llama.cpp's grammar reads such a list as bare
+        # types.
         return {"anyOf": [inner, {"type": "null"}]}
     if origin is list:
-        return {"type": "array", "items": _hint_schema(args[0], where)} if args else {"type": "array"}
+        return {"type": "array",
+                "items": _hint_schema(args[0], where)} if args else {"type": "array"}
     if origin is dict:
         return {"type": "object"}
     raise ToolError(f"unsupported type hint {hint!r} for {where} "
@@ -541,26 +566,31 @@ def _hint_schema(hint: Any, where: str) -> dict:
 
 # -- Tools, schemas: every keyword a schema holds is enforced, or refused at registration ----
 
-# The keywords agent.py enforces, each with the kind of value it takes. Every other keyword is refused when
-# the tool is registered (a schema never fails open), except the annotations, which describe and never constrain.
+# The keywords agent.py enforces, each with the kind of value it takes. Every other keyword is
+# refused when the tool is registered (a schema never fails open), except the annotations, which
+# describe and never constrain.
 _SCHEMA_KEYWORDS = {
-    "type": "types", "enum": "list", "const": "any", "$ref": "ref", "$defs": "schemas", "definitions": "schemas",
-    "properties": "schemas", "required": "names", "additionalProperties": "schema", "minProperties": "count",
-    "maxProperties": "count", "items": "schema", "minItems": "count", "maxItems": "count", "uniqueItems": "bool",
-    "minLength": "count", "maxLength": "count", "pattern": "regex", "minimum": "number", "maximum": "number",
-    "exclusiveMinimum": "number", "exclusiveMaximum": "number", "multipleOf": "positive",
-    "allOf": "schema_list", "anyOf": "schema_list", "oneOf": "schema_list", "not": "schema",
+    "type": "types", "enum": "list", "const": "any", "$ref": "ref", "$defs": "schemas",
+    "definitions": "schemas", "properties": "schemas", "required": "names",
+    "additionalProperties": "schema", "minProperties": "count", "maxProperties": "count",
+    "items": "schema", "minItems": "count", "maxItems": "count", "uniqueItems": "bool",
+    "minLength": "count", "maxLength": "count", "pattern": "regex", "minimum": "number",
+    "maximum": "number", "exclusiveMinimum": "number", "exclusiveMaximum": "number",
+    "multipleOf": "positive", "allOf": "schema_list", "anyOf": "schema_list",
+    "oneOf": "schema_list", "not": "schema",
 }
-_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "format", "$schema", "$id", "$comment",
-                          "deprecated", "readOnly", "writeOnly",
+_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "format", "$schema",
+                          "$id", "$comment", "deprecated", "readOnly", "writeOnly",
                           "discriminator"})   # pydantic's, beside a oneOf that is enforced anyway
-_TYPE_ALIASES = {python.__name__: name for python, name in _JSON_TYPES.items()}   # "int" meant "integer"
+# "int" meant "integer"
+_TYPE_ALIASES = {python.__name__: name for python, name in _JSON_TYPES.items()}
 _MAX_SCHEMA_DEPTH = 200   # subschemas nested, or references followed, deeper than this are refused
 
 
 def _check_parameters(parameters: Any, tool: str) -> None:
-    """ToolError, naming the tool and the keyword, unless parameters is a JSON Schema of an object whose every
-    keyword is enforced (or an annotation), whose every value fits its keyword, and whose references resolve."""
+    """ToolError, naming the tool and the keyword, unless parameters is a JSON Schema of an object
+    whose every keyword is enforced (or an annotation), whose every value fits its keyword, and
+    whose references resolve."""
     if not isinstance(parameters, dict) or parameters.get("type") != "object":
         raise ToolError(f"parameters of tool {tool} must be a JSON Schema with \"type\": \"object\"")
     try:
@@ -573,27 +603,35 @@ def _check_parameters(parameters: Any, tool: str) -> None:
     for where, ref in refs:   # a reference must point to one of the schemas just checked
         target = _resolve_ref(parameters, ref)
         if not isinstance(target, bool) and id(target) not in nodes:
-            raise ToolError(f"tool {tool}: \"$ref\" {ref!r} at {where} points to no schema in the tool's parameters")
+            raise ToolError(f"tool {tool}: \"$ref\" {ref!r} at {where} points to no schema in the "
+                            "tool's parameters")
     declared = _declared(parameters, parameters)
-    missing = [key for key in parameters.get("required", []) if declared is not None and key not in declared]
+    missing = [key for key in parameters.get("required", []) if declared is not None
+               and key not in declared]
     if missing:
-        raise ToolError(f"tool {tool}: the required parameter {missing[0]!r} is not in \"properties\"")
+        raise ToolError(f"tool {tool}: the required parameter {missing[0]!r} is not in "
+                        "\"properties\"")
 
 
-def _check_schema(schema: Any, where: str, tool: str, nodes: dict, refs: list, depth: int = 0) -> None:
-    """Check one schema and its subschemas; collect the schemas seen (by id) and the references to resolve."""
+def _check_schema(schema: Any, where: str, tool: str, nodes: dict, refs: list,
+                  depth: int = 0) -> None:
+    """Check one schema and its subschemas; collect the schemas seen (by id) and the references to
+    resolve."""
     if isinstance(schema, bool):
         return
     if depth > _MAX_SCHEMA_DEPTH:
-        raise ToolError(f"tool {tool}: the schema is nested more than {_MAX_SCHEMA_DEPTH} levels deep at {where}")
+        raise ToolError(f"tool {tool}: the schema is nested more than {_MAX_SCHEMA_DEPTH} levels "
+                        f"deep at {where}")
     nodes[id(schema)] = schema
     for keyword, value in schema.items():
         kind = _SCHEMA_KEYWORDS.get(keyword)
         if kind is None and keyword not in _ANNOTATIONS:
-            known = difflib.get_close_matches(_text(keyword), [*_SCHEMA_KEYWORDS, *_ANNOTATIONS], n=1, cutoff=0.8)
+            known = difflib.get_close_matches(_text(keyword), [*_SCHEMA_KEYWORDS, *_ANNOTATIONS],
+                                              n=1, cutoff=0.8)
             meant = f" (did you mean {known[0]!r}?)" if known else ""
-            raise ToolError(f"tool {tool}: the JSON Schema keyword {keyword!r} at {where} is not enforced by "
-                            f"agent.py{meant}; remove it, or check the value in the tool itself")
+            raise ToolError(f"tool {tool}: the JSON Schema keyword {keyword!r} at {where} is not "
+                            f"enforced by agent.py{meant}; remove it, or check the value in the "
+                            "tool itself")
         problem = _keyword_problem(kind, value) if kind else None
         if problem:
             raise ToolError(f"tool {tool}: {keyword!r} at {where} {problem}")
@@ -622,18 +660,24 @@ def _keyword_problem(kind: str, value: Any) -> Optional[str]:
         return _types_problem(value)
     checks = {
         "list": (isinstance(value, list), "must be a list"),
-        "names": (isinstance(value, list) and all(isinstance(name, str) for name in value), "must be a list of names"),
+        "names": (isinstance(value, list) and all(isinstance(name, str) for name in value),
+                  "must be a list of names"),
         "count": (_is_int(value) and value >= 0, "must be an integer >= 0"),
         "number": (_is_number(value) and math.isfinite(value), "must be a number"),
-        "positive": (_is_number(value) and math.isfinite(value) and value > 0, "must be a number > 0"),
+        "positive": (_is_number(value) and math.isfinite(value) and value > 0,
+                     "must be a number > 0"),
         "bool": (isinstance(value, bool), "must be true or false"),
-        "regex": (isinstance(value, str) and _compiles(value), "must be a regular expression that compiles"),
+        "regex": (isinstance(value, str) and _compiles(value),
+                  "must be a regular expression that compiles"),
         "ref": (isinstance(value, str) and (value == "#" or value.startswith("#/")),
-                "must be a local reference (\"#/$defs/Name\"): a schema of another document is not read"),
+                "must be a local reference (\"#/$defs/Name\"): a schema of another document is not "
+                "read"),
         "schema": (is_schema, "must be a schema (an object, or true or false)"),
-        "schemas": (isinstance(value, dict) and all(isinstance(sub, (dict, bool)) for sub in value.values()),
+        "schemas": (isinstance(value, dict)
+                    and all(isinstance(sub, (dict, bool)) for sub in value.values()),
                     "must map names to schemas"),
-        "schema_list": (isinstance(value, list) and bool(value) and all(isinstance(sub, (dict, bool)) for sub in value),
+        "schema_list": (isinstance(value, list) and bool(value)
+                        and all(isinstance(sub, (dict, bool)) for sub in value),
                         "must be a non-empty list of schemas"),
     }
     ok, problem = checks.get(kind, (True, ""))
@@ -664,13 +708,14 @@ def _compiles(pattern: str) -> bool:
     return True
 
 
-_ECMA_CLASSES = {"d": "0-9", "w": "A-Za-z0-9_"}   # what \d and \w mean in JSON Schema's (ECMA-262's) patterns
+# what \d and \w mean in JSON Schema's (ECMA-262's) patterns
+_ECMA_CLASSES = {"d": "0-9", "w": "A-Za-z0-9_"}
 
 
 @functools.lru_cache(maxsize=256)
 def _pattern(pattern: str) -> re.Pattern:
-    r"""A JSON Schema pattern compiled to mean what it means there: ``$`` only at the very end (Python's also
-    matches before a final line break, so "^[a-z]+$" would take "rm
+    r"""A JSON Schema pattern compiled to mean what it means there: ``$`` only at the very end
+    (Python's also matches before a final line break, so "^[a-z]+$" would take "rm
 "), ``\d`` and ``\w`` ASCII only
     (Python's take any script's digits and letters)."""
     out, i, in_class = [], 0, False
@@ -693,8 +738,8 @@ def _pattern(pattern: str) -> re.Pattern:
 
 
 def _resolve_ref(root: Any, ref: str) -> Any:
-    """The subschema a local reference points to: ``"#"`` is root, ``"#/$defs/Name"`` a JSON pointer into it
-    (``~1`` is ``/``, ``~0`` is ``~``). None when it points to nothing."""
+    """The subschema a local reference points to: ``"#"`` is root, ``"#/$defs/Name"`` a JSON pointer
+    into it (``~1`` is ``/``, ``~0`` is ``~``). None when it points to nothing."""
     target = root
     for part in ref[2:].split("/") if ref != "#" else ():
         part = unquote(part).replace("~1", "/").replace("~0", "~")
@@ -708,8 +753,9 @@ def _resolve_ref(root: Any, ref: str) -> Any:
 
 
 def _declared(schema: Any, root: dict, depth: int = 0) -> Optional[dict]:
-    """The argument names a tool's schema declares, in order: its properties and those of the branches and
-    the reference it is built from. None when it allows others (``additionalProperties`` true or a schema)."""
+    """The argument names a tool's schema declares, in order: its properties and those of the
+    branches and the reference it is built from. None when it allows others
+    (``additionalProperties`` true or a schema)."""
     if not isinstance(schema, dict) or depth > _MAX_SCHEMA_DEPTH:
         return {}
     if schema.get("additionalProperties", False) is not False:
@@ -727,8 +773,9 @@ def _declared(schema: Any, root: dict, depth: int = 0) -> Optional[dict]:
 
 
 def _embedded(parameters: dict, defs: dict) -> dict:
-    """A tool's parameters as the action schema holds them: as they are, or, when they hold references (which
-    point into the tool's own schema), a copy whose references point into the action schema's ``$defs``."""
+    """A tool's parameters as the action schema holds them: as they are, or, when they hold
+    references (which point into the tool's own schema), a copy whose references point into the
+    action schema's ``$defs``."""
     if '"$ref"' not in json.dumps(parameters):
         return parameters
     return _rewritten(parameters, parameters, defs, {})
@@ -740,7 +787,8 @@ def _rewritten(schema: Any, root: dict, defs: dict, names: dict) -> Any:
     copy = {}
     for keyword, value in schema.items():
         if keyword in ("$defs", "definitions", "discriminator"):
-            continue   # what is referred to moves to defs; a discriminator's mapping would point nowhere
+            # what is referred to moves to defs; a discriminator's mapping would point nowhere
+            continue
         kind = _SCHEMA_KEYWORDS.get(keyword)
         if keyword == "$ref":
             value = "#/$defs/" + _hoisted(value, root, defs, names)
@@ -755,8 +803,9 @@ def _rewritten(schema: Any, root: dict, defs: dict, names: dict) -> Any:
 
 
 def _hoisted(ref: str, root: dict, defs: dict, names: dict) -> str:
-    """The name in defs of what ref points to, copied there once. The name ends in a number, unique even as
-    llama.cpp's grammar converter spells it: it names a rule by the last part of a reference, [^A-Za-z0-9-] as -."""
+    """The name in defs of what ref points to, copied there once. The name ends in a number, unique
+    even as llama.cpp's grammar converter spells it: it names a rule by the last part of a
+    reference, [^A-Za-z0-9-] as -."""
     target = _resolve_ref(root, ref)
     if id(target) not in names:
         last = re.sub(r"[^A-Za-z0-9-]+", "-", ref.rsplit("/", 1)[-1]).strip("-") or "root"
@@ -789,8 +838,8 @@ def _is_type(value: Any, kind: str) -> bool:
 
 
 def _same_json(a: Any, b: Any) -> bool:
-    """Equality as JSON Schema's enum and const mean it: numbers by value (2 is 2.0), a boolean never a
-    number, arrays and objects item by item."""
+    """Equality as JSON Schema's enum and const mean it: numbers by value (2 is 2.0), a boolean
+    never a number, arrays and objects item by item."""
     if _is_number(a) and _is_number(b):
         return a == b
     if type(a) is not type(b):
@@ -803,9 +852,9 @@ def _same_json(a: Any, b: Any) -> bool:
 
 
 def _validate(value: Any, schema: Any, path: str, root: Any = None, depth: int = 0) -> Any:
-    """Check value against a tool's schema, every keyword of _SCHEMA_KEYWORDS; return it with integral
-    floats as ints where "integer" asks. ``root`` is the schema local references point into (default:
-    schema). Raises _ArgumentError naming the parameter."""
+    """Check value against a tool's schema, every keyword of _SCHEMA_KEYWORDS; return it with
+    integral floats as ints where "integer" asks. ``root`` is the schema local references point into
+    (default: schema). Raises _ArgumentError naming the parameter."""
     if schema is True:
         return value
     if schema is False:
@@ -816,19 +865,23 @@ def _validate(value: Any, schema: Any, path: str, root: Any = None, depth: int =
     if "$ref" in schema:
         target = _resolve_ref(root, schema["$ref"])
         if target is None:
-            raise _ArgumentError(f"the schema of {_parameter(path)} refers to nothing ({schema['$ref']!r})")
+            raise _ArgumentError(f"the schema of {_parameter(path)} refers to nothing "
+                                 f"({schema['$ref']!r})")
         value = _validate(value, target, path, root, depth + 1)
     value = _check_type(value, schema, path)
     if "enum" in schema and not any(_same_json(value, v) for v in schema["enum"]):
-        raise _ArgumentError(f"parameter {path!r} must be one of {json.dumps(schema['enum'])}, got {_shown(value)}")
+        raise _ArgumentError(f"parameter {path!r} must be one of {json.dumps(schema['enum'])}, got "
+                             f"{_shown(value)}")
     if "const" in schema and not _same_json(value, schema["const"]):
-        raise _ArgumentError(f"parameter {path!r} must be {json.dumps(schema['const'])}, got {_shown(value)}")
+        raise _ArgumentError(f"parameter {path!r} must be {json.dumps(schema['const'])}, got "
+                             f"{_shown(value)}")
     value = _validate_combined(value, schema, path, root, depth)
     _check_bounds(value, schema, path)
     if isinstance(value, dict):
         value = _validate_object(value, schema, path, root, depth)
     if isinstance(value, list) and schema.get("items", True) is not True:
-        value = [_validate(item, schema["items"], f"{path}[{i}]", root, depth + 1) for i, item in enumerate(value)]
+        value = [_validate(item, schema["items"], f"{path}[{i}]", root, depth + 1) for i,
+                 item in enumerate(value)]
     return value
 
 
@@ -861,8 +914,8 @@ def _validate_combined(value: Any, schema: dict, path: str, root: Any, depth: in
             except _ArgumentError as exc:
                 errors.append(str(exc))
         if len(matches) > 1:
-            raise _ArgumentError(f"{_parameter(path)} must match exactly one of the allowed shapes, and matches "
-                                 f"{len(matches)}: got {_shown(value)}")
+            raise _ArgumentError(f"{_parameter(path)} must match exactly one of the allowed "
+                                 f"shapes, and matches {len(matches)}: got {_shown(value)}")
         if not matches:
             raise _ArgumentError("; or ".join(errors))
         value = matches[0]
@@ -871,13 +924,15 @@ def _validate_combined(value: Any, schema: dict, path: str, root: Any, depth: in
             _validate(value, schema["not"], path, root, depth + 1)
         except _ArgumentError:
             return value
-        raise _ArgumentError(f"{_parameter(path)} must not match {json.dumps(schema['not'])[:80]}, got {_shown(value)}")
+        raise _ArgumentError(f"{_parameter(path)} must not match {json.dumps(schema['not'])[:80]}, "
+                             f"got {_shown(value)}")
     return value
 
 
 def _validate_any_of(value: Any, options: list, path: str, root: Any, depth: int) -> Any:
     kinds = [option.get("type") if isinstance(option, dict) else None for option in options]
-    if all(isinstance(kind, str) for kind in kinds) and not any(_is_type(value, kind) for kind in kinds):
+    if all(isinstance(kind, str) for kind in kinds) and not any(_is_type(value, kind)
+                                                                for kind in kinds):
         raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got {_shown(value)}")
     errors = []
     for option in options:
@@ -888,18 +943,25 @@ def _validate_any_of(value: Any, options: list, path: str, root: Any, depth: int
     raise _ArgumentError("; or ".join(errors) or f"parameter {path!r} matches no allowed shape")
 
 
-# keyword: (the values it applies to, what it measures of them, the test the measure must pass, the rule as text)
+# keyword: (the values it applies to, what it measures of them, the test the measure must pass, the
+# rule as text)
 _BOUNDS = {
     "minimum": (_is_number, None, operator.ge, "at least {}"),
     "maximum": (_is_number, None, operator.le, "at most {}"),
     "exclusiveMinimum": (_is_number, None, operator.gt, "more than {}"),
     "exclusiveMaximum": (_is_number, None, operator.lt, "less than {}"),
-    "minLength": (lambda value: isinstance(value, str), len, operator.ge, "at least {} characters long"),
-    "maxLength": (lambda value: isinstance(value, str), len, operator.le, "at most {} characters long"),
-    "minItems": (lambda value: isinstance(value, list), len, operator.ge, "a list of at least {} items"),
-    "maxItems": (lambda value: isinstance(value, list), len, operator.le, "a list of at most {} items"),
-    "minProperties": (lambda value: isinstance(value, dict), len, operator.ge, "an object of at least {} keys"),
-    "maxProperties": (lambda value: isinstance(value, dict), len, operator.le, "an object of at most {} keys"),
+    "minLength": (lambda value: isinstance(value, str), len, operator.ge,
+                  "at least {} characters long"),
+    "maxLength": (lambda value: isinstance(value, str), len, operator.le,
+                  "at most {} characters long"),
+    "minItems": (lambda value: isinstance(value, list), len, operator.ge,
+                 "a list of at least {} items"),
+    "maxItems": (lambda value: isinstance(value, list), len, operator.le,
+                 "a list of at most {} items"),
+    "minProperties": (lambda value: isinstance(value, dict), len, operator.ge,
+                      "an object of at least {} keys"),
+    "maxProperties": (lambda value: isinstance(value, dict), len, operator.le,
+                      "an object of at most {} keys"),
 }
 
 
@@ -907,7 +969,8 @@ def _check_bounds(value: Any, schema: dict, path: str) -> None:
     """The bounds of numbers, strings, lists and objects, multipleOf, pattern and uniqueItems."""
     problem = None
     for keyword, (applies, measure, passes, rule) in _BOUNDS.items():
-        if keyword in schema and applies(value) and not passes(measure(value) if measure else value, schema[keyword]):
+        if keyword in schema and applies(value) and not passes(measure(value) if measure else value,
+                                                               schema[keyword]):
             problem = f"be {rule.format(schema[keyword])}"
             break
     step = schema.get("multipleOf")
@@ -924,7 +987,8 @@ def _check_bounds(value: Any, schema: dict, path: str) -> None:
 
 
 def _is_multiple(value: Any, step: Any) -> bool:
-    """Whether value is a whole multiple of step, in decimal as JSON writes them (0.3 is 3 times 0.1)."""
+    """Whether value is a whole multiple of step, in decimal as JSON writes them (0.3 is 3 times
+    0.1)."""
     from fractions import Fraction   # deferred: only a schema with multipleOf needs it
     try:
         return (Fraction(repr(value)) / Fraction(repr(step))).denominator == 1
@@ -933,16 +997,19 @@ def _is_multiple(value: Any, step: Any) -> bool:
 
 
 def _json_key(value: Any) -> str:
-    """value as text that is equal for values JSON Schema calls equal: 1 and 1.0 are, true and 1 are not."""
+    """value as text that is equal for values JSON Schema calls equal: 1 and 1.0 are, true and 1 are
+    not."""
     def plain(item: Any) -> Any:
         if type(item) is float and item.is_integer():
             return int(item)
         if isinstance(item, list):
             return [plain(inner) for inner in item]
-        return {key: plain(inner) for key, inner in item.items()} if isinstance(item, dict) else item
+        return {key: plain(inner) for key,
+                inner in item.items()} if isinstance(item, dict) else item
     try:
         return json.dumps(plain(value), sort_keys=True, default=repr)
-    except (TypeError, ValueError):   # keys that do not sort: one Python caller's value, not a model's
+    # keys that do not sort: one Python caller's value, not a model's
+    except (TypeError, ValueError):
         return repr(value)
 
 
@@ -966,8 +1033,9 @@ def _validate_object(value: dict, schema: dict, path: str, root: Any, depth: int
 
 
 def _check_declared(arguments: dict, schema: dict) -> None:
-    """The arguments themselves (the function's keyword arguments) are only those the schema declares, unless
-    it allows others: JSON Schema's default (any key) would let a model pass a keyword the tool never offered."""
+    """The arguments themselves (the function's keyword arguments) are only those the schema
+    declares, unless it allows others: JSON Schema's default (any key) would let a model pass a
+    keyword the tool never offered."""
     declared = _declared(schema, schema)
     extra = [] if declared is None else [key for key in arguments if key not in declared]
     if extra:
@@ -1009,12 +1077,13 @@ def _raised(name: str, exc: BaseException) -> str:
 
 
 def _too_late(name: str, deadline: Optional[float]) -> Optional[str]:
-    """The refusal when less than the floor is left before ``deadline``: the tool could only be abandoned."""
+    """The refusal when less than the floor is left before ``deadline``: the tool could only be
+    abandoned."""
     left = None if deadline is None else deadline - time.monotonic()
     if left is None or left >= _MIN_START_SECONDS:  # nan fails this too, and is refused
         return None
-    return (f"ERROR: {name!r} was not started: only {max(left, 0.0):.2f} s of the time budget was left. "
-            "Give the final answer with what you have.")
+    return (f"ERROR: {name!r} was not started: only {max(left, 0.0):.2f} s of the time budget was "
+            "left. Give the final answer with what you have.")
 
 
 async def _awaited(awaitable: Any) -> Any:
@@ -1083,10 +1152,12 @@ class _Pool:
 
     def _wait(self, job: _Job, limit: Optional[float]) -> tuple:
         # A signal can end SimpleQueue.get early with Empty: only the clock says the limit passed.
-        # Waits longer than TIMEOUT_MAX (a huge finite limit) overflow, so such a wait is taken in parts.
+        # Waits longer than TIMEOUT_MAX (a huge finite limit) overflow, so such a wait is taken in
+        # parts.
         deadline = None if limit is None else time.monotonic() + limit
         while True:
-            wait = None if deadline is None else min(max(0.0, deadline - time.monotonic()), threading.TIMEOUT_MAX)
+            wait = None if deadline is None else min(max(0.0, deadline - time.monotonic()),
+                                                     threading.TIMEOUT_MAX)
             try:
                 return job.outcome.get(timeout=wait)
             except queue.Empty:
@@ -1100,8 +1171,9 @@ class _Pool:
     def _hand_over(self, job: _Job) -> None:
         with self.lock:
             if self.abandoned >= _MAX_ABANDONED:
-                raise _NotStarted(f"{self.abandoned} earlier tool calls are still running past their time limit "
-                                  f"(at most {_MAX_ABANDONED} may). Try again later or go on without it")
+                raise _NotStarted(f"{self.abandoned} earlier tool calls are still running past "
+                                  f"their time limit (at most {_MAX_ABANDONED} may). Try again "
+                                  "later or go on without it")
             inbox = self.idle.pop() if self.idle else None
             if inbox is not None:
                 inbox.put(job)  # under the lock, so a worker never retires with a job on its way
@@ -1131,7 +1203,8 @@ class _Pool:
                 self.idle.append(inbox)
 
     def _next_job(self, inbox: queue.SimpleQueue) -> Optional[_Job]:
-        """The next job, marked running unless its caller already gave up; None: exit (idle too long)."""
+        """The next job, marked running unless its caller already gave up; None: exit (idle too
+        long)."""
         while True:
             try:
                 job = inbox.get(timeout=_IDLE_SECONDS)
@@ -1145,7 +1218,8 @@ class _Pool:
                     self.idle.remove(inbox)
                     return None
                 if inbox.empty():
-                    return None  # a caller took this worker, then was interrupted before handing over
+                    # a caller took this worker, then was interrupted before handing over
+                    return None
 
 
 _POOL = _Pool()
@@ -1166,14 +1240,17 @@ def _in_event_loop() -> bool:
 # what the model is told (SYSTEM_PROMPT), what it sends (Action, parse_action),
 # what comes back (_observation, _refuse)
 
-# The placeholders of the shapes the model is shown; a reply that sends one back as a value copied the prompt.
+# The placeholders of the shapes the model is shown; a reply that sends one back as a value copied
+# the prompt.
 _WHY, _THE_ANSWER, _SOME_TOOL = "<why>", "<the answer>", "<tool name>"
 _PLACEHOLDERS = frozenset({_WHY, _THE_ANSWER, _SOME_TOOL, "...", "\u2026", "<arguments>"})
 _CALL_SHAPE = f'{{"type": "tool_call", "thought": "{_WHY}", "name": "{_SOME_TOOL}", "arguments": {{...}}}}'
 _FINAL_SHAPE = f'{{"type": "final", "thought": "{_WHY}", "answer": "{_THE_ANSWER}"}}'
 _BOTH_SHAPES = f"{_CALL_SHAPE} or {_FINAL_SHAPE}"
-_ASK_FOR_SHAPE = "Reply with exactly one JSON object: "   # ends every message about a reply that cannot be used
-_OBSERVATION = "[OBSERVATION]"   # starts every message that carries a tool's result back to the model
+# ends every message about a reply that cannot be used
+_ASK_FOR_SHAPE = "Reply with exactly one JSON object: "
+# starts every message that carries a tool's result back to the model
+_OBSERVATION = "[OBSERVATION]"
 
 SYSTEM_PROMPT = """\
 You solve the user's task with the tools below. The tools know facts that you do not: \
@@ -1196,7 +1273,8 @@ Tools (name: description; arguments as JSON Schema):
 
 
 class _Example(typing.NamedTuple):
-    """The worked example of the prompt: a task, its call, the tool's result and the final answer from it."""
+    """The worked example of the prompt: a task, its call, the tool's result and the final answer
+    from it."""
 
     task: str
     call: dict
@@ -1217,7 +1295,8 @@ def _example(registry: ToolRegistry) -> _Example:
         call={"type": "tool_call", "thought": "A tool can look this up.", "name": name,
               "arguments": {"query": "Eiffel Tower height"}},
         result="330 m",
-        final={"type": "final", "thought": "The tool says 330 m.", "answer": "The Eiffel Tower is 330 m tall."})
+        final={"type": "final", "thought": "The tool says 330 m.",
+               "answer": "The Eiffel Tower is 330 m tall."})
 
 
 def _render_prompt(template: Optional[str], registry: ToolRegistry) -> str:
@@ -1266,7 +1345,8 @@ def parse_action(text: str) -> Action:
 
     >>> parse_action('{"type": "final", "answer": "42"}').answer
     '42'
-    >>> parse_action('```json\\n{"name": "calculator", "arguments": {"expression": "6*7"},}\\n```').repairs
+    >>> reply = '```json\\n{"name": "calculator", "arguments": {"expression": "6*7"},}\\n```'
+    >>> parse_action(reply).repairs
     ('code_fence', 'trailing_comma', 'missing_type')
     """
     if not isinstance(text, str):
@@ -1295,7 +1375,8 @@ _ESCAPED_QUOTE_START = re.compile(r'[\[{](?:\s|\\[nrt])*\\"')
 def _unwrap(text: str, repairs: list) -> str:
     """Strip BOM and whitespace; decode a reply whose every quote was escaped once too often."""
     if len(text) > _MAX_REPLY_CHARS:
-        raise _refuse(f"the reply is {len(text):,} characters long (limit {_MAX_REPLY_CHARS:,}); send a short one")
+        raise _refuse(f"the reply is {len(text):,} characters long (limit {_MAX_REPLY_CHARS:,}); "
+                      "send a short one")
     if text.lstrip().startswith("\ufeff"):
         text = text.lstrip().lstrip("\ufeff")
         _note(repairs, "bom")
@@ -1318,13 +1399,16 @@ _ACTION_START = re.compile(_ACTION_OPENER)
 
 
 def _opening_action(body: str, repairs: list) -> Optional[tuple]:
-    """The action of a reply that opens with it, read up to where it ends: (value, the text after it).
+    """The action of a reply that opens with it, read up to where it ends: (value, the text after
+    it).
 
-    None when prose comes first, or the action does not close (then the caller reads on and says why).
+    None when prose comes first, or the action does not close (then the caller reads on and says
+    why).
     """
     scanner = _ActionScanner()
     end = scanner.feed(body)
-    if "stray_quote" in scanner.packaging:  # the quote may open one JSON string that holds the action
+    # the quote may open one JSON string that holds the action
+    if "stray_quote" in scanner.packaging:
         decoded = _unquote_action(body, _ACTION_START.match(body, scanner.start), repairs)[0]
         if decoded != body:
             return _opening_action(decoded, repairs)
@@ -1348,7 +1432,8 @@ def _unquote_action(text: str, first: Any, repairs: list) -> tuple:
     except ValueError:
         return text, first
     inner = inner.strip() if isinstance(inner, str) else ""
-    encoded = '\\"' in text[first.start():end]  # else decoding the string could only change its backslashes
+    # else decoding the string could only change its backslashes
+    encoded = '\\"' in text[first.start():end]
     if not encoded or not _ACTION_START.match(inner) or _ActionScanner._at(inner, 0).end is None:
         return text, first
     _note(repairs, "json_string")
@@ -1356,9 +1441,11 @@ def _unquote_action(text: str, first: Any, repairs: list) -> tuple:
     return text, _ACTION_START.search(text, first.start() - 1)
 
 
-# The one table of reasoning blocks: (opening tag, closing tag), each matched in any case. Every think
-# pattern below, and what the streaming scanner keeps of an open block, comes from it: a spelling is one line.
-_THINK_BLOCKS = (("<think>", "</think>"), ("<thinking>", "</thinking>"), ("<reasoning>", "</reasoning>"),
+# The one table of reasoning blocks: (opening tag, closing tag), each matched in any case. Every
+# think pattern below, and what the streaming scanner keeps of an open block, comes from it: a
+# spelling is one line.
+_THINK_BLOCKS = (("<think>", "</think>"), ("<thinking>", "</thinking>"),
+                 ("<reasoning>", "</reasoning>"),
                  ("[THINK]", "[/THINK]"))    # the last: Mistral's (Magistral, Devstral)
 _THINK_CLOSING = {opening.lower(): closing for opening, closing in _THINK_BLOCKS}
 _THINK_OPENS = "|".join(re.escape(opening) for opening, _ in _THINK_BLOCKS)
@@ -1366,7 +1453,8 @@ _THINK_OPEN = re.compile(_THINK_OPENS, re.I)
 
 
 def _drop_think(text: str, repairs: list) -> str:
-    """Remove reasoning blocks that open before the action, and the reasoning before a lone closing tag.
+    """Remove reasoning blocks that open before the action, and the reasoning before a lone closing
+    tag.
 
     A block that never closes holds no action (a draft in it is never run): refused.
     """
@@ -1381,13 +1469,15 @@ def _drop_think(text: str, repairs: list) -> str:
         kept.append(text[pos:opening.start()])
         pos, depth = _think_end(text, opening.end(), 1)
         if depth:
-            raise _refuse(f"your reply opens a {opening.group()} block that never closes, so it holds no action; "
-                          f"close it with {_THINK_CLOSING[opening.group().lower()]} and put the action after it")
+            raise _refuse(f"your reply opens a {opening.group()} block that never closes, so it "
+                          "holds no action; close it with "
+                          f"{_THINK_CLOSING[opening.group().lower()]} and put the action after it")
         _note(repairs, "think")
     text = ("".join(kept) + text[pos:]).strip()
     closing = _lone_closing_tag(text)
     if closing:
-        text = text[closing.end():].strip()  # the server dropped the opening tag: all before it is reasoning
+        # the server dropped the opening tag: all before it is reasoning
+        text = text[closing.end():].strip()
         _note(repairs, "think")
     return text
 
@@ -1397,8 +1487,9 @@ _THINK_CLOSE = re.compile(_THINK_CLOSES, re.I)
 
 
 def _lone_closing_tag(text: str) -> Any:
-    """The closing think tag that ends reasoning whose opening tag the server dropped: the first one outside
-    the objects before it (a draft may quote a tag in a string), whatever the reasoning mentions. None if none."""
+    """The closing think tag that ends reasoning whose opening tag the server dropped: the first one
+    outside the objects before it (a draft may quote a tag in a string), whatever the reasoning
+    mentions. None if none."""
     end = 0   # where the last object read ends; one that never closes runs to the end of the text
     for closing in _THINK_CLOSE.finditer(text):
         while end <= closing.start():
@@ -1421,8 +1512,8 @@ _FENCE_OPEN = re.compile(r"```[\w+.-]*[ \t]*\n?")
 
 
 def _locate(text: str, repairs: list) -> tuple[str, int]:
-    """After prose: the text to search (the first code fence's body, if one opens before the action) and
-    the action's start."""
+    """After prose: the text to search (the first code fence's body, if one opens before the action)
+    and the action's start."""
     first = _ACTION_START.search(text)
     fence = text.find("```")
     if fence != -1 and (first is None or fence < first.start()):
@@ -1440,13 +1531,15 @@ def _locate(text: str, repairs: list) -> tuple[str, int]:
     return text, first.start()
 
 
-_OBSERVATION_TAIL = re.compile(rf"{re.escape(_OBSERVATION)}|\bObservation\s*:|^[ \t>*#]*(?i:observation)\s*:", re.M)
+_OBSERVATION_TAIL = re.compile(rf"{re.escape(_OBSERVATION)}|\bObservation\s*:|^[ "
+                               r"\t>*#]*(?i:observation)\s*:", re.M)
 
 
 def _check_rest(rest: str, action: Any, opened: bool, repairs: list) -> None:
-    """Read what follows the action: prose and an invented observation are ignored; other objects are judged
-    by _check_others. After prose, an observation ends the reply but hides no object from that judgement: a
-    mention of the marker between an example call and the real action never makes the example run."""
+    """Read what follows the action: prose and an invented observation are ignored; other objects
+    are judged by _check_others. After prose, an observation ends the reply but hides no object from
+    that judgement: a mention of the marker between an example call and the real action never makes
+    the example run."""
     tail = _OBSERVATION_TAIL.search(rest)
     before = rest[:tail.start()] if tail else rest
     if tail:
@@ -1457,9 +1550,10 @@ def _check_rest(rest: str, action: Any, opened: bool, repairs: list) -> None:
 
 
 def _check_others(action: Any, others: Iterable, opened: bool, repairs: list) -> None:
-    """Judge the objects beside the action, each (its text, its value or None): one that is not an action is
-    ignored, a copy of the action is dropped, and a different action is refused after prose; when the reply
-    opened with its action, that one runs and the rest are not (``extra_actions``)."""
+    """Judge the objects beside the action, each (its text, its value or None): one that is not an
+    action is ignored, a copy of the action is dropped, and a different action is refused after
+    prose; when the reply opened with its action, that one runs and the rest are not
+    (``extra_actions``)."""
     first = None
     for chunk, value in others:
         if not _is_action(chunk, value):
@@ -1470,29 +1564,32 @@ def _check_others(action: Any, others: Iterable, opened: bool, repairs: list) ->
         elif opened:
             _note(repairs, "extra_actions")
         elif value is None:
-            raise _refuse("your reply holds more than one action (the second one is incomplete, broken or escaped); "
-                          "send one action per reply")
+            raise _refuse("your reply holds more than one action (the second one is incomplete, "
+                          "broken or escaped); send one action per reply")
         else:
             raise _refuse("your reply holds two different actions; send one action per reply and "
                           f"wait for its {_OBSERVATION}")
 
 
-_LOOKALIKES = {  # the one table of keys models write for an action's own; compared lower-cased and stripped
+# the one table of keys models write for an action's own; compared lower-cased and stripped
+_LOOKALIKES = {
     **dict.fromkeys(("action", "tool", "tool_name", "function"), "name"),
-    **dict.fromkeys(("args", "argument", "kwargs", "parameters", "params", "input", "inputs", "action_input",
-                     "tool_input", "tool_args"), "arguments"),
+    **dict.fromkeys(("args", "argument", "kwargs", "parameters", "params", "input", "inputs",
+                     "action_input", "tool_input", "tool_args"), "arguments"),
     **dict.fromkeys(("final_answer", "response", "output"), "answer"),
 }
-_KEY_WORDS = "|".join(sorted({"type", "name", "arguments", "answer", *_LOOKALIKES}, key=len, reverse=True))
-# An action's key written in an object that cannot be read, also quoted as \" or \\\" (an action written
-# as a JSON string, or escaped once too often) or after a literal \n. The key is found first and its
-# quoting checked after it (bounded), so the search stays linear on long runs of quotes.
+_KEY_WORDS = "|".join(sorted({"type", "name", "arguments", "answer", *_LOOKALIKES}, key=len,
+                             reverse=True))
+# An action's key written in an object that cannot be read, also quoted as \" or \\\" (an action
+# written as a JSON string, or escaped once too often) or after a literal \n. The key is found first
+# and its quoting checked after it (bounded), so the search stays linear on long runs of quotes.
 _ACTION_KEY_TEXT = re.compile(rf"""(?:(?<![\w-])|(?<=\\[nrt]))(?:{_KEY_WORDS})(?:[\\"']|\s){{0,64}}:""", re.I)
 
 
 def _is_action(chunk: str, value: Any) -> bool:
-    """Whether an object found after the action is another action: it has an action's keys or look-alikes,
-    whatever key it opens with. One that cannot be read is judged by the keys written in it."""
+    """Whether an object found after the action is another action: it has an action's keys or
+    look-alikes, whatever key it opens with. One that cannot be read is judged by the keys written
+    in it."""
     if isinstance(value, list):
         return any(_is_action("", item) for item in value)
     if isinstance(value, dict):
@@ -1504,15 +1601,16 @@ _OWN_KEYS = ("type", "name", "arguments", "answer", "thought")
 
 
 def _meant_key(key: Any) -> Optional[str]:
-    """The action key that key stands for: the key itself, another spelling of it (case, spaces), or a
-    look-alike's."""
+    """The action key that key stands for: the key itself, another spelling of it (case, spaces), or
+    a look-alike's."""
     normal = _spelling(key)
     return normal if normal in _OWN_KEYS else _LOOKALIKES.get(normal)
 
 
 def _spelling(word: Any) -> Optional[str]:
-    """A key or a "type" as the parser compares it: lower-cased, stripped, inner spaces and hyphens as
-    underscores (``"Name "`` is ``name``, ``"Final Answer"`` is ``final_answer``, ``"tool-call"`` is ``tool_call``)."""
+    """A key or a "type" as the parser compares it: lower-cased, stripped, inner spaces and hyphens
+    as underscores (``"Name "`` is ``name``, ``"Final Answer"`` is ``final_answer``, ``"tool-call"``
+    is ``tool_call``)."""
     return word.strip().lower().replace(" ", "_").replace("-", "_") if isinstance(word, str) else None
 
 
@@ -1540,15 +1638,16 @@ def _interpret(obj: dict, repairs: list) -> Action:
     if thought is not None and not isinstance(thought, str):
         thought = json.dumps(thought, ensure_ascii=False)
     if kind == "final":
-        return Action("final", answer=_answer(obj, repairs), thought=thought, repairs=tuple(repairs))
+        return Action("final", answer=_answer(obj, repairs), thought=thought,
+                      repairs=tuple(repairs))
     name = _tool_name(obj, repairs)
     return Action("tool_call", name=name, arguments=_arguments(obj, repairs), thought=thought,
                   repairs=tuple(repairs))
 
 
 def _check_spellings(obj: dict, repairs: list) -> None:
-    """An action key written under two spellings (``name`` and ``Name``), both holding a value, must hold
-    the same value: one of them would silently win. Refused, naming the key."""
+    """An action key written under two spellings (``name`` and ``Name``), both holding a value, must
+    hold the same value: one of them would silently win. Refused, naming the key."""
     if all(key in _OWN_KEYS for key in obj):
         return  # the common case: each key once, spelled as the action's own
     spelled: dict = {}
@@ -1560,7 +1659,8 @@ def _check_spellings(obj: dict, repairs: list) -> None:
         values = {_canonical(obj[key]) for key in keys} if len(keys) > 1 else ()
         if len(values) > 1:
             shown = " and ".join(json.dumps(key, ensure_ascii=False) for key in keys)
-            raise _refuse(f'the key "{meant}" appears twice with different values (as {shown[:80]}); '
+            raise _refuse(f'the key "{meant}" appears twice with different values (as '
+                          f'{shown[:80]}); '
                           "write each key once")
         if values:
             _note(repairs, "duplicate_key")
@@ -1571,10 +1671,11 @@ def _present(obj: dict, key: str) -> bool:
 
 
 def _check_one_kind(obj: dict) -> None:
-    """The one check that an action is a call or an answer, never both, whatever "type" says: a name or
-    arguments (under any spelling of the key) and an answer (under any spelling, or a look-alike such as
-    "final_answer" or "output"), each holding a value, are refused. A look-alike of a call's key beside an
-    answer ("input" echoing the question) runs nothing, so it is left to the final answer."""
+    """The one check that an action is a call or an answer, never both, whatever "type" says: a name
+    or arguments (under any spelling of the key) and an answer (under any spelling, or a look-alike
+    such as "final_answer" or "output"), each holding a value, are refused. A look-alike of a call's
+    key beside an answer ("input" echoing the question) runs nothing, so it is left to the final
+    answer."""
     if "answer" not in obj and all(key in _OWN_KEYS for key in obj):
         return  # the common call: the action's own keys and no answer
     call = any(_spelling(key) in ("name", "arguments") and _present(obj, key) for key in obj)
@@ -1588,7 +1689,8 @@ def _action_kind(obj: dict, repairs: list) -> str:
         kind = obj["type"]
         normal = _spelling(kind)
         if normal not in ("tool_call", "final"):
-            raise _refuse(f'unknown "type" {json.dumps(kind, ensure_ascii=False)[:40]}: use "tool_call" or "final"')
+            raise _refuse(f'unknown "type" {json.dumps(kind, ensure_ascii=False)[:40]}: use '
+                          '"tool_call" or "final"')
         if normal != kind:
             _note(repairs, "type_spelling")
         return normal
@@ -1598,9 +1700,11 @@ def _action_kind(obj: dict, repairs: list) -> str:
         return "final" if _present(obj, "answer") or not is_call else "tool_call"
     names = [key for key in obj if _meant_key(key) not in (None, "thought", key)]
     if names:
-        fixes = "; ".join(f'use "{_meant_key(key)}" instead of {json.dumps(key, ensure_ascii=False)}' for key in names)
+        fixes = "; ".join(f'use "{_meant_key(key)}" instead of '
+                          f'{json.dumps(key, ensure_ascii=False)}' for key in names)
         raise _refuse(f'"type" is missing and the keys are wrong: {fixes}')
-    raise _refuse(f'the object has no "type", "name" or "answer" (keys: {", ".join(map(str, obj))[:80] or "none"})')
+    raise _refuse('the object has no "type", "name" or "answer" (keys: '
+                  f'{", ".join(map(str, obj))[:80] or "none"})')
 
 
 def _answer(obj: dict, repairs: list) -> str:
@@ -1617,7 +1721,8 @@ def _answer(obj: dict, repairs: list) -> str:
 
 def _lookalike(obj: dict, key: str) -> Optional[str]:
     """A key of obj, other than key itself, that stands for key and holds a value."""
-    return next((other for other in obj if other != key and _meant_key(other) == key and _present(obj, other)), None)
+    return next((other for other in obj if other != key and _meant_key(other) == key
+                 and _present(obj, other)), None)
 
 
 _CALL_IN_NAME = re.compile(r"[()\[\]{}\"'=\n\r]")
@@ -1632,7 +1737,8 @@ def _tool_name(obj: dict, repairs: list) -> str:
     if not isinstance(name, str) or not name.strip():
         raise _refuse(f'"name" must be the tool name as text, got {_shown(name)}', _CALL_SHAPE)
     if _CALL_IN_NAME.search(name.strip()):
-        raise _refuse(f'"name" must be only the tool name, got {name[:60]!r}; put the arguments in "arguments"',
+        raise _refuse(f'"name" must be only the tool name, got {name[:60]!r}; put the arguments in '
+                      '"arguments"',
                       _CALL_SHAPE)
     if name != name.strip():
         _note(repairs, "name_whitespace")
@@ -1660,29 +1766,32 @@ def _arguments_from_string(text: str, repairs: list) -> Any:
     if not text:
         return {}
     if text[0] != "{":
-        raise _refuse(f'"arguments" must be a JSON object, got the string {text[:40]!r}', _CALL_SHAPE)
+        raise _refuse(f'"arguments" must be a JSON object, got the string {text[:40]!r}',
+                      _CALL_SHAPE)
     value, end = _read_value(text, 0, repairs)
     if text[end:].strip():
         raise _refuse('"arguments" holds text after its JSON object', _CALL_SHAPE)
     return value
 
 
-_CALL_METADATA = ("id", "index", "call_id")   # what OpenAI's tool calls carry beside the call: not an argument
+# what OpenAI's tool calls carry beside the call: not an argument
+_CALL_METADATA = ("id", "index", "call_id")
 
 
 def _check_stray_arguments(obj: dict) -> None:
-    """In a call whose arguments are missing or empty, a look-alike of "arguments", or any key other than
-    the action's own or OpenAI's call metadata holding a value, is an argument in the wrong place: dropping
-    it would run the tool on its defaults. Refused, naming "arguments"."""
+    """In a call whose arguments are missing or empty, a look-alike of "arguments", or any key other
+    than the action's own or OpenAI's call metadata holding a value, is an argument in the wrong
+    place: dropping it would run the tool on its defaults. Refused, naming "arguments"."""
     stray = _lookalike(obj, "arguments") or next(
-        (key for key in obj if _spelling(key) not in _OWN_KEYS + _CALL_METADATA and _present(obj, key)), None)
+        (key for key in obj if _spelling(key) not in _OWN_KEYS + _CALL_METADATA
+         and _present(obj, key)), None)
     if stray is None:
         return
     shown = json.dumps(stray, ensure_ascii=False)[:60]
     if _meant_key(stray) == "arguments" or isinstance(obj[stray], dict):
         raise _refuse(f'use "arguments" instead of {shown}', _CALL_SHAPE)
-    raise _refuse(f'the tool call has no "arguments" but has {shown} beside them; put the tool\'s arguments '
-                  f'inside "arguments", as in "arguments": {{{shown}: ...}}', _CALL_SHAPE)
+    raise _refuse(f'the tool call has no "arguments" but has {shown} beside them; put the tool\'s '
+                  f'arguments inside "arguments", as in "arguments": {{{shown}: ...}}', _CALL_SHAPE)
 
 
 # -- Protocol, what goes back: refusals, repair notes, observations --------------------
@@ -1698,7 +1807,8 @@ def _note(repairs: list, tag: str) -> None:
 
 
 def _canonical(value: Any) -> str:
-    """A JSON value as text that is equal for equal values (1, 1.0 and true are three different values).
+    """A JSON value as text that is equal for equal values (1, 1.0 and true are three different
+    values).
 
     Compare a value against many others through this, computed once: serialising it
     again per comparison makes the work grow with the square of the reply."""
@@ -1709,12 +1819,13 @@ def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-_UNLISTED = ("title", "examples", "$schema", "$comment")   # annotations a model does not need to see
+_UNLISTED = ("title", "examples", "$schema", "$comment")  # annotations a model does not need to see
 
 
 def _listed(schema: Any, top: bool = True) -> Any:
-    """A parameter schema as the prompt lists it: without annotations, and at the top without what every
-    tool's schema says (``"type": "object"``, ``"additionalProperties": false``, an empty ``required``)."""
+    """A parameter schema as the prompt lists it: without annotations, and at the top without what
+    every tool's schema says (``"type": "object"``, ``"additionalProperties": false``, an empty
+    ``required``)."""
     if isinstance(schema, list):
         return [_listed(item, False) for item in schema]
     if not isinstance(schema, dict):
@@ -1733,13 +1844,15 @@ def _listed(schema: Any, top: bool = True) -> Any:
 
 
 def _observation(text: str, step: int, max_steps: int) -> str:
-    """The user message that carries a result back: the marker, the text, and where the run stands."""
+    """The user message that carries a result back: the marker, the text, and where the run
+    stands."""
     last = "; your next reply is the last: give the final answer" if step + 1 == max_steps else ""
     return f"{_OBSERVATION} {text}\n(step {step} of {max_steps}{last})"
 
 
 def _observation_result(message: str) -> Optional[str]:
-    """The text an ``_observation`` message carries, without its marker and budget line; None for any other."""
+    """The text an ``_observation`` message carries, without its marker and budget line; None for
+    any other."""
     if not message.startswith(_OBSERVATION):
         return None
     text = message[len(_OBSERVATION):]
@@ -1748,17 +1861,19 @@ def _observation_result(message: str) -> Optional[str]:
 
 
 def _ask(problem: str, shape: str = _BOTH_SHAPES) -> str:
-    """What the model is told about a reply that cannot be used: the problem, then the exact shape to send."""
+    """What the model is told about a reply that cannot be used: the problem, then the exact shape
+    to send."""
     return f"{problem}. {_ASK_FOR_SHAPE}{shape}"
 
 
 # -- Protocol, loop detection: _repeating_tail -----------------------------------------
 # a reply whose tail is one unit repeated; the streaming client and the loop both ask
 
-_REPEAT_MIN_UNIT = 4        # characters; shorter units ("0, ", "-=") are lists and banners, not loops
+_REPEAT_MIN_UNIT = 4  # characters; shorter units ("0, ", "-=") are lists and banners, not loops
 _REPEAT_MIN_TIMES = 10      # back-to-back copies of the unit
 _REPEAT_MIN_CHARS = 400     # characters the copies must cover
-_REPEAT_MAX_UNIT = 400      # longer units are not looked for, so one check costs the same at any reply length
+# longer units are not looked for, so one check costs the same at any reply length
+_REPEAT_MAX_UNIT = 400
 
 
 def _repeating_tail(text: str) -> bool:
@@ -1794,7 +1909,7 @@ def _repeating_tail(text: str) -> bool:
 _ROW_SEPARATORS = re.compile(r"[,;|\n\t]")
 _WORD = re.compile(r"[^\W\d_]{2,}")                            # two or more letters, in any script
 _LITERALS = {"null", "true", "false", "None", "True", "False", "NaN"}
-_TOKEN = re.compile(r"[A-Za-z0-9+/=_-]+")                     # digits, base64, a banner: one unspaced token
+_TOKEN = re.compile(r"[A-Za-z0-9+/=_-]+")  # digits, base64, a banner: one unspaced token
 
 
 def _lists_values(unit: str) -> bool:
@@ -1810,8 +1925,10 @@ def _lists_values(unit: str) -> bool:
     separator = _ROW_SEPARATORS.search(unit)
     if not unit.strip() or not separator:
         return False
-    unit = unit[separator.end():] + unit[:separator.end()]   # start after a separator, so no word is cut
-    readings = (unit, '"' + unit) if '"' in unit else (unit,)   # it may start inside a string: try both
+    # start after a separator, so no word is cut
+    unit = unit[separator.end():] + unit[:separator.end()]
+    # it may start inside a string: try both
+    readings = (unit, '"' + unit) if '"' in unit else (unit,)
     for reading in readings:
         outside = "".join(reading.split('"')[::2])
         if all(word in _LITERALS for word in _WORD.findall(outside)):
@@ -1820,16 +1937,19 @@ def _lists_values(unit: str) -> bool:
 
 
 # -- Protocol, reading near-JSON: the lexer (skip on first read) -----------------------
-# _ActionScanner finds where a reply's action ends (the streaming client uses it too); _read_value reads it
+# _ActionScanner finds where a reply's action ends (the streaming client uses it too); _read_value
+# reads it
 
 _MAX_JSON_DEPTH = 100        # brackets nested deeper are refused
-_THINK_TAIL = max(len(tag) for block in _THINK_BLOCKS for tag in block) - 1  # what an open block keeps between pieces
+# what an open block keeps between pieces
+_THINK_TAIL = max(len(tag) for block in _THINK_BLOCKS for tag in block) - 1
 # The only tags that are packaging: tokens of chat templates and tool-call wrappers. Any other
 # tag (<draft>, <example>, <reflection>) is prose, so a reply that opens with it is read whole.
 _SPECIAL_TOKEN = rf"""<\|/?[\w.-]{{1,40}}\|> | <｜[^｜<>]{{0,40}}｜> | \[/?(?:TOOL_CALLS|INST)\]
                    | </?(?:s|tool_calls?|function_?calls?)> | (?i:{_THINK_CLOSES})"""
 _STRUCTURE = re.compile(r"[][{}\"']")
-_STRING_REST = {'"': re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.S), "'": re.compile(r"[^'\\]*(?:\\.[^'\\]*)*", re.S)}
+_STRING_REST = {'"': re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.S),
+                "'": re.compile(r"[^'\\]*(?:\\.[^'\\]*)*", re.S)}
 _LABELS = ("json", "JSON", "assistant")
 _LEAD_TOKEN = re.compile(rf"""
     (?P<space>[\s\ufeff]+)
@@ -1840,7 +1960,8 @@ _LEAD_TOKEN = re.compile(rf"""
   | (?P<token>{_SPECIAL_TOKEN})
   | (?P<label>(?:{"|".join(_LABELS)})\b)
 """, re.X)
-_PACKAGING_TAGS = {"fence": "code_fence", "token": "special_tokens", "label": "special_tokens", "quote": "stray_quote"}
+_PACKAGING_TAGS = {"fence": "code_fence", "token": "special_tokens", "label": "special_tokens",
+                   "quote": "stray_quote"}
 
 
 class _ActionScanner:
@@ -1855,23 +1976,25 @@ class _ActionScanner:
     """
 
     def __init__(self) -> None:
-        self.opens_with_action: Optional[bool] = None  # None while undecided; False once prose came first
+        # None while undecided; False once prose came first
+        self.opens_with_action: Optional[bool] = None
         self.start: Optional[int] = None       # where the action starts, once it has
         self.end: Optional[int] = None         # just past its closing bracket, once it has closed
-        self.problem: Optional[str] = None     # why the action can never close: a mismatched or too deep bracket
+        # why the action can never close: a mismatched or too deep bracket
+        self.problem: Optional[str] = None
         self.broken_at: Optional[int] = None   # just past the bracket that made the problem
-        self.packaging: list = []              # repair tags of the packaging skipped before the action
+        self.packaging: list = []  # repair tags of the packaging skipped before the action
         self._fed = 0                          # characters fed so far
-        self._pending = ""                     # fed text not decided yet: a partial token, an open think block's tail
+        self._pending = ""  # fed text not decided yet: a partial token, an open think block's tail
         self._think_depth = 0                  # think blocks open around the current position
-        self._closers: list = []               # the closing brackets the action still needs, innermost last
+        self._closers: list = []  # the closing brackets the action still needs, innermost last
         self._quote = ""                       # the quote of the string the action is inside, or ""
         self._escaped = False                  # the last piece ended on a backslash inside a string
 
     def feed(self, piece: str) -> Optional[int]:
-        """Add the next piece; once the reply opens with its action and that action has closed, return
-        the number of characters (of everything fed so far) up to and including its closing `}` or `]`.
-        Returns None otherwise (and always None once prose came first)."""
+        """Add the next piece; once the reply opens with its action and that action has closed,
+        return the number of characters (of everything fed so far) up to and including its closing
+        `}` or `]`. Returns None otherwise (and always None once prose came first)."""
         base, self._fed = self._fed, self._fed + len(piece)
         if self.end is not None or self.opens_with_action is False or self.problem:
             return self.end
@@ -1883,7 +2006,8 @@ class _ActionScanner:
 
     @classmethod
     def _at(cls, text: str, start: int) -> _ActionScanner:
-        """The scanner after reading the whole of text from start, where an action opens (`{` or `[{`)."""
+        """The scanner after reading the whole of text from start, where an action opens (`{` or
+        `[{`)."""
         scanner, opener = cls(), _ACTION_START.match(text, start)
         scanner._fed = len(text)
         scanner._open(opener.group(), start)
@@ -1895,7 +2019,8 @@ class _ActionScanner:
         self._closers = ["]", "}"] if opener[0] == "[" else ["}"]
 
     def _lead(self, text: str, base: int) -> Optional[int]:
-        """Skip packaging; return where the inside of the action begins, or None while undecided or after prose."""
+        """Skip packaging; return where the inside of the action begins, or None while undecided or
+        after prose."""
         pos = 0
         while pos < len(text):
             if self._think_depth:
@@ -1905,8 +2030,10 @@ class _ActionScanner:
                     return None
                 continue
             token = _LEAD_TOKEN.match(text, pos)
-            if token is None or (token.end() == len(text) and token.lastgroup in ("fence", "label")):
-                if token is not None or _may_be_packaging(text[pos:]):  # wait: the next piece decides
+            if token is None or (token.end() == len(text)
+                                 and token.lastgroup in ("fence", "label")):
+                # wait: the next piece decides
+                if token is not None or _may_be_packaging(text[pos:]):
                     self._pending = text[pos:]
                 else:
                     self.opens_with_action = False
@@ -1922,7 +2049,8 @@ class _ActionScanner:
         return None
 
     def _scan(self, text: str, pos: int, base: int) -> Optional[int]:
-        """Count brackets outside strings from text[pos]; return the end once the action has closed."""
+        """Count brackets outside strings from text[pos]; return the end once the action has
+        closed."""
         closers = self._closers
         while True:
             if self._quote:
@@ -1933,7 +2061,8 @@ class _ActionScanner:
                 pos = _STRING_REST[self._quote].match(text, pos).end()
                 if pos >= len(text):
                     return None
-                if text[pos] == "\\":  # a lone backslash ends the piece: it escapes the next one's first character
+                # a lone backslash ends the piece: it escapes the next one's first character
+                if text[pos] == "\\":
                     self._escaped = True
                     return None
                 self._quote, pos = "", pos + 1
@@ -1947,19 +2076,22 @@ class _ActionScanner:
             elif char in "{[":
                 closers.append("}" if char == "{" else "]")
                 if len(closers) > _MAX_JSON_DEPTH:
-                    return self._broken(f"the JSON is nested more than {_MAX_JSON_DEPTH} levels deep", base + pos)
+                    return self._broken(f"the JSON is nested more than {_MAX_JSON_DEPTH} levels "
+                                        "deep", base + pos)
             elif closers.pop() != char:
-                return self._broken(f"the JSON has a mismatched {char!r} at character {base + pos - 1}", base + pos)
+                return self._broken(f"the JSON has a mismatched {char!r} at character "
+                                    f"{base + pos - 1}", base + pos)
             elif not closers:
                 self.end = base + pos
                 return self.end
 
     def open_string(self, text: str) -> Optional[int]:
-        """Where in text, all of it fed, the string that text ends inside opened: the last quote of its
-        kind not escaped by a backslash. None when text does not end inside a string."""
+        """Where in text, all of it fed, the string that text ends inside opened: the last quote of
+        its kind not escaped by a backslash. None when text does not end inside a string."""
         at = len(text)
         while self._quote:
-            at = text.rfind(self._quote, self.start or 0, at)   # a quote before the action opened no string in it
+            # a quote before the action opened no string in it
+            at = text.rfind(self._quote, self.start or 0, at)
             if at < 0:
                 return None
             before = at
@@ -1989,14 +2121,16 @@ def _think_end(text: str, pos: int, depth: int) -> tuple[int, int]:
     return pos, depth
 
 
-_LEAD_PARTIAL = re.compile(r"""<\|?/?[\w.-]{0,40}\|? | <｜[^｜<>]{0,40}｜? | \[\s{0,64} | \[/?[A-Z_]{0,20}
-                               | "(?:\[\s{0,64})? | `{1,2}""", re.X)
+_LEAD_PARTIAL = re.compile(r"""<\|?/?[\w.-]{0,40}\|? | <｜[^｜<>]{0,40}｜? | \[\s{0,64}
+                               | \[/?[A-Z_]{0,20} | "(?:\[\s{0,64})? | `{1,2}""", re.X)
 
 
 def _may_be_packaging(rest: str) -> bool:
-    """Whether rest, the undecided end of what was fed, may still grow into packaging or the action's start."""
+    """Whether rest, the undecided end of what was fed, may still grow into packaging or the
+    action's start."""
     return (bool(_LEAD_PARTIAL.fullmatch(rest)) or any(label.startswith(rest) for label in _LABELS)
-            or any(tag.lower().startswith(rest.lower()) for block in _THINK_BLOCKS for tag in block))
+            or any(tag.lower().startswith(rest.lower()) for block in _THINK_BLOCKS
+                   for tag in block))
 
 
 def _read_value(text: str, start: int, repairs: list) -> tuple[Any, int]:
@@ -2008,16 +2142,17 @@ def _read_value(text: str, start: int, repairs: list) -> tuple[Any, int]:
     if scanner.end is None and at is not None and _ActionScanner._at(text[:at] + text[at + 1:], start).end:
         # the text ends inside a string, but read as a character its opening quote closes the action
         escaped = '\\"' if text[at] == '"' else "\\' (or put the text in double quotes)"
-        raise _refuse(f"a quote inside a string is not escaped, so the object never closes; write a quote "
-                      f"inside a string as {escaped}")
+        raise _refuse("a quote inside a string is not escaped, so the object never closes; write "
+                      f"a quote inside a string as {escaped}")
     if scanner.end is None:
-        raise _refuse("the JSON object is not complete: it was cut off or a closing bracket or quote is missing; "
-                      "send a shorter, complete object")
+        raise _refuse("the JSON object is not complete: it was cut off or a closing bracket or "
+                      "quote is missing; send a shorter, complete object")
     return _decode(text[start:scanner.end], repairs), scanner.end
 
 
 def _objects(text: str):
-    """Each object (or array of objects) in text: its text, and its value or None when it cannot be read."""
+    """Each object (or array of objects) in text: its text, and its value or None when it cannot be
+    read."""
     pos = 0
     while True:
         first = _ACTION_START.search(text, pos)
@@ -2122,7 +2257,8 @@ def _fix_string(token: str, repairs: list) -> str:
 
 
 _JSON_ESCAPES = set('"\\/bfnrt')
-_PYTHON_ESCAPES = set("\\'\"abfnrtv01234567xNuU\n")   # a backslash and a line break is a line continuation
+# a backslash and a line break is a line continuation
+_PYTHON_ESCAPES = set("\\'\"abfnrtv01234567xNuU\n")
 
 
 def _fix_piece(piece: str, single: bool, repairs: list) -> str:
@@ -2140,7 +2276,8 @@ def _fix_piece(piece: str, single: bool, repairs: list) -> str:
     if code == "_" or (code == "'" and not single):
         _note(repairs, "invalid_escape")
         return code
-    if single and code[0] in "01234567":  # past 0o377 Python warns; the same character without a warning
+    # past 0o377 Python warns; the same character without a warning
+    if single and code[0] in "01234567":
         return f"\\U{int(code, 8):08x}"
     if single:
         allowed = code[0] in _PYTHON_ESCAPES
@@ -2153,8 +2290,8 @@ def _fix_piece(piece: str, single: bool, repairs: list) -> str:
 
 def _unclear_backslash(char: str) -> ActionFormatError:
     shown = f"'\\{char}'" if char.isprintable() and not char.isspace() else f"a backslash before U+{ord(char):04X}"
-    return _refuse(f"a string holds {shown}, which may be a literal backslash (as in C:\\Users) or an escape; "
-                   "write a literal backslash as \\\\")
+    return _refuse(f"a string holds {shown}, which may be a literal backslash (as in C:\\Users) or "
+                   "an escape; write a literal backslash as \\\\")
 
 
 _PYTHON_WORDS = {"True": "true", "False": "false", "None": "null"}
@@ -2169,18 +2306,20 @@ def _fix_word(word: str, after_string: bool, repairs: list) -> str:
         _note(repairs, "python_literal")
         return _PYTHON_WORDS[word]
     if after_string:  # as in "echo "hi"": the string ended early
-        raise _refuse(f'the text {word[:40]!r} follows a string: a quote inside a string must be escaped as \\"')
+        raise _refuse(f'the text {word[:40]!r} follows a string: a quote inside a string must be '
+                      'escaped as \\"')
     raise _refuse(f"the value {word[:40]!r} is not quoted: put text values in double quotes")
 
 
 def _unique_keys(pairs: list, repairs: list) -> dict:
-    """An object from its key-value pairs; a key written twice must hold the same value both times."""
+    """An object from its key-value pairs; a key written twice must hold the same value both
+    times."""
     obj: dict = {}
     for key, value in pairs:
         if key in obj:
             if _canonical(obj[key]) != _canonical(value):
-                raise _refuse(f"the key {json.dumps(key, ensure_ascii=False)[:60]} appears twice with different "
-                              "values; write each key once")
+                raise _refuse(f"the key {json.dumps(key, ensure_ascii=False)[:60]} appears twice "
+                              "with different values; write each key once")
             _note(repairs, "duplicate_key")
         obj[key] = value
     return obj
@@ -2194,7 +2333,8 @@ def _finite(text: str) -> float:
 
 
 def _not_finite(text: str) -> None:
-    raise _refuse(f"the number {text[:40]} is not finite; send a finite number, or text in double quotes")
+    raise _refuse(f"the number {text[:40]} is not finite; send a finite number, or text in double "
+                  "quotes")
 
 
 # -- Transport: deadlines, bodies, server-sent events, the opener (skip on first read) ----
@@ -2202,9 +2342,11 @@ def _not_finite(text: str) -> None:
 # followed; used by OpenAICompatLLM and by MCP over HTTP
 
 class _Deadline:
-    """When one request must be over: max_request_seconds after it starts, or the call's own end (internal)."""
+    """When one request must be over: max_request_seconds after it starts, or the call's own end
+    (internal)."""
 
-    def __init__(self, request_seconds: float, call_end: float, url: str, name: str = "max_request_seconds") -> None:
+    def __init__(self, request_seconds: float, call_end: float, url: str,
+                 name: str = "max_request_seconds") -> None:
         self.request_seconds, self.call_end, self.url, self.name = request_seconds, call_end, url, name
         self.end = min(time.monotonic() + request_seconds, call_end)
 
@@ -2216,15 +2358,17 @@ class _Deadline:
         return left
 
     def passed(self) -> bool:
-        return time.monotonic() >= self.end - 0.01   # a socket timeout set to what was left ends just about now
+        # a socket timeout set to what was left ends just about now
+        return time.monotonic() >= self.end - 0.01
 
     def expired(self) -> LLMError:
         if self.end >= self.call_end:
             return LLMError(f"no complete reply from {self.url} within the call's max_seconds")
-        return LLMError(f"no complete reply from {self.url} within {self.name}={self.request_seconds:g}")
+        return LLMError(f"no complete reply from {self.url} within "
+                        f"{self.name}={self.request_seconds:g}")
 
 
-_READ_CHUNK = 65536         # bytes asked of the socket at a time; a stream gives back what has arrived
+_READ_CHUNK = 65536  # bytes asked of the socket at a time; a stream gives back what has arrived
 
 
 class _Body:
@@ -2235,14 +2379,17 @@ class _Body:
     timeout means.
     """
 
-    def __init__(self, response: Any, deadline: _Deadline, max_bytes: float, timeout: float) -> None:
+    def __init__(self, response: Any, deadline: _Deadline, max_bytes: float,
+                 timeout: float) -> None:
         self._read = getattr(response, "read1", None) or response.read
-        self._reader = getattr(response, "agent_reader", None)   # set by _TimedConnection; absent from a fake
+        # set by _TimedConnection; absent from a fake
+        self._reader = getattr(response, "agent_reader", None)
         self._deadline, self._max_bytes, self._timeout = deadline, max_bytes, timeout
         self.size = 0
 
     def read(self) -> bytes:
-        """The next piece, b"" at the end; _Retryable on a stall or a break, LLMError past a limit."""
+        """The next piece, b"" at the end; _Retryable on a stall or a break, LLMError past a
+        limit."""
         import http.client
         import socket
 
@@ -2256,7 +2403,8 @@ class _Body:
                 raise self._deadline.expired() from None
             raise _Retryable(f"{self._deadline.url} sent nothing for {self._timeout:g} s mid-reply") from None
         except (OSError, http.client.HTTPException, ValueError) as exc:
-            raise _Retryable(f"the connection to {self._deadline.url} broke mid-reply ({type(exc).__name__})") from None
+            raise _Retryable(f"the connection to {self._deadline.url} broke mid-reply "
+                             f"({type(exc).__name__})") from None
         self.size += len(piece)
         if self.size > self._max_bytes:
             raise LLMError(f"the answer from {self._deadline.url} is over "
@@ -2267,7 +2415,8 @@ class _Body:
 class _Retryable(Exception):
     """A failure worth another attempt (internal)."""
 
-    def __init__(self, message: str, status: Optional[int] = None, retry_after: Optional[float] = None) -> None:
+    def __init__(self, message: str, status: Optional[int] = None,
+                 retry_after: Optional[float] = None) -> None:
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
@@ -2277,7 +2426,8 @@ _MAX_ERROR_BYTES = 65536    # bytes of an error body read to quote its message
 
 
 def _read_error_body(exc: Any, deadline: Any, timeout: float) -> bytes:
-    """Up to _MAX_ERROR_BYTES of an error answer's body, read under the deadlines: a drip cannot hold the call."""
+    """Up to _MAX_ERROR_BYTES of an error answer's body, read under the deadlines: a drip cannot
+    hold the call."""
     body, pieces, size = _Body(exc, deadline, math.inf, timeout), [], 0
     try:
         while size < _MAX_ERROR_BYTES:
@@ -2299,26 +2449,29 @@ _LINE_END = re.compile(rb"\r\n|\r|\n")   # server-sent events end lines in any o
 
 
 class _EventStream:
-    """Server-sent events out of bytes as they arrive: gives the data of each complete event (internal)."""
+    """Server-sent events out of bytes as they arrive: gives the data of each complete event
+    (internal)."""
 
     def __init__(self) -> None:
         self._partial: list = []     # bytes of a line not ended yet
         self._data: list = []        # data lines of the event not dispatched yet
-        self._after_cr = False       # the last piece ended in \r: a \n starting the next one ends no line
+        # the last piece ended in \r: a \n starting the next one ends no line
+        self._after_cr = False
 
     def feed(self, chunk: bytes) -> list:
         """The data of every event that chunk completes; b"" marks the end of the stream."""
         end = not chunk
         if self._after_cr and chunk.startswith(b"\n"):
-            chunk = chunk[1:]                                       # the rest of a \r\n cut between two reads
+            chunk = chunk[1:]  # the rest of a \r\n cut between two reads
         self._after_cr = chunk.endswith(b"\r")
         if not end and b"\n" not in chunk and b"\r" not in chunk:
             self._partial.append(chunk)
             return []
-        lines = _LINE_END.split(b"".join(self._partial + [chunk]))  # a UTF-8 character never holds \r or \n
+        # a UTF-8 character never holds \r or \n
+        lines = _LINE_END.split(b"".join(self._partial + [chunk]))
         self._partial = [] if end else [lines.pop()]
         events: list = []
-        for line in lines + ([b""] if end else []):                # at the end, a blank line dispatches the rest
+        for line in lines + ([b""] if end else []):  # at the end, a blank line dispatches the rest
             if not line and self._data:
                 events.append("\n".join(self._data))
                 self._data = []
@@ -2329,16 +2482,19 @@ class _EventStream:
         return events
 
 
-_TAIL_CHARS = 4096          # the end of a streamed reply that the loop check looks at (>= 10 copies of the longest)
+# the end of a streamed reply that the loop check looks at (>= 10 copies of the longest)
+_TAIL_CHARS = 4096
 
 
 class _StreamState:
-    """A streamed reply as its pieces arrive: the text, where to stop reading, what the server reported (internal)."""
+    """A streamed reply as its pieces arrive: the text, where to stop reading, what the server
+    reported (internal)."""
 
-    def __init__(self, on_delta: Optional[Callable], scanner: Any, repetition: bool, stops: list) -> None:
+    def __init__(self, on_delta: Optional[Callable], scanner: Any, repetition: bool,
+                 stops: list) -> None:
         self.pieces: list = []
         self.chars = 0
-        self.tail = ""                  # the last characters of the reply: all the loop check looks at
+        self.tail = ""  # the last characters of the reply: all the loop check looks at
         self.reasoning: list = []
         self.finish_reason: Optional[str] = None
         self.usage: Optional[dict] = None
@@ -2353,7 +2509,7 @@ class _StreamState:
         if not piece:
             return False
         cut = self._scanner.feed(piece) if self._scanner is not None else None
-        if cut is not None:             # the reply's first action just closed: the rest is not needed
+        if cut is not None:  # the reply's first action just closed: the rest is not needed
             self.dropped = len(piece) - max(0, cut - self.chars)
             piece = piece[:max(0, cut - self.chars)]
             self.stopped_early, self.finish_reason = True, "stop"
@@ -2366,14 +2522,16 @@ class _StreamState:
             self.finish_reason = "repetition"
             return True
         if cut is None and any(stop in self.tail for stop in self._stops):
-            self.finish_reason = "stop"  # a stop sequence the server would not take: cut client-side
+            # a stop sequence the server would not take: cut client-side
+            self.finish_reason = "stop"
             return True
         return cut is not None
 
     def reply(self) -> _Reply:
-        usage = None if self.stopped_early else self.usage   # a reply cut early never saw the usage chunk
-        return _Reply("".join(self.pieces), "".join(self.reasoning), self.finish_reason, usage, self.stopped_early,
-                      self.model)
+        # a reply cut early never saw the usage chunk
+        usage = None if self.stopped_early else self.usage
+        return _Reply("".join(self.pieces), "".join(self.reasoning), self.finish_reason, usage,
+                      self.stopped_early, self.model)
 
 
 @dataclass
@@ -2389,7 +2547,8 @@ class _Reply:
 
 
 class _TimedReader(io.RawIOBase):
-    """What http.client reads a response from: each receive waits at most what is allowed (internal).
+    """What http.client reads a response from: each receive waits at most what is allowed
+    (internal).
 
     The status line, and the body's first byte (``first_byte``, set by _Body), wait
     for prompt processing: only the request's deadline bounds them. Every other
@@ -2400,11 +2559,13 @@ class _TimedReader(io.RawIOBase):
 
     def __init__(self, sock: Any, timeout: float, deadline: _Deadline) -> None:
         super().__init__()
-        self._raw = sock.makefile("rb", buffering=0)   # keeps the socket open until the response closes
+        # keeps the socket open until the response closes
+        self._raw = sock.makefile("rb", buffering=0)
         self._sock, self._timeout, self._deadline = sock, timeout, deadline
         self.first_byte = True
 
-    def makefile(self, mode: str = "rb") -> Any:   # http.client's response asks its "socket" for this
+    # http.client's response asks its "socket" for this
+    def makefile(self, mode: str = "rb") -> Any:
         return io.BufferedReader(self)
 
     def readable(self) -> bool:
@@ -2416,7 +2577,8 @@ class _TimedReader(io.RawIOBase):
         left = self._deadline.end - time.monotonic()
         if left <= 0:
             raise socket.timeout("the request's deadline has passed")
-        self._sock.settimeout(min(left if self.first_byte else min(self._timeout, left), threading.TIMEOUT_MAX))
+        self._sock.settimeout(min(left if self.first_byte else min(self._timeout, left),
+                                  threading.TIMEOUT_MAX))
         count = self._raw.readinto(buffer)
         self.first_byte = self.first_byte and not count
         return count
@@ -2435,7 +2597,7 @@ class _TimedConnection:
 
     def __init__(self, *args: Any, timing: Optional[tuple] = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if timing is None:                                  # timing: (timeout, deadline) of the request
+        if timing is None:  # timing: (timeout, deadline) of the request
             return
         base = type(self).response_class
 
@@ -2448,11 +2610,13 @@ class _TimedConnection:
         self.response_class = response_class
 
 
-_HANDLERS: list = []   # urllib handler classes, made on first use: importing urllib costs more than agent.py
+# urllib handler classes, made on first use: importing urllib costs more than agent.py
+_HANDLERS: list = []
 
 
 def _handler_classes() -> list:
-    """urllib handlers that bound every read (_TimedReader), skip informational answers and follow no redirect."""
+    """urllib handlers that bound every read (_TimedReader), skip informational answers and follow
+    no redirect."""
     if _HANDLERS:
         return _HANDLERS
     import http.client
@@ -2460,15 +2624,17 @@ def _handler_classes() -> list:
 
     class Response(http.client.HTTPResponse):
         def _read_status(self) -> tuple:
-            """The status line of the answer, after any informational ones (http.client skips only 100)."""
+            """The status line of the answer, after any informational ones (http.client skips only
+            100)."""
             while True:
                 version, status, reason = super()._read_status()
-                if not 101 < status < 200:              # 101 switches protocols, which agent.py never asks for
+                if not 101 < status < 200:  # 101 switches protocols, which agent.py never asks for
                     return version, status, reason
-                http.client.parse_headers(self.fp)      # a 102 or 103's headers (Early Hints' links) are not needed
+                # a 102 or 103's headers (Early Hints' links) are not needed
+                http.client.parse_headers(self.fp)
                 reader = getattr(self, "agent_reader", None)
                 if reader is not None:
-                    reader.first_byte = True            # the real answer may still wait for prompt processing
+                    reader.first_byte = True  # the real answer may still wait for prompt processing
 
     class HTTPConnection(_TimedConnection, http.client.HTTPConnection):
         response_class = Response
@@ -2478,16 +2644,19 @@ def _handler_classes() -> list:
 
     class HTTPHandler(urllib.request.HTTPHandler):
         def http_open(self, req: Any) -> Any:
-            return self.do_open(functools.partial(HTTPConnection, timing=getattr(req, "timing", None)), req)
+            return self.do_open(functools.partial(HTTPConnection,
+                                                  timing=getattr(req, "timing", None)), req)
 
     class HTTPSHandler(urllib.request.HTTPSHandler):
         def https_open(self, req: Any) -> Any:
-            return self.do_open(functools.partial(HTTPSConnection, timing=getattr(req, "timing", None)), req,
+            return self.do_open(functools.partial(HTTPSConnection,
+                                                  timing=getattr(req, "timing", None)), req,
                                 context=self._context)
 
     class NoRedirect(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-            return None   # following would carry the key to another host; the 3xx becomes an HTTPError
+            # following would carry the key to another host; the 3xx becomes an HTTPError
+            return None
 
     _HANDLERS[:] = [HTTPHandler, HTTPSHandler, NoRedirect]
     return _HANDLERS
@@ -2502,7 +2671,8 @@ def _build_opener(url: str) -> Any:
 
 
 def _is_loopback(url: str) -> bool:
-    """True when url names a loopback host: a literal loopback IP (127.0.0.0/8, ::1) or exactly ``localhost``.
+    """True when url names a loopback host: a literal loopback IP (127.0.0.0/8, ::1) or exactly
+    ``localhost``.
 
     Nothing is resolved, and no other name counts (``*.localhost`` may resolve anywhere).
     """
@@ -2563,9 +2733,9 @@ class MockLLM:
     def __init__(self, replies: Optional[Iterable[_Scripted]] = None) -> None:
         self.replies = None if replies is None else list(replies)
         self.calls: list[list[dict]] = []    # a copy of the messages of each call
-        self.options: list[dict] = []        # the per-call options of each call, e.g. response_schema
+        self.options: list[dict] = []  # the per-call options of each call, e.g. response_schema
         self.last_finish_reason: Optional[str] = None
-        self._finish_reasons: list = []      # what each reply reports as its finish_reason (a replay)
+        self._finish_reasons: list = []  # what each reply reports as its finish_reason (a replay)
 
     # _planner(messages) -> str answers when there is no script: the offline planner, which the demo
     # section attaches below (it needs the demo's tools).
@@ -2573,7 +2743,8 @@ class MockLLM:
 
     @classmethod
     def from_trace(cls, path: str) -> MockLLM:
-        """Replay the raw replies of a saved run: ``AgentResult.save`` JSON or a ``--trace`` JSON Lines file.
+        """Replay the raw replies of a saved run: ``AgentResult.save`` JSON or a ``--trace`` JSON
+        Lines file.
 
         Each replayed reply reports its step's ``finish_reason`` again, so a cut-off
         replays as a cut-off. The other calls a step recorded are replayed before
@@ -2582,7 +2753,8 @@ class MockLLM:
         (``memory="summary"``), a failed one as an ``LLMError`` with the same message.
         Raises OSError when the file cannot be read and ValueError when it holds no run.
         """
-        calls = [call for step in _trace_steps(path) if isinstance(step, dict) for call in _recorded_calls(step)]
+        calls = [call for step in _trace_steps(path) if isinstance(step, dict)
+                 for call in _recorded_calls(step)]
         llm = cls([reply for reply, _ in calls])
         llm._finish_reasons = [reason for _, reason in calls]
         return llm
@@ -2604,7 +2776,8 @@ class MockLLM:
 
 
 def _trace_steps(path: str) -> list:
-    """The step records of a saved result (JSON) or a trace (JSON Lines); ValueError when there are none."""
+    """The step records of a saved result (JSON) or a trace (JSON Lines); ValueError when there are
+    none."""
     steps = [step for record in _trace_records(path) for step in _record_steps(record)]
     if not steps:
         raise ValueError(f"{path} holds no steps to replay")
@@ -2614,8 +2787,8 @@ def _trace_steps(path: str) -> list:
 def _trace_records(path: str) -> list:
     """The records of a saved result (one JSON value, a UTF-8 BOM allowed) or a trace (JSON Lines).
 
-    A trace's last line cut short (a write that failed half-way) is left out, with a warning; ValueError for
-    any other line that is not JSON.
+    A trace's last line cut short (a write that failed half-way) is left out, with a warning;
+    ValueError for any other line that is not JSON.
     """
     with open(path, encoding="utf-8-sig", errors="replace") as handle:
         text = handle.read()
@@ -2623,7 +2796,8 @@ def _trace_records(path: str) -> list:
         try:
             return [json.loads(text)]
         except ValueError:
-            lines = [line for line in text.split("\n") if line.strip()]  # not splitlines: U+2028 is text
+            # not splitlines: U+2028 is text
+            lines = [line for line in text.split("\n") if line.strip()]
         records = []
         for i, line in enumerate(lines):
             try:
@@ -2631,11 +2805,14 @@ def _trace_records(path: str) -> list:
             except ValueError:
                 if i < len(lines) - 1 or not records or text.endswith("\n"):
                     raise
-                _log.warning("%s: its last line is cut short (%d characters, no end): left out", path, len(line))
+                _log.warning("%s: its last line is cut short (%d characters, no end): left out",
+                             path, len(line))
         return records
-    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply for the json module
+    # RecursionError: nested too deeply for the json module
+    except (ValueError, RecursionError) as exc:
         problem = "nested too deeply" if isinstance(exc, RecursionError) else exc
-        raise ValueError(f"{path} is neither a saved result (JSON) nor a trace (JSON Lines): {problem}") from None
+        raise ValueError(f"{path} is neither a saved result (JSON) nor a trace (JSON Lines): "
+                         f"{problem}") from None
 
 
 def _record_steps(record: Any) -> list:
@@ -2647,13 +2824,15 @@ def _record_steps(record: Any) -> list:
     return []
 
 
-_OVERFLOW_NOTE = re.compile(r"context overflow: max_context_chars=(\d+)")   # the note Agent._overflowed writes
+# the note Agent._overflowed writes
+_OVERFLOW_NOTE = re.compile(r"context overflow: max_context_chars=(\d+)")
 
 
 def _recorded_calls(step: dict) -> list[tuple]:
     """The model calls a recorded step made, in order, as (reply to script, finish_reason) pairs."""
     calls: list[tuple] = []
-    overflow = _OVERFLOW_NOTE.search(" ".join(n for n in step.get("notes") or () if isinstance(n, str)))
+    overflow = _OVERFLOW_NOTE.search(" ".join(n for n in step.get("notes") or ()
+                                              if isinstance(n, str)))
     if overflow:
         calls.append((_overflow_again(int(overflow.group(1))), None))
     summaries = step.get("summary_calls")
@@ -2668,10 +2847,13 @@ def _recorded_calls(step: dict) -> list[tuple]:
 
 
 def _overflow_again(budget: int) -> Callable[[list[dict]], str]:
-    """A scripted reply that overflows as a recorded call did, with counts that make the agent set the same budget."""
+    """A scripted reply that overflows as a recorded call did, with counts that make the agent set
+    the same budget."""
     def reply(messages: list[dict]) -> str:
-        exc = LLMError("replayed: the request exceeds the available context size", 400, "context_overflow")
-        exc.n_ctx, exc.n_prompt_tokens = budget, sum(len(m["content"]) for m in messages)  # sent * n_ctx / n_prompt
+        exc = LLMError("replayed: the request exceeds the available context size", 400,
+                       "context_overflow")
+        # sent * n_ctx / n_prompt
+        exc.n_ctx, exc.n_prompt_tokens = budget, sum(len(m["content"]) for m in messages)
         raise exc
     return reply
 
@@ -2682,10 +2864,12 @@ def _recorded_reason(record: dict) -> Optional[str]:
 
 
 # -- Models, the client: OpenAICompatLLM -----------------------------------------------
-# chat over HTTP with streaming, early stop, retries, adaptation; the API key never leaves in a message
+# chat over HTTP with streaming, early stop, retries, adaptation; the API key never leaves in a
+# message
 
 class _PerThread:
-    """A client attribute kept per thread: what the last call on this thread left behind (internal)."""
+    """A client attribute kept per thread: what the last call on this thread left behind
+    (internal)."""
 
     def __init__(self, default: Any = None) -> None:
         self.default = default
@@ -2701,7 +2885,8 @@ class _PerThread:
 
 
 _RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504}
-# Optional parameters a server may reject by name: each is dropped (max_tokens: renamed, when the server asks) once.
+# Optional parameters a server may reject by name: each is dropped (max_tokens: renamed, when the
+# server asks) once.
 _ADAPTABLE_PARAMS = {
     "stream_options": re.compile(r"\bstream_options\b"),
     "stream": re.compile(r"['\"`]stream['\"`]"),
@@ -2711,16 +2896,20 @@ _ADAPTABLE_PARAMS = {
     "frequency_penalty": re.compile(r"\bfrequency_penalty\b"),
 }
 _FORMAT_REJECTED = re.compile(r"response_format|json_schema|json_object", re.I)
-_SYSTEM_REJECTED = re.compile(   # Gemma-style templates; Mistral's old ones say "roles must alternate"
+# Gemma-style templates; Mistral's old ones say "roles must alternate"
+_SYSTEM_REJECTED = re.compile(
     r"system[ _](?:role|message|prompt)s?\b[^.]{0,40}\b(?:not supported|unsupported|not allowed)"
-    r"|roles must alternate|(?:not supported|unsupported|invalid)\b[^.]{0,20}\brole[ :'\"`]+system\b", re.I)
-_HEADER_CONTROL = re.compile(r"[\x00-\x1f\x7f]")   # http.client refuses these, quoting the whole header value
+    r"|roles must alternate|(?:not supported|unsupported|invalid)\b[^.]{0,20}\brole[ "
+    r":'\"`]+system\b", re.I)
+# http.client refuses these, quoting the whole header value
+_HEADER_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _BOM = b"\xef\xbb\xbf"         # UTF-8's byte-order mark, which a few servers send before an answer
 _STATUS_HINTS = {
     400: "the server rejected the request",
     401: "check OPENAI_API_KEY",
     403: "check OPENAI_API_KEY and that it may use this model",
-    404: "check that the base URL ends in /v1 (e.g. http://localhost:11434/v1) and that the model name exists",
+    404: "check that the base URL ends in /v1 (e.g. http://localhost:11434/v1) and that the model "
+         "name exists",
     422: "the server could not process the request; check the model name and options",
 }
 
@@ -2791,54 +2980,70 @@ class OpenAICompatLLM:
     """
 
     last_finish_reason = _PerThread()      # "stop", "length", "repetition", ... or None
-    last_stopped_early = _PerThread(False)  # True when reading stopped at the end of the first action
+    # True when reading stopped at the end of the first action
+    last_stopped_early = _PerThread(False)
     last_reasoning = _PerThread()          # a separate reasoning field the server sent, or None
-    last_usage = _PerThread()              # this call's prompt_tokens/completion_tokens, None when not reported
-    last_model = _PerThread()              # the model the server says answered this call, None when it names none
+    last_usage = _PerThread()  # this call's prompt_tokens/completion_tokens, None when not reported
+    # the model the server says answered this call, None when it names none
+    last_model = _PerThread()
 
-    def __init__(self, model: str, base_url: str = "https://api.openai.com/v1", api_key: Optional[str] = None, *,
-                 temperature: Optional[float] = 0.0, max_tokens: Optional[int] = None, timeout: float = 60,
-                 max_retries: int = 3, stop: Optional[Iterable[str]] = (),
-                 extra_body: Optional[dict] = None, headers: Optional[dict] = None, opener: Any = None,
-                 sleep: Callable[[float], None] = time.sleep, response_schema: Optional[dict] = None,
-                 stream: bool = True, on_delta: Optional[Callable[[Optional[str]], None]] = None,
+    def __init__(self, model: str, base_url: str = "https://api.openai.com/v1",
+                 api_key: Optional[str] = None, *, temperature: Optional[float] = 0.0,
+                 max_tokens: Optional[int] = None, timeout: float = 60, max_retries: int = 3,
+                 stop: Optional[Iterable[str]] = (), extra_body: Optional[dict] = None,
+                 headers: Optional[dict] = None, opener: Any = None,
+                 sleep: Callable[[float], None] = time.sleep,
+                 response_schema: Optional[dict] = None, stream: bool = True,
+                 on_delta: Optional[Callable[[Optional[str]], None]] = None,
                  early_stop: bool = True, repetition_stop: bool = True,
                  max_request_seconds: float = 600, max_response_bytes: int = 8 * 1024 * 1024,
                  allow_http_key: bool = False, organization: Optional[str] = None,
                  project: Optional[str] = None) -> None:
-        _check_client_options(model, {"max_retries": max_retries, "timeout": timeout, "temperature": temperature,
-                                      "max_request_seconds": max_request_seconds, "max_tokens": max_tokens,
+        _check_client_options(model, {"max_retries": max_retries, "timeout": timeout,
+                                      "temperature": temperature,
+                                      "max_request_seconds": max_request_seconds,
+                                      "max_tokens": max_tokens,
                                       "max_response_bytes": max_response_bytes})
-        base_url, self.base_url, self._basic = _userinfo(base_url)   # base_url: the password shown as ***
+        # base_url: the password shown as ***
+        base_url, self.base_url, self._basic = _userinfo(base_url)
         self.model, self.url = model.strip(), _chat_url(base_url)
         self._api_key = _clean_key(api_key)
         if self._basic and self._api_key:
-            raise ValueError("the base URL holds a user name and password (sent as Basic auth) and an API key is set "
-                             "(sent as Bearer): both go in the Authorization header; give one")
+            raise ValueError("the base URL holds a user name and password (sent as Basic auth) and "
+                             "an API key is set (sent as Bearer): both go in the Authorization "
+                             "header; give one")
         self.temperature = temperature       # None: leave it to the server
         self.max_tokens = max_tokens         # None: leave it to the server
-        self.timeout = timeout               # seconds: to connect, and for each next byte once the first has come
-        self.max_request_seconds = max_request_seconds   # seconds: a whole request, its first byte included
+        # seconds: to connect, and for each next byte once the first has come
+        self.timeout = timeout
+        # seconds: a whole request, its first byte included
+        self.max_request_seconds = max_request_seconds
         self.max_response_bytes = max_response_bytes     # a longer answer is refused
         self.max_retries = max_retries       # retries after the first attempt
-        # Sent as "stop"; cut client-side if the server rejects it. None by default: a server cuts at a stop
-        # inside a reasoning model's reasoning too, which may mention the marker (issue 18.1); the parser
-        # ends a reply at an invented observation instead, and streaming stops at the end of an opening action.
-        self.stop = [stop] if isinstance(stop, str) and stop else list(stop or ())   # one string is one stop
+        # Sent as "stop"; cut client-side if the server rejects it. None by default: a server cuts
+        # at a stop inside a reasoning model's reasoning too, which may mention the marker (issue
+        # 18.1); the parser ends a reply at an invented observation instead, and streaming stops at
+        # the end of an opening action. one string is one stop
+        self.stop = [stop] if isinstance(stop, str) and stop else list(stop or ())
         self.extra_body, self.headers = dict(extra_body or {}), dict(headers or {})
         self.organization, self.project = organization, project   # sent as the SDK does
-        self.response_schema = response_schema   # kept on every call: per-call schemas do not replace it
-        self.stream = stream                 # server-sent events; a plain JSON answer is read as well
-        self.on_delta = on_delta             # called with each new piece of text, None when a retry restarts
-        self.early_stop = early_stop         # stop reading once a reply that opens with its action has closed it
-        self.repetition_stop = repetition_stop   # stop reading a reply that loops (finish_reason "repetition")
-        self.allow_http_key = allow_http_key     # send a key from the environment over plain http:// anywhere
+        # kept on every call: per-call schemas do not replace it
+        self.response_schema = response_schema
+        self.stream = stream  # server-sent events; a plain JSON answer is read as well
+        self.on_delta = on_delta  # called with each new piece of text, None when a retry restarts
+        # stop reading once a reply that opens with its action has closed it
+        self.early_stop = early_stop
+        # stop reading a reply that loops (finish_reason "repetition")
+        self.repetition_stop = repetition_stop
+        # send a key from the environment over plain http:// anywhere
+        self.allow_http_key = allow_http_key
         self._opener, self._sleep = opener, sleep
         self._start_state()
 
     @classmethod
     def from_env(cls, **overrides: Any) -> OpenAICompatLLM:
-        """Build from OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL, OPENAI_ORG_ID, OPENAI_PROJECT_ID; overrides win.
+        """Build from OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL, OPENAI_ORG_ID,
+        OPENAI_PROJECT_ID; overrides win.
 
         A key from the environment is not sent over plain http:// to a host other than
         loopback unless ``allow_http_key=True``: it may belong to another service.
@@ -2846,7 +3051,8 @@ class OpenAICompatLLM:
         """
         env = os.environ
         settings = {"model": env.get("OPENAI_MODEL"), "base_url": env.get("OPENAI_BASE_URL"),
-                    "api_key": env.get("OPENAI_API_KEY"), "organization": env.get("OPENAI_ORG_ID") or None,
+                    "api_key": env.get("OPENAI_API_KEY"),
+                    "organization": env.get("OPENAI_ORG_ID") or None,
                     "project": env.get("OPENAI_PROJECT_ID") or None}
         key_from_env = overrides.get("api_key") is None and bool((settings["api_key"] or "").strip())
         settings.update({key: value for key, value in overrides.items() if value is not None})
@@ -2859,15 +3065,18 @@ class OpenAICompatLLM:
             llm._guard_env_key()
         return llm
 
-    def chat(self, messages: list[dict], *, response_schema: Optional[dict] = None, temperature: Optional[float] = None,
-             max_seconds: Optional[float] = None, frequency_penalty: Optional[float] = None) -> str:
-        """Send the conversation; return the reply text. Raises LLMError, and nothing else, when it fails for good.
+    def chat(self, messages: list[dict], *, response_schema: Optional[dict] = None,
+             temperature: Optional[float] = None, max_seconds: Optional[float] = None,
+             frequency_penalty: Optional[float] = None) -> str:
+        """Send the conversation; return the reply text. Raises LLMError, and nothing else, when it
+        fails for good.
 
         The options override the client's settings and ``extra_body`` for this call
         only; a client built with its own ``response_schema`` keeps it. ``max_seconds``
         caps the whole call, retries included.
         """
-        if _is_number(max_seconds) and max_seconds <= 0:   # the agent passes what is left of its budget
+        # the agent passes what is left of its budget
+        if _is_number(max_seconds) and max_seconds <= 0:
             raise LLMError(f"no time left for a model call (max_seconds={max_seconds!r})")
         try:
             _check_setting("max_seconds", max_seconds, optional=True)
@@ -2881,32 +3090,37 @@ class OpenAICompatLLM:
             except LLMError as exc:
                 if not self._adapt(exc, body):
                     raise
-            except Exception as exc:   # anything unforeseen may carry the key: scrub it and say what it was
+            # anything unforeseen may carry the key: scrub it and say what it was
+            except Exception as exc:
                 raise LLMError(f"unexpected {type(exc).__name__} while calling {self.url}: "
                                f"{self._scrub(str(exc))[:300]}") from None
 
     def _start_state(self) -> None:
         """What the client learns and keeps while it runs (shared by every thread that uses it)."""
-        self._adapted: set = set()           # what this server rejected by name, each adapted to once
-        self._max_tokens_key = "max_tokens"   # or max_completion_tokens, when the server asks for it
-        self._key_withheld = False           # from_env: a key not sent over plain http:// to another host
-        self._lock, self._local = threading.Lock(), threading.local()   # one client may serve many threads
-        self._not_before = 0.0               # time.monotonic() before which no request starts (Retry-After)
+        self._adapted: set = set()  # what this server rejected by name, each adapted to once
+        self._max_tokens_key = "max_tokens"  # or max_completion_tokens, when the server asks for it
+        self._key_withheld = False  # from_env: a key not sent over plain http:// to another host
+        # one client may serve many threads
+        self._lock, self._local = threading.Lock(), threading.local()
+        self._not_before = 0.0  # time.monotonic() before which no request starts (Retry-After)
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
 
     def _guard_env_key(self) -> None:
-        """Withhold a key from the environment from a plain-http host other than loopback, and say so once."""
+        """Withhold a key from the environment from a plain-http host other than loopback, and say
+        so once."""
         if self.allow_http_key or not self._api_key or not self.url.startswith("http://") or _is_loopback(self.url):
             return
         self._key_withheld = True
-        _log.warning("not sending OPENAI_API_KEY over plain http:// to %s: a key from the environment may belong to "
-                     "another service (pass allow_http_key=True, or --allow-http-key, to send it)", self.base_url)
+        _log.warning("not sending OPENAI_API_KEY over plain http:// to %s: a key from the "
+                     "environment may belong to another service (pass allow_http_key=True, or "
+                     "--allow-http-key, to send it)", self.base_url)
 
     def __repr__(self) -> str:
         return f"OpenAICompatLLM(model={self.model!r}, base_url={self.base_url!r})"
 
     def _served_models(self, max_seconds: Optional[float] = None) -> list:
-        """The model ids the server lists at GET /models; LLMError when it does not answer with them.
+        """The model ids the server lists at GET /models; LLMError when it does not answer with
+        them.
 
         One attempt, with the key handling, proxy rule, no-redirect opener and
         deadlines of a chat request; the whole answer must come within ``timeout``
@@ -2919,24 +3133,28 @@ class OpenAICompatLLM:
             response = self._open(None, False, deadline)
             try:
                 body = _Body(response, deadline, self.max_response_bytes, self.timeout)
-                text = b"".join(iter(body.read, b"")).decode("utf-8-sig", errors="replace")   # any BOM dropped
+                # any BOM dropped
+                text = b"".join(iter(body.read, b"")).decode("utf-8-sig", errors="replace")
             finally:
                 response.close()
         except _Retryable as exc:
             raise LLMError(str(exc), exc.status) from None
         except LLMError:
             raise
-        except Exception as exc:   # anything unforeseen may carry the key: scrub it and say what it was
+        # anything unforeseen may carry the key: scrub it and say what it was
+        except Exception as exc:
             raise LLMError(f"unexpected {type(exc).__name__} while asking {url}: "
                            f"{self._scrub(str(exc))[:300]}") from None
         try:
             data = json.loads(text)
         except (ValueError, RecursionError):
-            raise self._unreadable("did not answer with JSON (is the base URL right?)", text, url) from None
+            raise self._unreadable("did not answer with JSON (is the base URL right?)", text,
+                                   url) from None
         listed = data.get("data") if isinstance(data, dict) else None
         if not isinstance(listed, list):
             raise self._unreadable("did not answer with a list of models", text, url)
-        return [entry["id"] for entry in listed if isinstance(entry, dict) and isinstance(entry.get("id"), str)]
+        return [entry["id"] for entry in listed if isinstance(entry, dict)
+                and isinstance(entry.get("id"), str)]
 
     def _adapt(self, exc: LLMError, body: dict) -> bool:
         """Change what is sent after the server rejected part of it by name; True to try again.
@@ -2955,7 +3173,8 @@ class OpenAICompatLLM:
             change = self._adaptation(message, body, exc.status)
             if change is None:
                 return False
-            if change in self._adapted:         # made by another thread since this body was built: the next has it
+            # made by another thread since this body was built: the next has it
+            if change in self._adapted:
                 return True
             if change == "max_tokens" and "max_completion_tokens" in message:
                 self._max_tokens_key = "max_completion_tokens"
@@ -2964,7 +3183,8 @@ class OpenAICompatLLM:
         return True
 
     def _adaptation(self, message: str, body: dict, status: int) -> Optional[str]:
-        """The change a refusal asks for, read from the body that was refused (not from what is adapted since)."""
+        """The change a refusal asks for, read from the body that was refused (not from what is
+        adapted since)."""
         if status != 500:
             for param, pattern in _ADAPTABLE_PARAMS.items():
                 if param in body and pattern.search(message):
@@ -2972,7 +3192,8 @@ class OpenAICompatLLM:
             if "response_format" in body and _FORMAT_REJECTED.search(message):
                 given = body["response_format"]
                 return "json_object" if isinstance(given, dict) and given.get("type") == "json_schema" else "no_format"
-        has_system = any(isinstance(m, dict) and m.get("role") == "system" for m in body["messages"])
+        has_system = any(isinstance(m, dict) and m.get("role") == "system"
+                         for m in body["messages"])
         if has_system and _SYSTEM_REJECTED.search(message):
             return "system"
         return None
@@ -2982,7 +3203,8 @@ class OpenAICompatLLM:
         body: dict = {"model": self.model, "messages": messages}
         if self.stream:
             body.update(stream=True, stream_options={"include_usage": True})
-        for key, value in (("temperature", self.temperature), ("max_tokens", self.max_tokens), ("stop", self.stop)):
+        for key, value in (("temperature", self.temperature), ("max_tokens", self.max_tokens),
+                           ("stop", self.stop)):
             if value is not None and value != []:
                 body[key] = value
         body.update(self.extra_body)
@@ -2992,15 +3214,18 @@ class OpenAICompatLLM:
             body["frequency_penalty"] = frequency_penalty
         schema = self.response_schema if self.response_schema is not None else response_schema
         if schema is not None:
-            body["response_format"] = {"type": "json_schema", "json_schema": {"name": "action", "schema": schema}}
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": "action", "schema": schema}}
             if "no_format" not in self._adapted and "stop" not in self.extra_body:
-                # The grammar already ends the reply after the object; a stop sequence could only cut a
-                # string that quotes it (a small model copies "[OBSERVATION]" into its thought).
+                # The grammar already ends the reply after the object; a stop sequence could only
+                # cut a string that quotes it (a small model copies "[OBSERVATION]" into its
+                # thought).
                 body.pop("stop", None)
         return self._adapted_body(body)
 
     def _adapted_body(self, body: dict) -> dict:
-        """The body as this server takes it: what it rejected is dropped or replaced, whatever extra_body says."""
+        """The body as this server takes it: what it rejected is dropped or replaced, whatever
+        extra_body says."""
         for param in ("stream_options", "stream", "stop", "temperature", "frequency_penalty"):
             if param in self._adapted or (param == "stream_options" and "stream" in self._adapted):
                 body.pop(param, None)
@@ -3022,7 +3247,8 @@ class OpenAICompatLLM:
         while True:
             self._wait_for_hold(call_end, held)
             try:
-                return self._attempt(data, bool(body.get("stream")), _Deadline(self.max_request_seconds, call_end,
+                return self._attempt(data, bool(body.get("stream")),
+                                     _Deadline(self.max_request_seconds, call_end,
                                                                               self.url))
             except _Retryable as exc:
                 failure = exc
@@ -3030,9 +3256,11 @@ class OpenAICompatLLM:
                 raise LLMError(f"{failure} (gave up after {attempt + 1} attempts)", failure.status)
             delay = failure.retry_after if failure.retry_after is not None else _backoff(attempt)
             if time.monotonic() + delay >= call_end:
-                raise LLMError(f"{failure} (no time left to retry within max_seconds)", failure.status)
+                raise LLMError(f"{failure} (no time left to retry within max_seconds)",
+                               failure.status)
             _log.info("model request failed (%s); retrying in %.1f s", failure, delay)
-            if failure.retry_after is not None:  # the server's "slow down" holds back every thread of this client
+            # the server's "slow down" holds back every thread of this client
+            if failure.retry_after is not None:
                 with self._lock:
                     held = time.monotonic() + delay
                     self._not_before = max(self._not_before, held)
@@ -3042,25 +3270,30 @@ class OpenAICompatLLM:
                 self.on_delta(None)             # the reply starts again
 
     def _wait_for_hold(self, call_end: float, held: float) -> None:
-        """Before a request: wait out a Retry-After that any thread of this client was given (held: waited already)."""
+        """Before a request: wait out a Retry-After that any thread of this client was given (held:
+        waited already)."""
         with self._lock:
             wait = self._not_before - time.monotonic()
             if wait <= 0 or self._not_before <= held:
                 return
         if time.monotonic() + wait >= call_end:
-            raise LLMError(f"the server at {self.url} asked to wait {wait:.1f} s (Retry-After), past max_seconds")
+            raise LLMError(f"the server at {self.url} asked to wait {wait:.1f} s (Retry-After), "
+                           "past max_seconds")
         self._sleep(wait)
 
     def _request_headers(self, stream: bool) -> dict:
         headers = {"Content-Type": "application/json", "User-Agent": f"agent.py/{__version__}",
-                   "Accept": "text/event-stream, application/json" if stream else "application/json"}
+                   "Accept": "text/event-stream, application/json" if stream
+                   else "application/json"}
         if self._basic:
             headers["Authorization"] = f"Basic {self._basic}"
         elif self._api_key and not self._key_withheld:
             if _HEADER_CONTROL.search(self._api_key):
-                raise LLMError("the API key holds a control character; check how it was read (the key is not shown)")
+                raise LLMError("the API key holds a control character; check how it was read (the "
+                               "key is not shown)")
             headers["Authorization"] = f"Bearer {self._api_key}"
-        extra = {"OpenAI-Organization": self.organization, "OpenAI-Project": self.project, **self.headers}
+        extra = {"OpenAI-Organization": self.organization, "OpenAI-Project": self.project,
+                 **self.headers}
         for name, value in extra.items():
             if value is None:
                 continue
@@ -3075,10 +3308,11 @@ class OpenAICompatLLM:
         try:
             return self._read_response(response, deadline)
         finally:
-            response.close()                    # always: after an early stop, a stall, an error or Ctrl-C
+            response.close()  # always: after an early stop, a stall, an error or Ctrl-C
 
     def _open(self, data: Optional[bytes], stream: bool, deadline: _Deadline) -> Any:
-        """Send one request (a POST of data, or a GET when None) to deadline.url; the response, whose status is 2xx.
+        """Send one request (a POST of data, or a GET when None) to deadline.url; the response,
+        whose status is 2xx.
 
         Raises _Retryable or LLMError for what a failure means. Every read is bounded
         by ``timeout`` and the deadline, and no redirect is followed.
@@ -3087,12 +3321,15 @@ class OpenAICompatLLM:
         import urllib.error
         import urllib.request
 
-        request = urllib.request.Request(deadline.url, data=data, headers=self._request_headers(stream),
+        request = urllib.request.Request(deadline.url, data=data,
+                                         headers=self._request_headers(stream),
                                          method="GET" if data is None else "POST")
-        request.timing = (self.timeout, deadline)   # a fresh Request per attempt: urllib's proxy code edits it
+        # a fresh Request per attempt: urllib's proxy code edits it
+        request.timing = (self.timeout, deadline)
         opener = self._opener or _build_opener(deadline.url)
         try:
-            return opener.open(request, timeout=min(self.timeout, deadline.left(), threading.TIMEOUT_MAX))
+            return opener.open(request, timeout=min(self.timeout, deadline.left(),
+                                                    threading.TIMEOUT_MAX))
         except urllib.error.HTTPError as exc:
             text = _read_error_body(exc, deadline, self.timeout).decode("utf-8-sig", errors="replace")
             self._fail(exc.code, text, exc.headers, deadline.url)
@@ -3108,31 +3345,37 @@ class OpenAICompatLLM:
             return LLMError(f"the TLS certificate of {deadline.url} could not be verified: {reason}")
         if isinstance(reason, socket.timeout) and deadline.passed():
             return deadline.expired()
-        return _Retryable(f"could not reach {deadline.url}: {self._scrub(str(reason)) or type(exc).__name__}")
+        return _Retryable(f"could not reach {deadline.url}: "
+                          f"{self._scrub(str(reason)) or type(exc).__name__}")
 
     def _read_response(self, response: Any, deadline: _Deadline) -> _Reply:
         status = getattr(response, "status", None)
         headers = getattr(response, "headers", None) or {}
-        if isinstance(status, int) and 300 <= status < 400:   # an opener that does not raise for a 3xx
+        # an opener that does not raise for a 3xx
+        if isinstance(status, int) and 300 <= status < 400:
             self._fail(status, "", headers)
         length = headers.get("Content-Length")
         if length and length.strip().isdigit() and int(length) > self.max_response_bytes:
-            raise LLMError(f"the answer from {self.url} is over max_response_bytes={self.max_response_bytes} "
-                           f"({int(length)} bytes); refused")
+            raise LLMError(f"the answer from {self.url} is over "
+                           f"max_response_bytes={self.max_response_bytes} ({int(length)} bytes); "
+                           "refused")
         body = _Body(response, deadline, self.max_response_bytes, self.timeout)
         first = body.read()
-        while first and len(first.lstrip()) < 6 + 3:   # enough to tell events from JSON, even a byte at a time
+        # enough to tell events from JSON, even a byte at a time
+        while first and len(first.lstrip()) < 6 + 3:
             more = body.read()
             if not more:
                 break
             first += more
-        first = first[3:] if first.startswith(_BOM) else first   # some servers open their answer with one
+        # some servers open their answer with one
+        first = first[3:] if first.startswith(_BOM) else first
         events = "event-stream" in (headers.get("Content-Type") or "")
         if events or first.lstrip().startswith((b"data:", b":", b"event:", b"id:")):
             return self._read_events(body, first)
         chunks = [first]
         chunks.extend(iter(body.read, b""))
-        return self._read_json(b"".join(chunks).decode("utf-8", errors="replace"))   # the BOM is gone
+        # the BOM is gone
+        return self._read_json(b"".join(chunks).decode("utf-8", errors="replace"))
 
     def _read_events(self, body: _Body, first: bytes) -> _Reply:
         """Read a server-sent event stream until its end, an early stop or a loop."""
@@ -3140,7 +3383,8 @@ class OpenAICompatLLM:
         scanner = _ActionScanner() if self.early_stop else None
         state = _StreamState(self.on_delta, scanner, self.repetition_stop, stops)
         events = _EventStream()
-        for piece in itertools.chain([first], iter(body.read, b""), [b""]):   # b"": the end flushes the last event
+        # b"": the end flushes the last event
+        for piece in itertools.chain([first], iter(body.read, b""), [b""]):
             for data in events.feed(piece):
                 if self._on_event(data, state):
                     return state.reply()
@@ -3171,7 +3415,8 @@ class OpenAICompatLLM:
         finish = choice.get("finish_reason")
         if isinstance(finish, str) and state.finish_reason != "repetition":
             state.ended = True
-            if stop and state.stopped_early and not state.dropped:   # the action ended the reply anyway:
+            # the action ended the reply anyway:
+            if stop and state.stopped_early and not state.dropped:
                 state.stopped_early = stop = False                   # read on for the usage chunk
             if not stop:
                 state.finish_reason = finish
@@ -3182,7 +3427,8 @@ class OpenAICompatLLM:
         try:
             data = json.loads(text)
         except (ValueError, RecursionError):
-            raise self._unreadable("did not answer with JSON (is the base URL right?)", text) from None
+            raise self._unreadable("did not answer with JSON (is the base URL right?)",
+                                   text) from None
         if isinstance(data, dict) and (data.get("error") or data.get("object") == "error"):
             self._fail(None, text)
         choices = data.get("choices") if isinstance(data, dict) else None
@@ -3195,43 +3441,49 @@ class OpenAICompatLLM:
             raise self._unreadable("answered with a message that is not an object", text)
         finish = choice.get("finish_reason")
         return _Reply(_text_of(message.get("content")), _reasoning_of(message),
-                      finish if isinstance(finish, str) else None, _reported_usage(data.get("usage")),
+                      finish if isinstance(finish, str) else None,
+                      _reported_usage(data.get("usage")),
                       model=data["model"] if isinstance(data.get("model"), str) else None)
 
     def _unreadable(self, problem: str, text: str, url: Optional[str] = None) -> LLMError:
         """The error for an answer that holds no reply, quoting its start, scrubbed."""
         return LLMError(f"{url or self.url} {problem}: {_quoted(text, self._scrub)}")
 
-    def _fail(self, status: Optional[int], text: str, headers: Any = None, url: Optional[str] = None) -> None:
-        """Raise what a server's error means: _Retryable when another attempt may help, else LLMError."""
+    def _fail(self, status: Optional[int], text: str, headers: Any = None,
+              url: Optional[str] = None) -> None:
+        """Raise what a server's error means: _Retryable when another attempt may help, else
+        LLMError."""
         message, details = _server_error(text, self._scrub)
         status, url = status or _error_status(details), url or self.url
         where = f"HTTP {status} from {url}" if status else f"{url} returned an error"
         overflow = _overflow(message, details)
         if overflow is not None:
-            error = LLMError(f"{where}: {message} (the conversation does not fit the model's context window)",
+            error = LLMError(f"{where}: {message} (the conversation does not fit the model's "
+                             "context window)",
                              status, kind="context_overflow")
             error.n_ctx, error.n_prompt_tokens = overflow
             raise error
         if status is not None and 300 <= status < 400:
             location = self._scrub(str(headers.get("Location") if headers else None))
-            raise LLMError(f"HTTP {status} from {url}: redirected to {location} (agent.py follows no redirect, "
-                           "which would carry the API key elsewhere; fix the base URL)", status)
+            raise LLMError(f"HTTP {status} from {url}: redirected to {location} (agent.py follows "
+                           "no redirect, which would carry the API key elsewhere; fix the base URL)", status)
         if status in _RETRY_STATUSES and not _SYSTEM_REJECTED.search(message):
             retry_after = _retry_after(headers.get("Retry-After") if headers else None)
             raise _Retryable(f"{where}: {message}", status, retry_after)
-        raise LLMError(f"{where}: {message}" + (f" ({self._hint(status, message)})" if status else ""), status)
+        raise LLMError(f"{where}: {message}" + (f" ({self._hint(status, message)})" if status
+                                                else ""), status)
 
     def _hint(self, status: int, message: str) -> str:
         if status == 401 and self._key_withheld:
-            return ("OPENAI_API_KEY was not sent over plain http:// to this host; pass allow_http_key=True "
-                    "(CLI --allow-http-key) to send it")
+            return ("OPENAI_API_KEY was not sent over plain http:// to this host; pass "
+                    "allow_http_key=True (CLI --allow-http-key) to send it")
         if status == 404 and _names_model(message, self.model):
             return f"unknown model {self.model!r}: check the model name"
         return _STATUS_HINTS.get(status, "the request was refused")
 
     def _keep(self, reply: _Reply) -> str:
-        """Record what the call left behind (per thread), add its usage to the total; return the text."""
+        """Record what the call left behind (per thread), add its usage to the total; return the
+        text."""
         text = reply.text
         if "stop" in self._adapted:
             for stop in self.stop:
@@ -3246,14 +3498,16 @@ class OpenAICompatLLM:
         return text
 
     def _scrub(self, text: str) -> str:
-        """text without the API key, the base URL's password, nor a header's credential: every quote of server text."""
-        secrets = [self._api_key, *(_basic_secrets(self._basic) + [self._basic] if self._basic else [])]
+        """text without the API key, the base URL's password, nor a header's credential: every quote
+        of server text."""
+        secrets = [self._api_key,
+                   *(_basic_secrets(self._basic) + [self._basic] if self._basic else [])]
         return _scrubbed(text, secrets + _header_secrets(self.headers))
 
 
 def _check_client_options(model: Any, numbers: dict) -> None:
-    """ValueError for a missing model name or a numeric option out of its rule (temperature, max_tokens: None is
-    the server's default)."""
+    """ValueError for a missing model name or a numeric option out of its rule (temperature,
+    max_tokens: None is the server's default)."""
     if not isinstance(model, str) or not model.strip():
         raise ValueError("no model named: pass model=... or set OPENAI_MODEL")
     for name, value in numbers.items():
@@ -3263,13 +3517,15 @@ def _check_client_options(model: Any, numbers: dict) -> None:
 # -- Models, the client's helpers: what a request sends and what an answer means -------
 
 def _backoff(attempt: int) -> float:
-    """Seconds before retry number attempt+1: exponential (0.5 s doubling, capped at 30 s), half of it jitter."""
+    """Seconds before retry number attempt+1: exponential (0.5 s doubling, capped at 30 s), half of
+    it jitter."""
     base = min(30.0, 0.5 * 2 ** attempt)
     return base / 2 + random.uniform(0, base / 2)
 
 
 def _chat_url(base_url: str) -> str:
-    """The chat-completions URL of a base URL, any query kept after the path; ValueError when it cannot work."""
+    """The chat-completions URL of a base URL, any query kept after the path; ValueError when it
+    cannot work."""
     text = base_url.strip() if isinstance(base_url, str) else ""
     try:
         parts = urlsplit(text)
@@ -3279,7 +3535,8 @@ def _chat_url(base_url: str) -> str:
     except ValueError as exc:
         raise ValueError(f"invalid base URL {base_url!r} ({exc})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
-        raise ValueError(f"invalid base URL {base_url!r} (must start with http:// or https:// and name a host)")
+        raise ValueError(f"invalid base URL {base_url!r} (must start with http:// or https:// and "
+                         "name a host)")
     path = parts.path.rstrip("/")
     if not path.endswith("/chat/completions"):
         path += "/chat/completions"
@@ -3293,7 +3550,8 @@ def _models_url(chat_url: str) -> str:
 
 
 def _userinfo(base_url: Any) -> tuple:
-    """(the base URL without a user name and password, the URL as shown, the Basic credential or None).
+    """(the base URL without a user name and password, the URL as shown, the Basic credential or
+    None).
 
     A user name and password in the URL (``http://alice:S3cret@host/v1``) are sent as
     Basic auth, as curl does: urllib would send nothing. The URL as shown has the
@@ -3316,7 +3574,8 @@ def _userinfo(base_url: Any) -> tuple:
 
 
 def _clean_key(api_key: Any) -> Optional[str]:
-    """The API key without surrounding whitespace (a key read from a file ends in a newline), or None."""
+    """The API key without surrounding whitespace (a key read from a file ends in a newline), or
+    None."""
     if api_key is None:
         return None
     if not isinstance(api_key, str):
@@ -3325,15 +3584,18 @@ def _clean_key(api_key: Any) -> Optional[str]:
 
 
 def _quoted(text: str, scrub: Callable[[str], str]) -> str:
-    """A body that holds no message of its own, as an error quotes it: scrubbed, its start, on one line."""
+    """A body that holds no message of its own, as an error quotes it: scrubbed, its start, on one
+    line."""
     text = text.strip()
     return repr(scrub(text)[:200]) if text else "(empty body)"
 
 
 def _server_error(text: str, scrub: Callable[[str], str]) -> tuple:
-    """The server's own message, scrubbed, and its error object (``{}`` if none) from an OpenAI, vLLM or llama.cpp body.
+    """The server's own message, scrubbed, and its error object (``{}`` if none) from an OpenAI,
+    vLLM or llama.cpp body.
 
-    The message is scrubbed after decoding (an escaped key decodes to the plain key) and before it is cut.
+    The message is scrubbed after decoding (an escaped key decodes to the plain key) and before it
+    is cut.
     """
     text = text.strip()
     try:
@@ -3346,19 +3608,23 @@ def _server_error(text: str, scrub: Callable[[str], str]) -> tuple:
     return scrub(message if isinstance(message, str) else json.dumps(message))[:300], details
 
 
-_ESCAPED = re.compile(r"\\u([0-9a-fA-F]{4})|\\(/)|%([0-9a-fA-F]{2})")   # JSON's \uXXXX and \/, URLs' %XX
+# JSON's \uXXXX and \/, URLs' %XX
+_ESCAPED = re.compile(r"\\u([0-9a-fA-F]{4})|\\(/)|%([0-9a-fA-F]{2})")
 
 
 def _unescaped(text: str) -> str:
-    """text with JSON's \\uXXXX and \\/ escapes and URL percent-escapes decoded, so an escaped secret shows."""
+    """text with JSON's \\uXXXX and \\/ escapes and URL percent-escapes decoded, so an escaped
+    secret shows."""
     return _ESCAPED.sub(lambda m: m.group(2) or chr(int(m.group(1) or m.group(3), 16)), text)
 
 
-_MIN_SECRET_CHARS = 8       # shorter keys ("x", "none") are placeholders; scrubbing them would mangle every message
+# shorter keys ("x", "none") are placeholders; scrubbing them would mangle every message
+_MIN_SECRET_CHARS = 8
 
 
 def _scrubbed(text: str, secrets: Iterable[Optional[str]]) -> str:
-    """text with every secret shown as ``***``: the one scrubber, for keys, passwords and header credentials.
+    """text with every secret shown as ``***``: the one scrubber, for keys, passwords and header
+    credentials.
 
     A run of 8 or more characters that starts or ends a secret is hidden too (a server
     that echoes all but the last 4 characters of a key). A server may echo a secret
@@ -3369,9 +3635,11 @@ def _scrubbed(text: str, secrets: Iterable[Optional[str]]) -> str:
     >>> _scrubbed("bad key sk-abcdefghij12345678 (sk-abcdefghij1234...)", ["sk-abcdefghij12345678"])
     'bad key *** (***...)'
     """
-    secrets = [secret for secret in secrets if isinstance(secret, str) and len(secret) >= _MIN_SECRET_CHARS]
+    secrets = [secret for secret in secrets if isinstance(secret, str)
+               and len(secret) >= _MIN_SECRET_CHARS]
     readings = [text]
-    for _ in range(3 if secrets else 0):    # an escape escaped again (\\u005cu0073, %252F) takes another pass
+    # an escape escaped again (\\u005cu0073, %252F) takes another pass
+    for _ in range(3 if secrets else 0):
         readings.append(_unescaped(readings[-1]))
     for reading in reversed(readings):
         spans = sorted(span for secret in secrets for span in _secret_spans(reading, secret))
@@ -3386,17 +3654,18 @@ def _scrubbed(text: str, secrets: Iterable[Optional[str]]) -> str:
 
 
 def _secret_spans(text: str, secret: str) -> list:
-    """(start, end) of each run of text that is secret, or 8 or more characters that start or end it."""
+    """(start, end) of each run of text that is secret, or 8 or more characters that start or end
+    it."""
     spans, size = [], _MIN_SECRET_CHARS
     at = text.find(secret[:size])
-    while at >= 0:                          # from a match of its first characters, as far as it goes on
+    while at >= 0:  # from a match of its first characters, as far as it goes on
         end = at + size
         while end < len(text) and end - at < len(secret) and text[end] == secret[end - at]:
             end += 1
         spans.append((at, end))
         at = text.find(secret[:size], at + 1)
     end = text.find(secret[-size:]) + size
-    while end >= size:                      # from a match of its last characters, as far back as it goes
+    while end >= size:  # from a match of its last characters, as far back as it goes
         start = end - size
         while start > 0 and end - start < len(secret) and text[start - 1] == secret[-(end - start) - 1]:
             start -= 1
@@ -3410,7 +3679,8 @@ _CREDENTIAL_PARTS = re.compile(r"[\s,;]+")   # "Bearer <token>", "a=<value>; b=<
 
 
 def _header_secrets(headers: dict) -> list:
-    """The secrets in request headers, for ``_scrubbed``: every value, and the parts of a credential.
+    """The secrets in request headers, for ``_scrubbed``: every value, and the parts of a
+    credential.
 
     A header that can carry a credential (Authorization, Proxy-Authorization, api-key,
     x-api-key, a cookie, any ``*-token``) also gives each part of its value (the token
@@ -3424,7 +3694,7 @@ def _header_secrets(headers: dict) -> list:
         secrets.append(str(value).strip())
         if _CREDENTIAL_HEADER.search(str(name)):
             for part in _CREDENTIAL_PARTS.split(str(value)):
-                secrets += [part, part.partition("=")[2], *_basic_secrets(part)]   # a cookie's value
+                secrets += [part, part.partition("=")[2], *_basic_secrets(part)]  # a cookie's value
     return secrets
 
 
@@ -3449,10 +3719,12 @@ def _error_status(details: dict) -> Optional[int]:
 
 
 def _names_model(message: str, model: Any) -> bool:
-    """Whether a server's message names the model as a whole word: model "m" is not named by "not found"."""
+    """Whether a server's message names the model as a whole word: model "m" is not named by "not
+    found"."""
     if not isinstance(model, str) or not model:
         return False
-    # Not inside a longer name: no name character may touch it, nor a "." or ":" that goes on ("llama3.1").
+    # Not inside a longer name: no name character may touch it, nor a "." or ":" that goes on
+    # ("llama3.1").
     return re.search(rf"(?<![\w.:/-]){re.escape(model)}(?![\w/-]|[.:][\w/-])", message) is not None
 
 
@@ -3464,13 +3736,15 @@ def _first_number(pattern: re.Pattern, text: str) -> Optional[int]:
 _CONTEXT_OVERFLOW = re.compile(   # llama.cpp, OpenAI, vLLM (two wordings), Anthropic-style proxies
     r"exceeds? the available context size|maximum context length|context length exceeded"
     r"|longer than the maximum model length|prompt is too long", re.I)
-_N_CTX = re.compile(r"maximum context length is (\d+)|available context size \((\d+)|maximum model length of (\d+)")
+_N_CTX = re.compile(r"maximum context length is (\d+)|available context size \((\d+)|maximum model "
+                    r"length of (\d+)")
 _N_PROMPT = re.compile(r"request \((\d+) tokens\)|resulted in (\d+) tokens|(\d+) in the messages"
                        r"|has (\d+) input tokens|prompt \(length (\d+)\)")
 
 
 def _overflow(message: str, details: dict) -> Optional[tuple]:
-    """(n_ctx, n_prompt_tokens), each None when not reported, if the error says the prompt does not fit; else None."""
+    """(n_ctx, n_prompt_tokens), each None when not reported, if the error says the prompt does not
+    fit; else None."""
     if not _CONTEXT_OVERFLOW.search(message) and details.get("type") != "exceed_context_size_error":
         return None
     counts = []
@@ -3485,7 +3759,8 @@ _MAX_RETRY_AFTER = 60.0     # seconds; a longer Retry-After is capped
 
 
 def _retry_after(value: Any) -> Optional[float]:
-    """Seconds to wait from a Retry-After header (seconds or an HTTP date), capped; None when unreadable."""
+    """Seconds to wait from a Retry-After header (seconds or an HTTP date), capped; None when
+    unreadable."""
     if not value:
         return None
     try:
@@ -3507,12 +3782,14 @@ def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(part["text"] for part in content if isinstance(part, dict) and isinstance(part.get("text"), str))
+        return "".join(part["text"] for part in content if isinstance(part, dict)
+                       and isinstance(part.get("text"), str))
     return ""
 
 
 def _reasoning_of(message: dict) -> str:
-    """A separate reasoning field of a message or delta (vLLM, llama.cpp, DeepSeek, Ollama), or ""."""
+    """A separate reasoning field of a message or delta (vLLM, llama.cpp, DeepSeek, Ollama), or
+    ""."""
     for key in ("reasoning_content", "reasoning"):
         if isinstance(message.get(key), str):
             return message[key]
@@ -3531,15 +3808,18 @@ def _reported_usage(usage: Any) -> Optional[dict]:
     if not isinstance(usage, dict):
         return None
     counts = {key: usage.get(key) for key in ("prompt_tokens", "completion_tokens")}
-    counts = {key: v if _is_int(v) and 0 <= v <= _MAX_USAGE_COUNT else None for key, v in counts.items()}
+    counts = {key: v if _is_int(v) and 0 <= v <= _MAX_USAGE_COUNT else None for key,
+              v in counts.items()}
     if all(v is None for v in counts.values()):
         return None
     return {key: v or 0 for key, v in counts.items()}
 
 
 def _fold_system(messages: list) -> list:
-    """The conversation with its system messages folded into the first user message, for templates without one."""
-    system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system" and m.get("content"))
+    """The conversation with its system messages folded into the first user message, for templates
+    without one."""
+    system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system"
+                         and m.get("content"))
     rest = [dict(m) for m in messages if m.get("role") != "system"]
     for message in rest:
         if message.get("role") == "user":
@@ -3549,44 +3829,55 @@ def _fold_system(messages: list) -> list:
 
 
 # -- MCP -------------------------------------------------------------------------------
-# ToolRegistry.add_mcp: an MCP server's tools as ordinary Tools, over stdio (a command) or Streamable HTTP
-# (a URL); one connection per server, shared by every caller, a reader routing answers by id
+# ToolRegistry.add_mcp: an MCP server's tools as ordinary Tools, over stdio (a command) or
+# Streamable HTTP (a URL); one connection per server, shared by every caller, a reader routing
+# answers by id
 
 _MCP_VERSION = "2026-07-28"       # the current revision: no handshake, every request carries _meta
-_MCP_OLD_VERSION = "2025-11-25"   # the handshake era (initialize, notifications/initialized), which most servers speak
+# the handshake era (initialize, notifications/initialized), which most servers speak
+_MCP_OLD_VERSION = "2025-11-25"
 _MCP_OLD_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-_MCP_UNSUPPORTED_VERSION = -32022   # a modern server's answer to a version it does not speak: still a modern server
+# a modern server's answer to a version it does not speak: still a modern server
+_MCP_UNSUPPORTED_VERSION = -32022
 _MCP_META = "io.modelcontextprotocol/"
 _MCP_CLIENT = {"name": "agent.py", "version": __version__}
 _MCP_DEFAULT_TIMEOUT = 30.0   # seconds per request when neither add_mcp nor the registry sets one
-_MCP_PROBE_SECONDS = 5.0      # stdio: a server silent this long after server/discover is sent initialize too
-_MCP_GRACE_SECONDS = 1.0      # a tool's limit in the registry is its request's, plus this: the request ends first
-_MCP_MAX_MESSAGE_BYTES = 32 * 2**20   # one message (a stdio line, an HTTP body); a larger one ends the connection
+# stdio: a server silent this long after server/discover is sent initialize too
+_MCP_PROBE_SECONDS = 5.0
+# a tool's limit in the registry is its request's, plus this: the request ends first
+_MCP_GRACE_SECONDS = 1.0
+# one message (a stdio line, an HTTP body); a larger one ends the connection
+_MCP_MAX_MESSAGE_BYTES = 32 * 2**20
 _MCP_MAX_PAGES = 100          # pages of tools/list read at most
 _MCP_STDERR_LINES = 20        # lines of a server's stderr kept, to quote when it dies
-_MCP_CLOSE_SECONDS = 2.0      # after stdin is closed, the wait before SIGTERM, and again before SIGKILL
+_MCP_CLOSE_SECONDS = 2.0  # after stdin is closed, the wait before SIGTERM, and again before SIGKILL
 _MCP_SKIPPED_LOGGED = 5       # non-JSON stdout lines logged as warnings; later ones at debug level
-_MCP_SUMMARY_CHARS = 300      # a first paragraph longer than this is cut to its first sentence in the prompt
-_MCP_PROMPT_DROPS = frozenset({"title", "$schema", "examples"})   # schema annotations the prompt leaves out
-_MCP_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP", "TMP",
-            "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "APPDATA", "LOCALAPPDATA", "USERPROFILE")
-# What the model is told when an MCP call fails (the registry's own texts cover bad arguments and timeouts).
+# a first paragraph longer than this is cut to its first sentence in the prompt
+_MCP_SUMMARY_CHARS = 300
+# schema annotations the prompt leaves out
+_MCP_PROMPT_DROPS = frozenset({"title", "$schema", "examples"})
+_MCP_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ", "TMPDIR",
+            "TEMP", "TMP", "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "APPDATA",
+            "LOCALAPPDATA", "USERPROFILE")
+# What the model is told when an MCP call fails (the registry's own texts cover bad arguments and
+# timeouts).
 _MCP_TEXTS = {
     "is_error": "ERROR: {tool!r} failed: {text} Check the arguments or try another approach.",
     "rpc_error": "ERROR: the MCP server refused {tool!r}: {text} Check the tool name and arguments.",
-    "timeout": "ERROR: {tool!r} got no answer from its MCP server within {seconds:g} s (the call was cancelled). "
-               "Try smaller input, or go on without it.",
-    "input_required": "ERROR: {tool!r} asked for input from a person, which this agent cannot give. "
-                      "Go on without it.",
+    "timeout": "ERROR: {tool!r} got no answer from its MCP server within {seconds:g} s (the call "
+               "was cancelled). Try smaller input, or go on without it.",
+    "input_required": "ERROR: {tool!r} asked for input from a person, which this agent cannot "
+                      "give. Go on without it.",
     "failed": "ERROR: {tool!r} could not be called: {text} Go on without it.",
 }
 
 
-# ToolRegistry's two MCP methods. They are written here, after the transport and the client they use,
-# and attached to the class in one line (ToolRegistry's body says so); help(ToolRegistry) shows them.
-def add_mcp(self, server: Union[str, list], *, name: Optional[str] = None, env: Optional[dict] = None,
-            cwd: Any = None, tools: Optional[Iterable[str]] = None, timeout: Optional[float] = None,
-            headers: Optional[dict] = None) -> list[str]:
+# ToolRegistry's two MCP methods. They are written here, after the transport and the client they
+# use, and attached to the class in one line (ToolRegistry's body says so); help(ToolRegistry) shows
+# them.
+def add_mcp(self, server: Union[str, list], *, name: Optional[str] = None,
+            env: Optional[dict] = None, cwd: Any = None, tools: Optional[Iterable[str]] = None,
+            timeout: Optional[float] = None, headers: Optional[dict] = None) -> list[str]:
     """Register the tools of an MCP server; return the names they were registered under.
 
     ``server`` is a command (a list, or a string split as a shell would; never run through a
@@ -3600,7 +3891,8 @@ def add_mcp(self, server: Union[str, list], *, name: Optional[str] = None, env: 
     registered (its schema, its name): then nothing is registered and the server is stopped.
     """
     before = set(self._tools)
-    _add_mcp(self, server, name=name, env=env, cwd=cwd, tools=tools, timeout=timeout, headers=headers)
+    _add_mcp(self, server, name=name, env=env, cwd=cwd, tools=tools, timeout=timeout,
+             headers=headers)
     return [tool for tool in self._tools if tool not in before]
 
 
@@ -3619,13 +3911,15 @@ ToolRegistry.add_mcp, ToolRegistry.close = add_mcp, close
 del add_mcp, close   # methods of ToolRegistry, not names of this module
 
 
-def _add_mcp(registry: ToolRegistry, server: Any, *, name: Optional[str] = None, env: Optional[dict] = None,
-             cwd: Any = None, tools: Optional[Iterable[str]] = None, timeout: Optional[float] = None,
-             headers: Optional[dict] = None, missing_ok: bool = False) -> list:
+def _add_mcp(registry: ToolRegistry, server: Any, *, name: Optional[str] = None,
+             env: Optional[dict] = None, cwd: Any = None, tools: Optional[Iterable[str]] = None,
+             timeout: Optional[float] = None, headers: Optional[dict] = None,
+             missing_ok: bool = False) -> list:
     """Connect, list the tools, register the chosen ones (all or none); the names the server offers.
 
-    ToolError for a server that cannot be started or reached or answers wrongly, a tool whose schema cannot be
-    enforced, a name in ``tools`` the server lacks (unless ``missing_ok``), or a name already taken.
+    ToolError for a server that cannot be started or reached or answers wrongly, a tool whose schema
+    cannot be enforced, a name in ``tools`` the server lacks (unless ``missing_ok``), or a name
+    already taken.
     """
     _check_setting("timeout", timeout, optional=True)
     if name is not None:
@@ -3639,8 +3933,9 @@ def _add_mcp(registry: ToolRegistry, server: Any, *, name: Optional[str] = None,
         built = [_mcp_tool(session, spec, name, seconds) for spec in chosen]
         taken = next((tool.name for tool in built if tool.name in registry), None)
         if taken is not None or len({tool.name for tool in built}) < len(built):
-            raise ToolError(f"MCP server {session.label}: the tool name {taken or 'of two tools'!r} is taken; "
-                            "give the server a prefix with name=... (CLI: a name in --mcp-config)")
+            raise ToolError(f"MCP server {session.label}: the tool name "
+                            f"{taken or 'of two tools'!r} is taken; give the server a prefix with "
+                            "name=... (CLI: a name in --mcp-config)")
     except BaseException:
         session.close()
         raise
@@ -3651,7 +3946,8 @@ def _add_mcp(registry: ToolRegistry, server: Any, *, name: Optional[str] = None,
 
 
 def _mcp_transport(server: Any, env: Optional[dict], cwd: Any, headers: Optional[dict]) -> Any:
-    """The transport for a command (a list, or a string split as a shell would, never run by one) or a URL."""
+    """The transport for a command (a list, or a string split as a shell would, never run by one) or
+    a URL."""
     if isinstance(server, str) and re.match(r"https?://", server.strip(), re.I):
         if env or cwd:
             raise ToolError("env= and cwd= are for a server started as a command, not for a URL")
@@ -3662,18 +3958,20 @@ def _mcp_transport(server: Any, env: Optional[dict], cwd: Any, headers: Optional
         import shlex
 
         argv = shlex.split(server, posix=os.name != "nt")
-    elif isinstance(server, (list, tuple)) and all(isinstance(part, (str, os.PathLike)) for part in server):
+    elif isinstance(server, (list, tuple)) and all(isinstance(part, (str, os.PathLike))
+                                                   for part in server):
         argv = [os.fspath(part) for part in server]
     else:
-        raise ToolError(f"an MCP server is a command (a string or a list of strings) or an http(s):// URL, "
-                        f"got {type(server).__name__}")
+        raise ToolError("an MCP server is a command (a string or a list of strings) or an "
+                        f"http(s):// URL, got {type(server).__name__}")
     if not argv:
         raise ToolError("empty MCP server command")
     return _McpStdio(argv, _mcp_env(env), cwd)
 
 
 def _mcp_env(extra: Optional[dict]) -> dict:
-    """A server's environment: ours for PATH, HOME, locale and temp only, then what it is given (no secret of ours)."""
+    """A server's environment: ours for PATH, HOME, locale and temp only, then what it is given (no
+    secret of ours)."""
     env = {key: os.environ[key] for key in _MCP_ENV if key in os.environ}
     env.update({key: value for key, value in os.environ.items() if key.startswith("LC_")})
     for key, value in (extra or {}).items():
@@ -3690,9 +3988,11 @@ def _mcp_list_tools(session: _McpSession) -> list:
     for _ in range(_MCP_MAX_PAGES):
         result = session.request("tools/list", {"cursor": cursor} if cursor else {})
         page = result.get("tools")
-        if not isinstance(page, list) or not all(isinstance(spec, dict) and isinstance(spec.get("name"), str)
+        if not isinstance(page, list) or not all(isinstance(spec, dict)
+                                                 and isinstance(spec.get("name"), str)
                                                  for spec in page):
-            raise ToolError(f"MCP server {session.label} answered tools/list without a list of named tools")
+            raise ToolError(f"MCP server {session.label} answered tools/list without a list of "
+                            "named tools")
         specs.extend(page)
         cursor = result.get("nextCursor")
         if not isinstance(cursor, str) or not cursor:
@@ -3707,17 +4007,20 @@ def _mcp_chosen(specs: list, wanted: Optional[Iterable[str]], label: str, missin
     offered = [spec["name"] for spec in specs]
     missing = [tool for tool in wanted if tool not in offered]
     if missing and not missing_ok:
-        raise ToolError(f"MCP server {label} has no tool {missing[0]!r} (it has: {', '.join(offered) or 'none'})")
+        raise ToolError(f"MCP server {label} has no tool {missing[0]!r} (it has: "
+                        f"{', '.join(offered) or 'none'})")
     return [spec for spec in specs if spec["name"] in wanted]
 
 
 def _mcp_tool(session: _McpSession, spec: dict, prefix: Optional[str], seconds: float) -> Tool:
-    """One listed tool as a Tool: a short description, the schema without annotations, confirm when destructive."""
+    """One listed tool as a Tool: a short description, the schema without annotations, confirm when
+    destructive."""
     remote = spec["name"]
     local = re.sub(r"[^A-Za-z0-9_-]", "_", f"{prefix}_{remote}" if prefix else remote)[:64]
     schema = spec.get("inputSchema")
     if not isinstance(schema, dict) or schema.get("type") != "object":
-        raise ToolError(f"MCP server {session.label}: tool {remote!r} has no inputSchema of \"type\": \"object\"")
+        raise ToolError(f"MCP server {session.label}: tool {remote!r} has no inputSchema of "
+                        "\"type\": \"object\"")
     annotations = spec.get("annotations") if isinstance(spec.get("annotations"), dict) else {}
     try:
         return Tool(local, _mcp_summary(spec.get("description")) or remote, _mcp_trimmed(schema),
@@ -3740,8 +4043,9 @@ def _mcp_summary(description: Any) -> str:
 
 
 def _mcp_trimmed(schema: Any, names: bool = False) -> Any:
-    """The schema without the annotations in _MCP_PROMPT_DROPS (they describe, never constrain); ``names``: a map
-    of names to schemas (properties, $defs), whose keys are kept whatever they are."""
+    """The schema without the annotations in _MCP_PROMPT_DROPS (they describe, never constrain);
+    ``names``: a map of names to schemas (properties, $defs), whose keys are kept whatever they
+    are."""
     if isinstance(schema, list):
         return [_mcp_trimmed(item) for item in schema]
     if not isinstance(schema, dict):
@@ -3755,15 +4059,18 @@ def _mcp_trimmed(schema: Any, names: bool = False) -> Any:
         if key in ("enum", "const", "default"):
             kept[key] = value
         else:
-            kept[key] = _mcp_trimmed(value, names=key in ("properties", "$defs", "definitions", "patternProperties"))
+            kept[key] = _mcp_trimmed(value, names=key in ("properties", "$defs", "definitions",
+                                                          "patternProperties"))
     return kept
 
 
 def _mcp_caller(session: _McpSession, remote: str, seconds: float) -> Callable[..., str]:
-    """The function a Tool runs: one tools/call; every failure is an ERROR text, never an exception."""
+    """The function a Tool runs: one tools/call; every failure is an ERROR text, never an
+    exception."""
     def call(**arguments: Any) -> str:
         try:
-            result = session.request("tools/call", {"name": remote, "arguments": arguments}, seconds)
+            result = session.request("tools/call",
+                                     {"name": remote, "arguments": arguments}, seconds)
         except _McpRpcError as exc:
             return _MCP_TEXTS["rpc_error"].format(tool=remote, text=_mcp_sentence(exc))
         except _McpTimeout:
@@ -3786,19 +4093,24 @@ def _mcp_result_text(tool: str, result: dict) -> str:
     if result.get("resultType") == "input_required":
         return _MCP_TEXTS["input_required"].format(tool=tool)
     blocks = result.get("content") if isinstance(result.get("content"), list) else []
-    texts = [block["text"] for block in blocks if isinstance(block, dict) and block.get("type") == "text"
+    texts = [block["text"] for block in blocks if isinstance(block, dict)
+             and block.get("type") == "text"
              and isinstance(block.get("text"), str)]
-    others = [_mcp_block(block) for block in blocks if not (isinstance(block, dict) and block.get("type") == "text")]
+    others = [_mcp_block(block) for block in blocks
+              if not (isinstance(block, dict) and block.get("type") == "text")]
     if not texts and "structuredContent" in result:
         texts = [json.dumps(result["structuredContent"], ensure_ascii=False, default=str)]
     text = "\n".join(texts + others)
     if result.get("isError") is True:
-        return _MCP_TEXTS["is_error"].format(tool=tool, text=_mcp_sentence(text or "the tool reported an error"))
+        return _MCP_TEXTS["is_error"].format(tool=tool,
+                                             text=_mcp_sentence(text
+                                                                or "the tool reported an error"))
     return text or "(the tool returned nothing)"
 
 
 def _mcp_block(block: Any) -> str:
-    """One non-text content block as a line: a text model cannot see an image, so it is told what there was."""
+    """One non-text content block as a line: a text model cannot see an image, so it is told what
+    there was."""
     if not isinstance(block, dict):
         return f"[content that is not an object: {_shown(block)}]"
     kind = block.get("type")
@@ -3818,11 +4130,13 @@ def _mcp_block(block: Any) -> str:
 
 
 class _McpFailure(Exception):
-    """An MCP request failed: the connection is gone, or the answer cannot be read (internal); the message says why."""
+    """An MCP request failed: the connection is gone, or the answer cannot be read (internal); the
+    message says why."""
 
 
 class _McpRpcError(_McpFailure):
-    """The server answered a request with a JSON-RPC error (internal): ``code`` and ``data`` are its own."""
+    """The server answered a request with a JSON-RPC error (internal): ``code`` and ``data`` are its
+    own."""
 
     def __init__(self, message: str, code: Any = None, data: Any = None) -> None:
         super().__init__(message)
@@ -3834,19 +4148,23 @@ class _McpTimeout(_McpFailure):
 
 
 class _McpGone(_McpFailure):
-    """The connection cannot carry a request: the server exited, cannot be reached, or was closed (internal)."""
+    """The connection cannot carry a request: the server exited, cannot be reached, or was closed
+    (internal)."""
 
 
 class _McpSession:
-    """One connection to an MCP server: ids, the answers routed to their callers, the protocol era (internal).
+    """One connection to an MCP server: ids, the answers routed to their callers, the protocol era
+    (internal).
 
-    A transport (_McpStdio, _McpHttp) sends a message and hands every message that arrives to ``deliver``, from
-    its reader thread or from the caller's. Each caller waits on its own queue, so a hung request times out alone.
+    A transport (_McpStdio, _McpHttp) sends a message and hands every message that arrives to
+    ``deliver``, from its reader thread or from the caller's. Each caller waits on its own queue, so
+    a hung request times out alone.
     """
 
     def __init__(self, transport: Any, seconds: float) -> None:
         self.transport, self.seconds, self.label = transport, seconds, transport.label
-        self.modern = False                 # the verdict of open(): True for 2026-07-28, False for the handshake era
+        # the verdict of open(): True for 2026-07-28, False for the handshake era
+        self.modern = False
         self.version: Optional[str] = None
         self._lock = threading.Lock()
         self._pending: dict = {}            # id -> the queue of the caller waiting for that answer
@@ -3854,7 +4172,8 @@ class _McpSession:
         transport.session = self
 
     def open(self) -> None:
-        """Find the era (server/discover first; any other error, or silence, means the handshake era); ToolError."""
+        """Find the era (server/discover first; any other error, or silence, means the handshake
+        era); ToolError."""
         self.transport.start()
         try:
             self._handshake(time.monotonic() + self.seconds)
@@ -3866,14 +4185,17 @@ class _McpSession:
         box: queue.SimpleQueue = queue.SimpleQueue()
         discover = self._send("server/discover", {}, box, deadline, modern=True)
         initialize = None
-        probe_end = min(deadline, time.monotonic() + getattr(self.transport, "probe_seconds", math.inf))
+        probe_end = min(deadline,
+                        time.monotonic() + getattr(self.transport, "probe_seconds", math.inf))
         while True:
             answer = self._next(box, probe_end if initialize is None else deadline)
-            if answer is None and initialize is None:   # silent: a slow start, or an old server that ignores it
+            # silent: a slow start, or an old server that ignores it
+            if answer is None and initialize is None:
                 initialize = self._send_initialize(box, deadline)
                 continue
             if answer is None:
-                raise _McpTimeout(f"no answer to server/discover or initialize within {self.seconds:g} s")
+                raise _McpTimeout("no answer to server/discover or initialize within "
+                                  f"{self.seconds:g} s")
             if answer.get("id") == discover and self._is_modern(answer):
                 self.modern, self.version = True, _MCP_VERSION
                 return
@@ -3888,7 +4210,8 @@ class _McpSession:
                 raise _McpRpcError(f"initialize failed: {_mcp_error_text(answer)}")
 
     def _is_modern(self, answer: dict) -> bool:
-        """True for a discover result that offers our version; ToolError for a server that speaks none of ours."""
+        """True for a discover result that offers our version; ToolError for a server that speaks
+        none of ours."""
         result = answer.get("result")
         if isinstance(result, dict):
             return _MCP_VERSION in (result.get("supportedVersions") or [_MCP_VERSION])
@@ -3896,8 +4219,8 @@ class _McpSession:
         supported = supported.get("supported") if isinstance(supported, dict) else None
         if _mcp_error_code(answer) == _MCP_UNSUPPORTED_VERSION and isinstance(supported, list) \
                 and not set(supported) & set(_MCP_OLD_VERSIONS):
-            raise _McpFailure(f"it speaks only protocol versions {', '.join(map(str, supported))}; agent.py speaks "
-                              f"{_MCP_VERSION} and {_MCP_OLD_VERSION}")
+            raise _McpFailure(f"it speaks only protocol versions {', '.join(map(str, supported))}; "
+                              f"agent.py speaks {_MCP_VERSION} and {_MCP_OLD_VERSION}")
         return False
 
     def _send_initialize(self, box: queue.SimpleQueue, deadline: float) -> Any:
@@ -3914,7 +4237,8 @@ class _McpSession:
                             time.monotonic() + self.seconds)
 
     def request(self, method: str, params: dict, seconds: Optional[float] = None) -> dict:
-        """Send one request and wait for its answer: the result; _McpRpcError, _McpTimeout or _McpFailure."""
+        """Send one request and wait for its answer: the result; _McpRpcError, _McpTimeout or
+        _McpFailure."""
         deadline = time.monotonic() + (seconds or self.seconds)
         box: queue.SimpleQueue = queue.SimpleQueue()
         ident = self._send(method, params, box, deadline, self.modern)
@@ -3935,19 +4259,23 @@ class _McpSession:
             raise _McpFailure(f"the server answered {method} with a result that is not an object")
         return result
 
-    def _send(self, method: str, params: dict, box: queue.SimpleQueue, deadline: float, modern: bool) -> int:
+    def _send(self, method: str, params: dict, box: queue.SimpleQueue, deadline: float,
+              modern: bool) -> int:
         ident = next(self._ids)
         if modern:
             params = {**params, "_meta": {_MCP_META + "protocolVersion": _MCP_VERSION,
-                                          _MCP_META + "clientCapabilities": {}, _MCP_META + "clientInfo": _MCP_CLIENT}}
+                                          _MCP_META + "clientCapabilities": {},
+                                          _MCP_META + "clientInfo": _MCP_CLIENT}}
         with self._lock:
             self._pending[ident] = box
         try:
-            self.transport.send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params}, deadline)
+            self.transport.send({"jsonrpc": "2.0", "id": ident, "method": method,
+                                 "params": params}, deadline)
         except _McpGone:
             self._forget(ident)
             raise
-        except _McpFailure as exc:   # over HTTP the answer comes in the same exchange: it failed, as an answer
+        # over HTTP the answer comes in the same exchange: it failed, as an answer
+        except _McpFailure as exc:
             box.put({"id": ident, "failure": exc})
         return ident
 
@@ -3978,7 +4306,8 @@ class _McpSession:
             _log.debug("MCP server %s: could not cancel %s: %s", self.label, method, exc)
 
     def deliver(self, message: Any) -> None:
-        """Route one message that arrived: an answer to its caller (a stray or repeated id is ignored)."""
+        """Route one message that arrived: an answer to its caller (a stray or repeated id is
+        ignored)."""
         if isinstance(message, list):   # a batch (protocol 2025-03-26)
             for item in message:
                 self.deliver(item)
@@ -3990,9 +4319,10 @@ class _McpSession:
         if "method" in message:
             if "id" in message:
                 self._answer_server(message)
-            return                          # a notification: progress and log messages, nothing to do
+            return  # a notification: progress and log messages, nothing to do
         with self._lock:
-            box = self._pending.pop(ident, None) if type(ident) is int else None   # True is an int; not an id
+            # True is an int; not an id
+            box = self._pending.pop(ident, None) if type(ident) is int else None
         if box is None:
             _log.warning("MCP server %s answered id %s, which no caller waits for; ignored", self.label,
                          _text(ident, repr)[:40])
@@ -4000,7 +4330,8 @@ class _McpSession:
         box.put(message)
 
     def _answer_server(self, message: dict) -> None:
-        """A server's own request: ping is answered; sampling, elicitation and roots are not offered."""
+        """A server's own request: ping is answered; sampling, elicitation and roots are not
+        offered."""
         if message.get("method") == "ping":
             reply = {"jsonrpc": "2.0", "id": message["id"], "result": {}}
         else:
@@ -4024,11 +4355,12 @@ class _McpSession:
 
 
 class _McpStdio:
-    """A server started as a command: one JSON-RPC message per line on its stdin and stdout (internal).
+    """A server started as a command: one JSON-RPC message per line on its stdin and stdout
+    (internal).
 
-    A reader thread hands every stdout line to the session; another keeps the last lines of stderr, the
-    server's log, to quote when it dies. A line that is not JSON is skipped and logged; a line over
-    _MCP_MAX_MESSAGE_BYTES ends the connection (it cannot be skipped without reading it whole).
+    A reader thread hands every stdout line to the session; another keeps the last lines of stderr,
+    the server's log, to quote when it dies. A line that is not JSON is skipped and logged; a line
+    over _MCP_MAX_MESSAGE_BYTES ends the connection (it cannot be skipped without reading it whole).
     """
 
     probe_seconds = _MCP_PROBE_SECONDS
@@ -4046,15 +4378,18 @@ class _McpStdio:
         self._skipped = 0
 
     def start(self) -> None:
-        """Start the server, with no shell, and its reader threads; ToolError when it cannot be started."""
+        """Start the server, with no shell, and its reader threads; ToolError when it cannot be
+        started."""
         import subprocess
 
         program = shutil.which(self.argv[0], path=self.env.get("PATH"))
         if program is None:
-            raise ToolError(f"MCP server command {self.argv[0]!r} not found (on the PATH it is given)")
+            raise ToolError(f"MCP server command {self.argv[0]!r} not found (on the PATH it is "
+                            "given)")
         try:
-            self._process = subprocess.Popen([program, *self.argv[1:]], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                             stderr=subprocess.PIPE, env=self.env, cwd=self.cwd)
+            self._process = subprocess.Popen([program, *self.argv[1:]], stdin=subprocess.PIPE,
+                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                             env=self.env, cwd=self.cwd)
         except (OSError, ValueError) as exc:
             raise ToolError(f"MCP server {self.label!r} could not be started: {exc}") from None
         _MCP_OPEN.add(self)
@@ -4079,12 +4414,14 @@ class _McpStdio:
         stdout = self._process.stdout
         try:
             while True:
-                line = stdout.readline(_MCP_MAX_MESSAGE_BYTES + 1)   # bounded: never a whole flood at once
+                # bounded: never a whole flood at once
+                line = stdout.readline(_MCP_MAX_MESSAGE_BYTES + 1)
                 if not line:
                     break
                 if len(line) > _MCP_MAX_MESSAGE_BYTES:
-                    self._end(_McpGone(f"MCP server {self.label} sent a message over {_MCP_MAX_MESSAGE_BYTES:,} "
-                                       "bytes; the connection was closed"))
+                    self._end(_McpGone(f"MCP server {self.label} sent a message over "
+                                       f"{_MCP_MAX_MESSAGE_BYTES:,} bytes; the connection was "
+                                       "closed"))
                     self._process.kill()
                     return
                 self._take(line)
@@ -4093,7 +4430,8 @@ class _McpStdio:
         self._end(_McpGone(self._exit_text()))
 
     def _take(self, line: bytes) -> None:
-        """One stdout line: a message for the session, or a line that is not one (skipped and logged)."""
+        """One stdout line: a message for the session, or a line that is not one (skipped and
+        logged)."""
         if not line.strip():
             return
         try:
@@ -4105,8 +4443,9 @@ class _McpStdio:
             return
         self._skipped += 1
         level = logging.WARNING if self._skipped <= _MCP_SKIPPED_LOGGED else logging.DEBUG
-        _log.log(level, "MCP server %s printed a line that is not a JSON-RPC message; skipped: %r", self.label,
-                 line[:200].decode("utf-8", errors="replace"))
+        _log.log(level,
+                 "MCP server %s printed a line that is not a JSON-RPC message; skipped: %r",
+                 self.label, line[:200].decode("utf-8", errors="replace"))
 
     def _read_stderr(self) -> None:
         try:
@@ -4134,7 +4473,8 @@ class _McpStdio:
             self._threads[1].join(timeout=1.0)   # the rest of its stderr
         what = "stopped answering" if code is None else f"exited with code {code}"
         tail = " | ".join(line for line in self._stderr if line.strip())[-1000:]
-        return f"MCP server {self.label} {what}" + (f"; its last stderr lines: {tail}" if tail else "; no stderr")
+        return f"MCP server {self.label} {what}" + (f"; its last stderr lines: {tail}" if tail
+                                                    else "; no stderr")
 
     def close(self) -> None:
         """Close stdin, wait, then SIGTERM, wait, then SIGKILL: nothing is left running."""
@@ -4145,7 +4485,8 @@ class _McpStdio:
         if process is None or process.returncode is not None and not self._threads:
             return
         with self._write_lock:
-            self._failure = self._failure or _McpGone(f"the connection to MCP server {self.label} was closed")
+            self._failure = self._failure or _McpGone(f"the connection to MCP server {self.label} "
+                                                      "was closed")
             try:
                 process.stdin.close()
             except OSError:
@@ -4168,10 +4509,12 @@ class _McpStdio:
 
 
 class _McpHttp:
-    """A server at a URL (Streamable HTTP): each message is its own POST, answered by JSON or an SSE stream.
+    """A server at a URL (Streamable HTTP): each message is its own POST, answered by JSON or an SSE
+    stream.
 
-    The client's plumbing bounds every read (_Deadline, _Body, _EventStream), follows no redirect and never
-    reaches a loopback server through a proxy; errors are scrubbed of the headers, the server's credentials.
+    The client's plumbing bounds every read (_Deadline, _Body, _EventStream), follows no redirect
+    and never reaches a loopback server through a proxy; errors are scrubbed of the headers, the
+    server's credentials.
     """
 
     def __init__(self, url: str, headers: dict) -> None:
@@ -4181,14 +4524,17 @@ class _McpHttp:
         except ValueError as exc:
             raise ToolError(f"invalid MCP server URL ({exc})") from None
         if not parts.hostname or port == 0 or parts.username is not None or parts.password is not None:
-            raise ToolError("an MCP server URL names a host and holds no user or password (give credentials as "
-                            "headers=)")
-        if not isinstance(headers, dict) or not all(isinstance(value, str) for value in headers.values()):
+            raise ToolError("an MCP server URL names a host and holds no user or password (give "
+                            "credentials as headers=)")
+        if not isinstance(headers, dict) or not all(isinstance(value, str)
+                                                    for value in headers.values()):
             raise ToolError("headers= of an MCP server maps names to strings")
         if headers and parts.scheme.lower() == "http" and not _is_loopback(url):
-            raise ToolError(f"headers (credentials) are not sent over plain http:// to {parts.hostname}; use https://")
+            raise ToolError("headers (credentials) are not sent over plain http:// to "
+                            f"{parts.hostname}; use https://")
         self.url, self.headers = url, {str(key): value.strip() for key, value in headers.items()}
-        self.label = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))   # no query: it may hold a token
+        # no query: it may hold a token
+        self.label = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
         self.session: Any = None
         self.session_id: Optional[str] = None
 
@@ -4196,7 +4542,8 @@ class _McpHttp:
         _MCP_OPEN.add(self)
 
     def send(self, message: dict, end: float) -> None:
-        """POST one message and hand what answers it to the session; _McpFailure (or a subclass) when it fails."""
+        """POST one message and hand what answers it to the session; _McpFailure (or a subclass)
+        when it fails."""
         deadline = _Deadline(max(end - time.monotonic(), 0.0), end, self.label, name="timeout")
         try:
             response = self._open(message, deadline)
@@ -4220,7 +4567,8 @@ class _McpHttp:
                                          headers=self._headers(message), method="POST")
         request.timing = (deadline.left(), deadline)
         try:
-            return _build_opener(self.url).open(request, timeout=min(deadline.left(), threading.TIMEOUT_MAX))
+            return _build_opener(self.url).open(request,
+                                                timeout=min(deadline.left(), threading.TIMEOUT_MAX))
         except urllib.error.HTTPError as exc:
             self._http_error(exc, deadline)
         except (OSError, http.client.HTTPException) as exc:
@@ -4232,7 +4580,8 @@ class _McpHttp:
         return None
 
     def _headers(self, message: dict) -> dict:
-        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+        headers = {"Content-Type": "application/json",
+                   "Accept": "application/json, text/event-stream",
                    "User-Agent": f"agent.py/{__version__}"}
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
         if "_meta" in params:                # the modern era routes by these
@@ -4245,13 +4594,14 @@ class _McpHttp:
             headers["Mcp-Session-Id"] = self.session_id
         for name, value in self.headers.items():
             if _HEADER_CONTROL.search(value) or _HEADER_CONTROL.search(name):
-                raise _McpGone(f"header {name!r} of MCP server {self.label} holds a control character "
-                               "(its value is not shown)")
+                raise _McpGone(f"header {name!r} of MCP server {self.label} holds a control "
+                               "character (its value is not shown)")
             headers[name] = value
         return headers
 
     def _http_error(self, exc: Any, deadline: _Deadline) -> None:
-        """An error status: a JSON-RPC error in its body is delivered as the answer, anything else raised."""
+        """An error status: a JSON-RPC error in its body is delivered as the answer, anything else
+        raised."""
         text = _read_error_body(exc, deadline, deadline.left()).decode("utf-8", errors="replace")
         try:
             answer = json.loads(text)
@@ -4261,13 +4611,15 @@ class _McpHttp:
             self.session.deliver(answer)
             return
         if 300 <= exc.code < 400:
-            raise _McpFailure(f"HTTP {exc.code} from MCP server {self.label}: a redirect (agent.py follows none; "
-                              "fix the URL)")
+            raise _McpFailure(f"HTTP {exc.code} from MCP server {self.label}: a redirect (agent.py "
+                              "follows none; fix the URL)")
         hint = " (check the credentials in its headers)" if exc.code in (401, 403) else ""
-        raise _McpFailure(f"HTTP {exc.code} from MCP server {self.label}{hint}: {_quoted(text, self._scrub)}")
+        raise _McpFailure(f"HTTP {exc.code} from MCP server {self.label}{hint}: "
+                          f"{_quoted(text, self._scrub)}")
 
     def _read(self, response: Any, message: dict, deadline: _Deadline) -> None:
-        """Deliver the JSON answer, or each event of the stream until the answer to message has come."""
+        """Deliver the JSON answer, or each event of the stream until the answer to message has
+        come."""
         if message.get("method") == "initialize":
             self.session_id = response.headers.get("Mcp-Session-Id") or self.session_id
         body = _Body(response, deadline, _MCP_MAX_MESSAGE_BYTES, deadline.left())
@@ -4307,12 +4659,13 @@ class _McpHttp:
         try:
             _build_opener(self.url).open(urllib.request.Request(self.url, headers=headers, method="DELETE"),
                                          timeout=2.0).close()
-        except Exception as exc:             # the server may be gone already; nothing is left running here
+        except Exception as exc:  # the server may be gone already; nothing is left running here
             _log.debug("MCP server %s: DELETE of the session failed: %s", self.label, exc)
 
 
 def _mcp_header_value(text: str) -> str:
-    """A value as an HTTP header carries it: printable ASCII as it is, anything else as MCP's base64 form."""
+    """A value as an HTTP header carries it: printable ASCII as it is, anything else as MCP's base64
+    form."""
     if re.fullmatch(r"[\x20-\x7e]*", text):
         return text
     import base64
@@ -4349,16 +4702,20 @@ atexit.register(_mcp_close_all)
 class _Stop(typing.NamedTuple):
     """What a stop reason means (internal): the result's summary line, and the CLI's exit code."""
 
-    summary: str    # formatted with the Agent's limits, steps, tokens (the run's total) and error (the last step's)
-    exit_code: int  # the CLI's exit code after a run that stopped so (its help says what each code means)
+    # formatted with the Agent's limits, steps, tokens (the run's total) and error (the last step's)
+    summary: str
+    # the CLI's exit code after a run that stopped so (its help says what each code means)
+    exit_code: int
 
 
-# Every stop reason, in one place: the loop's summaries, the CLI's exit codes and help, and batch counts read it.
+# Every stop reason, in one place: the loop's summaries, the CLI's exit codes and help, and batch
+# counts read it.
 _STOPS = {
     "final": _Stop("answered in {steps} step(s)", 0),
     "max_steps": _Stop("no final answer within max_steps={max_steps}", 1),
     "repeat_limit": _Stop("the same call was repeated more than max_repeats={max_repeats} times", 1),
-    "format_errors": _Stop("more than max_format_errors={max_format_errors} unparseable replies in a row", 1),
+    "format_errors": _Stop("more than max_format_errors={max_format_errors} unparseable replies in "
+                           "a row", 1),
     "time_limit": _Stop("ran past max_seconds={max_seconds}", 1),
     "token_limit": _Stop("used {tokens} tokens, over max_total_tokens={max_total_tokens}", 1),
     "llm_error": _Stop("the model endpoint failed: {error}", 3),
@@ -4366,26 +4723,31 @@ _STOPS = {
 STOP_REASONS = tuple(_STOPS)
 _CUT_OFF = _ask("your reply was cut off at the token limit before the JSON object was complete; "
                 "send a shorter reply with a one-sentence thought")
-_REPEATED = _ask("your reply kept repeating the same text, so it was stopped; write one short JSON object and "
-                 "nothing else")
+_REPEATED = _ask("your reply kept repeating the same text, so it was stopped; write one short JSON "
+                 "object and nothing else")
 _ONE_ACTION = "(Your reply held more than one action: only the first was run. Send one action per reply.)"
-_REPEAT = ("You already made this exact call in step {step}; it was not run again. Its result:\n{result}\n"
-           "Do not repeat it: use the result, try something different, or give the final answer.")
+_REPEAT = ("You already made this exact call in step {step}; it was not run again. Its "
+           "result:\n{result}\nDo not repeat it: use the result, try something different, or give "
+           "the final answer.")
 # The result comes last: a small model that copies the nearest text then copies the result.
-_IN_HAND = ("You already made this exact call in step {step}; it was not run again. The result is in hand: "
-            "give the final answer now, taken from it. The result:\n{result}")
+_IN_HAND = ("You already made this exact call in step {step}; it was not run again. The result is "
+            "in hand: give the final answer now, taken from it. The result:\n{result}")
 _CONSTRAIN_MODES = ("auto", "always", "never")
-_CHAT_OPTIONS = ("response_schema", "temperature", "max_seconds", "frequency_penalty")  # per-call options it may pass
-_HOT_TEMPERATURE = 0.7     # at least this once a failed reply repeats: a deterministic loop needs sampling
+# per-call options it may pass
+_CHAT_OPTIONS = ("response_schema", "temperature", "max_seconds", "frequency_penalty")
+# at least this once a failed reply repeats: a deterministic loop needs sampling
+_HOT_TEMPERATURE = 0.7
 # Sent with the schema: under constrained decoding small models loop inside a string until the token
-# limit; on SmolLM2-135M this took valid replies from 6-8 to 12 of 12 (bench/real_tasks.py --first-call).
+# limit; on SmolLM2-135M this took valid replies from 6-8 to 12 of 12 (bench/real_tasks.py
+# --first-call).
 _CONSTRAINED_PENALTY = 0.5
-_now = time.monotonic      # the loop's clock for max_seconds and step times (tests replace it); tools keep their own
-_TRIM_TO = 0.6             # over budget, trim to this share of it, so later calls share their prefix
-# Memory: what stands in for the steps a context budget drops, joined to the task's message (a message
-# of its own after the task would break the alternation of roles).
+# the loop's clock for max_seconds and step times (tests replace it); tools keep their own
+_now = time.monotonic
+_TRIM_TO = 0.6  # over budget, trim to this share of it, so later calls share their prefix
+# Memory: what stands in for the steps a context budget drops, joined to the task's message (a
+# message of its own after the task would break the alternation of roles).
 _MEMORY_MODES = ("digest", "summary", "none")
-_MEMORY_SHARE = 0.2        # the digest or the summary takes at most this share of the context budget
+_MEMORY_SHARE = 0.2  # the digest or the summary takes at most this share of the context budget
 _MIN_SUMMARY_CHARS = 100   # with less room than this, no summary is asked for: the digest is sent
 _DIGEST_CALL_CHARS = 60    # a digest line shows this much of the call ...
 _DIGEST_RESULT_CHARS = 100  # ... and this much of the start of its result
@@ -4396,23 +4758,26 @@ _DIGEST_GAP = "... {n} more step(s) left out here ..."
 _DIGEST_REPEAT = "a repeat of step {step}, not run again"
 _DIGEST_UNREADABLE = "(a reply that could not be read)"
 _SUMMARY_HEADER = "[Note: {n} earlier step(s) of this task were left out to save space. Notes on what they found:]"
-_SUMMARY_PROMPT = ("You keep the notes of an agent that works on a task with tools. Its oldest steps are about to "
-                   "leave its view. Write down the facts from the earlier notes and these steps that the task may "
-                   "still need: names, numbers, results, what failed. Plain sentences, at most {words} words, "
-                   "no JSON, nothing else.")
+_SUMMARY_PROMPT = ("You keep the notes of an agent that works on a task with tools. Its oldest "
+                   "steps are about to leave its view. Write down the facts from the earlier notes "
+                   "and these steps that the task may still need: names, numbers, results, what "
+                   "failed. Plain sentences, at most {words} words, no JSON, nothing else.")
 _SUMMARY_REQUEST = "Task: {task}\n\nEarlier notes: {notes}\n\nSteps leaving the view (call → result):\n{steps}"
 
 
 @dataclass
 class _SummaryCall:
-    """A model call that summarised the steps a trim dropped (memory="summary"), kept on the step it came before."""
+    """A model call that summarised the steps a trim dropped (memory="summary"), kept on the step it
+    came before."""
 
     raw: Optional[str] = None             # the reply; None if the call failed
-    finish_reason: Optional[str] = None   # the client's finish_reason for this reply, when it reports one
+    # the client's finish_reason for this reply, when it reports one
+    finish_reason: Optional[str] = None
     seconds: float = 0.0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    error: Optional[str] = None           # why the digest was sent instead: the call's error, or what was wrong
+    # why the digest was sent instead: the call's error, or what was wrong
+    error: Optional[str] = None
                                           # with its reply; None when the summary was used
 
 
@@ -4423,14 +4788,17 @@ class Step:
     index: int                            # 1-based
     raw: Optional[str] = None             # the model's reply; None if the model call failed
     action: Optional[Action] = None       # None if the reply could not be parsed
-    observation: Optional[str] = None     # the observation message sent back (_observation), or None
+    observation: Optional[str] = None  # the observation message sent back (_observation), or None
     error: Optional[str] = None           # what went wrong in this step, or None
     llm_seconds: float = 0.0
     tool_seconds: float = 0.0
-    finish_reason: Optional[str] = None   # the client's finish_reason for this reply, when it reports one
+    # the client's finish_reason for this reply, when it reports one
+    finish_reason: Optional[str] = None
     reasoning: Optional[str] = None       # a separate reasoning field the server sent, never parsed
-    notes: list[str] = field(default_factory=list)   # what the agent changed for this call (ladder rungs, budgets)
-    summary_calls: list[_SummaryCall] = field(default_factory=list)  # made before this step's call (memory)
+    # what the agent changed for this call (ladder rungs, budgets)
+    notes: list[str] = field(default_factory=list)
+    # made before this step's call (memory)
+    summary_calls: list[_SummaryCall] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -4446,9 +4814,10 @@ class AgentResult:
     answer: Optional[str]
     stop_reason: str                      # one of STOP_REASONS
     steps: list[Step]
-    messages: list[dict]                  # the whole conversation, never trimmed; pass back as history
-    usage: dict                           # prompt_tokens, completion_tokens, total_tokens, estimated,
-    #                                       estimated_steps (the steps whose call reported no usage: estimated)
+    messages: list[dict]  # the whole conversation, never trimmed; pass back as history
+    usage: dict  # prompt_tokens, completion_tokens, total_tokens, estimated,
+    #                                       estimated_steps (the steps whose call reported no usage:
+    # estimated)
     seconds: float
     summary: str = ""                     # one line: how the run ended
 
@@ -4458,14 +4827,17 @@ class AgentResult:
 
     @property
     def last_observation(self) -> Optional[str]:
-        return next((s.observation for s in reversed(self.steps) if s.observation is not None), None)
+        return next((s.observation for s in reversed(self.steps)
+                     if s.observation is not None), None)
 
     def to_dict(self) -> dict:
-        """The whole result as plain JSON data: ``json.dumps(..., allow_nan=False)`` always works."""
+        """The whole result as plain JSON data: ``json.dumps(..., allow_nan=False)`` always
+        works."""
         return self._plain({
             "answer": self.answer, "stop_reason": self.stop_reason, "summary": self.summary,
-            "last_observation": self.last_observation, "usage": dict(self.usage), "seconds": self.seconds,
-            "steps": [step.to_dict() for step in self.steps], "messages": [dict(m) for m in self.messages]})
+            "last_observation": self.last_observation, "usage": dict(self.usage),
+            "seconds": self.seconds, "steps": [step.to_dict() for step in self.steps],
+            "messages": [dict(m) for m in self.messages]})
 
     @staticmethod
     def _plain(value: Any) -> Any:
@@ -4473,16 +4845,19 @@ class AgentResult:
         # lists for tuples, and text for non-finite floats, huge ints and other objects.
         if isinstance(value, dict):
             plain = AgentResult._plain
-            return {key if isinstance(key, str) else _text(key): plain(item) for key, item in value.items()}
+            return {key if isinstance(key, str) else _text(key): plain(item) for key,
+                    item in value.items()}
         if isinstance(value, (list, tuple)):
             return [AgentResult._plain(item) for item in value]
         if _is_int(value):
             try:
-                int.__repr__(value)  # as json writes it: Python 3.11+ refuses ints over 4,300 digits
+                # as json writes it: Python 3.11+ refuses ints over 4,300 digits
+                int.__repr__(value)
             except ValueError:
                 return _text(value, hex)  # exact, and hexadecimal has no such limit
             return value
-        if value is None or isinstance(value, (str, bool)) or (type(value) is float and math.isfinite(value)):
+        if value is None or isinstance(value, (str, bool)) or (type(value) is float
+                                                               and math.isfinite(value)):
             return value
         return _text(value)
 
@@ -4498,19 +4873,26 @@ class AgentResult:
         back unchanged. Raises OSError when the file cannot be written.
         """
         text = json.dumps(self.to_dict(), ensure_ascii=False, indent=1, allow_nan=False)
-        target = os.path.realpath(os.fspath(path))  # replace the file a symlink points to, not the link
-        name = f".{os.urandom(6).hex()}.tmp"  # short: a target name at the system's length limit still fits
-        temp = os.path.join(os.path.dirname(target), os.fsencode(name) if isinstance(target, bytes) else name)
+        # replace the file a symlink points to, not the link
+        target = os.path.realpath(os.fspath(path))
+        # short: a target name at the system's length limit still fits
+        name = f".{os.urandom(6).hex()}.tmp"
+        temp = os.path.join(os.path.dirname(target),
+                            os.fsencode(name) if isinstance(target, bytes) else name)
         try:
-            # Private from the start: the result never sits in a file more open than the target (or 0600).
-            descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
-            # Only strings can hold surrogates, and backslashreplace writes one as its JSON escape (\ud83d).
+            # Private from the start: the result never sits in a file more open than the target (or
+            # 0600).
+            descriptor = os.open(temp,
+                                 os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+            # Only strings can hold surrogates, and backslashreplace writes one as its JSON escape
+            # (\ud83d).
             with open(descriptor, "w", encoding="utf-8", errors="backslashreplace") as handle:
                 handle.write(text)
                 handle.flush()
                 os.fsync(handle.fileno())
             if os.path.exists(target):
-                os.chmod(temp, os.stat(target).st_mode & 0o7777)  # the permission bits, as stat.S_IMODE
+                # the permission bits, as stat.S_IMODE
+                os.chmod(temp, os.stat(target).st_mode & 0o7777)
             os.replace(temp, target)
         except BaseException:
             try:
@@ -4521,7 +4903,8 @@ class AgentResult:
 
 
 class _Earlier(typing.NamedTuple):
-    """A call already run in this run (internal): the step that ran it, its result, how often it came again."""
+    """A call already run in this run (internal): the step that ran it, its result, how often it
+    came again."""
 
     step: int
     result: str
@@ -4541,17 +4924,17 @@ class _RunState:
     dropped: int = 0                      # messages after the head left out of what is sent
     format_errors: int = 0                # unparseable replies in a row
     calls: dict = field(default_factory=dict)   # (name, canonical arguments) -> _Earlier
-    usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "estimated": False,
-                                                 "estimated_steps": []})
+    usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0,
+                                                 "estimated": False, "estimated_steps": []})
     answer: Optional[str] = None
-    budget: Optional[int] = None          # max_context_chars for this run; a context overflow may set one
+    budget: Optional[int] = None  # max_context_chars for this run; a context overflow may set one
     overflows: int = 0                    # context overflows reported by the client
-    schema: Optional[dict] = None         # the action schema, sent once the ladder's first rung is taken
+    schema: Optional[dict] = None  # the action schema, sent once the ladder's first rung is taken
     hot: bool = False                     # second rung: a raised temperature is sent
     failed: set[str] = field(default_factory=set)    # raw replies that could not be parsed
     answer_rung: int = 0                  # the step whose model call may send only a final answer
-    memory: str = "digest"                # what stands in for dropped steps: digest, summary or none
-    note: str = ""                        # joined to the task while steps are dropped ("\n\n" and the digest,
+    memory: str = "digest"  # what stands in for dropped steps: digest, summary or none
+    note: str = ""  # joined to the task while steps are dropped ("\n\n" and the digest,
                                           # the summary or a count), counted in what is sent
     digest: list[str] = field(default_factory=list)  # one line per dropped step
     digest_chars: int = 0                 # characters in the digest's lines, line breaks included
@@ -4562,7 +4945,8 @@ class _RunState:
         self.tail_chars += len(content)
 
     def estimated(self) -> None:
-        """Note that the step under way (not yet in steps) has token counts estimated, not reported."""
+        """Note that the step under way (not yet in steps) has token counts estimated, not
+        reported."""
         self.usage["estimated"] = True
         if len(self.steps) + 1 not in self.usage["estimated_steps"]:
             self.usage["estimated_steps"].append(len(self.steps) + 1)
@@ -4572,7 +4956,8 @@ class _RunState:
         return self.budget is not None and self.head_chars + len(self.note) + self.tail_chars > self.budget
 
     def trim(self) -> None:
-        """Drop the oldest step pairs down to about 60% of the budget, and write the note that stands in for them.
+        """Drop the oldest step pairs down to about 60% of the budget, and write the note that
+        stands in for them.
 
         Dropping well below the budget at once lets the calls until the next trim share
         their prefix, so a server can reuse its processed prompt; each pair is dropped
@@ -4592,7 +4977,8 @@ class _RunState:
         self.note = self.digest_note() if self.memory != "none" else f"\n\n{_DROPPED_NOTE.format(n=self.dropped // 2)}"
 
     def _note_room(self) -> int:
-        """What the note will take once the pairs dropped so far are in it (the summary's room: the digest's)."""
+        """What the note will take once the pairs dropped so far are in it (the summary's room: the
+        digest's)."""
         if self.memory == "none":
             return len(_DROPPED_NOTE) + 2
         return min(self.memory_limit(), len(_DIGEST_HEADER) + 3 + self.digest_chars)
@@ -4600,21 +4986,26 @@ class _RunState:
     def memory_limit(self) -> int:
         """The most characters the note (the digest or the summary, with its header) may take.
 
-        A share of the budget, and no more than the budget leaves beside the head and the steps still sent.
+        A share of the budget, and no more than the budget leaves beside the head and the steps
+        still sent.
         """
-        return max(0, min(int(self.budget * _MEMORY_SHARE), self.budget - self.head_chars - self.tail_chars))
+        return max(0, min(int(self.budget * _MEMORY_SHARE),
+                          self.budget - self.head_chars - self.tail_chars))
 
     def digest_note(self) -> str:
-        """The digest of every dropped step: one line each, bounded, the same for the same history."""
+        """The digest of every dropped step: one line each, bounded, the same for the same
+        history."""
         header = _DIGEST_HEADER.format(n=self.dropped // 2)
         return f"\n\n{header}\n{_keep_ends(self.digest, self.digest_chars, self.memory_limit() - len(header) - 3)}"
 
     def context(self, trimmed: bool = False) -> list[dict]:
-        """What is sent: the whole conversation, or, once steps are dropped, the note in their place.
+        """What is sent: the whole conversation, or, once steps are dropped, the note in their
+        place.
 
         The note (the digest, the summary or a count) is joined to the task's message and
         stays the same until the next trim, so the calls between two trims share their prefix.
-        ``trimmed``: this call trimmed, and a latest reply still over the trim's target is shortened.
+        ``trimmed``: this call trimmed, and a latest reply still over the trim's target is
+        shortened.
         """
         sent = self.messages
         if self.dropped:
@@ -4624,22 +5015,26 @@ class _RunState:
         return self._shorten_latest(sent) if trimmed else sent
 
     def _shorten_latest(self, sent: list[dict]) -> list[dict]:
-        """A trim that left only the latest pair over its target: a reply that ran to the token limit.
+        """A trim that left only the latest pair over its target: a reply that ran to the token
+        limit.
 
-        That reply is sent as its head and tail, cut to the trim's target; result.messages keeps it whole.
+        That reply is sent as its head and tail, cut to the trim's target; result.messages keeps it
+        whole.
         """
         over = self.head_chars + len(self.note) + self.tail_chars - int(self.budget * _TRIM_TO)
         if over <= 0 or len(sent) <= self.head or sent[-2]["role"] != "assistant":
             return sent
         reply = sent[-2]["content"]
-        return sent[:-2] + [{"role": "assistant", "content": _truncate(reply, max(200, len(reply) - over))}, sent[-1]]
+        return sent[:-2] + [{"role": "assistant",
+                             "content": _truncate(reply, max(200, len(reply) - over))}, sent[-1]]
 
 
 def _digest_line(step: Step, calls: dict, result_chars: Optional[int]) -> str:
-    """A dropped step as ``index. name(arguments) → the start of its result``; a repeat or an unread reply says so.
+    """A dropped step as ``index. name(arguments) → the start of its result``; a repeat or an unread
+    reply says so.
 
-    ``calls`` is the run's (name, canonical arguments) -> _Earlier: a call first run in another step is a repeat.
-    A tool's error shows as its result does, starting with ``ERROR:``.
+    ``calls`` is the run's (name, canonical arguments) -> _Earlier: a call first run in another step
+    is a repeat. A tool's error shows as its result does, starting with ``ERROR:``.
     """
     action = step.action
     if action is None or action.kind != "tool_call":
@@ -4661,7 +5056,8 @@ def _clip(text: str, limit: Optional[int]) -> str:
 
 
 def _keep_ends(lines: list[str], total: int, limit: int) -> str:
-    """The lines, one per line; over limit characters (``total`` of them), the first and the newest that fit.
+    """The lines, one per line; over limit characters (``total`` of them), the first and the newest
+    that fit.
 
     Half the room goes to the first lines and the rest to the newest, as a long
     observation keeps its head and tail; a line longer than half the room is cut to
@@ -4679,19 +5075,22 @@ def _keep_ends(lines: list[str], total: int, limit: int) -> str:
     while head + tail < len(lines) and used + min(len(lines[-1 - tail]), width) + 1 <= room:
         used += min(len(lines[-1 - tail]), width) + 1
         tail += 1
-    kept = [line if len(line) <= width else line[:width - 1] + "…" for line in lines[:head] + lines[len(lines) - tail:]]
+    kept = [line if len(line) <= width else line[:width - 1] + "…"
+            for line in lines[:head] + lines[len(lines) - tail:]]
     return "\n".join(kept[:head] + [_DIGEST_GAP.format(n=len(lines) - head - tail)] + kept[head:])
 
 
 def _summary_request(state: _RunState, notes: str, dropped: list[Step], limit: int) -> list[dict]:
-    """The summary call's messages: the prompt, then the task, the earlier notes and the dropped steps in full.
+    """The summary call's messages: the prompt, then the task, the earlier notes and the dropped
+    steps in full.
 
     The whole request is cut to the context budget, which the model is known to take.
     """
-    system = _SUMMARY_PROMPT.format(words=max(20, limit // 8))  # about 6 characters a word, and room to spare
+    # about 6 characters a word, and room to spare
+    system = _SUMMARY_PROMPT.format(words=max(20, limit // 8))
     steps = "\n".join(_digest_line(step, state.calls, None) for step in dropped)
-    text = _SUMMARY_REQUEST.format(task=state.messages[state.head - 1]["content"], notes=notes.strip() or "(none yet)",
-                                   steps=steps)
+    text = _SUMMARY_REQUEST.format(task=state.messages[state.head - 1]["content"],
+                                   notes=notes.strip() or "(none yet)", steps=steps)
     return [{"role": "system", "content": system},
             {"role": "user", "content": _truncate(text, max(1000, state.budget - len(system)))}]
 
@@ -4727,13 +5126,15 @@ def _clean_history(history: Optional[list]) -> list:
     for i, message in enumerate(history):
         if not (isinstance(message, dict) and message.get("role") in ("system", "user", "assistant")
                 and isinstance(message.get("content"), str)):
-            raise ValueError(f"invalid history message {i} (must be {{'role': system|user|assistant, 'content': str}})")
+            raise ValueError(f"invalid history message {i} (must be {{'role': "
+                             "system|user|assistant, 'content': str}})")
         cleaned.append({"role": message["role"], "content": message["content"]})
     return cleaned
 
 
 def _chat_options(llm: Any) -> frozenset:
-    """The per-call options ``llm.chat`` accepts: those it names, or all of them when it takes ``**kwargs``."""
+    """The per-call options ``llm.chat`` accepts: those it names, or all of them when it takes
+    ``**kwargs``."""
     try:
         parameters = inspect.signature(llm.chat).parameters.values()
     except (AttributeError, TypeError, ValueError):  # no chat, or a builtin without a signature
@@ -4741,13 +5142,16 @@ def _chat_options(llm: Any) -> frozenset:
     if any(p.kind is p.VAR_KEYWORD for p in parameters):
         return frozenset(_CHAT_OPTIONS)
     return frozenset(p.name for p in parameters
-                     if p.name in _CHAT_OPTIONS and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+                     if p.name in _CHAT_OPTIONS
+                     and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
 def _copied(action: Action, example: Optional[_Example]) -> Optional[str]:
-    """What of the prompt a reply copied in place of its own content (placeholders, the worked example), or None.
+    """What of the prompt a reply copied in place of its own content (placeholders, the worked
+    example), or None.
 
-    A copied thought is let through: it runs nothing, and refusing it refused calls that were right."""
+    A copied thought is let through: it runs nothing, and refusing it refused calls that were
+    right."""
     values = [("answer", action.answer), ("tool name", action.name)]
     values += [(f'argument "{key}"', value) for key, value in _leaves(action.arguments)]
     for where, value in values:
@@ -4822,40 +5226,47 @@ class Agent:
         notes) or 'none'
     """
 
-    def __init__(self, llm: LLM, tools: _Tools = None, *, system_prompt: Optional[str] = None, max_steps: int = 10,
-                 max_repeats: int = 2, max_format_errors: int = 3, max_observation_chars: int = 4000,
-                 max_context_chars: Optional[int] = None, max_seconds: Optional[float] = None,
-                 max_total_tokens: Optional[int] = None, on_step: Optional[Callable[[Step], None]] = None,
+    def __init__(self, llm: LLM, tools: _Tools = None, *, system_prompt: Optional[str] = None,
+                 max_steps: int = 10, max_repeats: int = 2, max_format_errors: int = 3,
+                 max_observation_chars: int = 4000, max_context_chars: Optional[int] = None,
+                 max_seconds: Optional[float] = None, max_total_tokens: Optional[int] = None,
+                 on_step: Optional[Callable[[Step], None]] = None,
                  confirm: Optional[Callable[[str, dict], bool]] = None, constrain: str = "auto",
                  memory: str = "digest") -> None:
-        for name, value in {"max_steps": max_steps, "max_repeats": max_repeats, "max_format_errors": max_format_errors,
+        for name, value in {"max_steps": max_steps, "max_repeats": max_repeats,
+                            "max_format_errors": max_format_errors,
                             "max_observation_chars": max_observation_chars}.items():
             _check_setting(name, value)
         for name, value in {"max_context_chars": max_context_chars, "max_seconds": max_seconds,
                             "max_total_tokens": max_total_tokens}.items():
             _check_setting(name, value, optional=True)   # None: no such limit
         if constrain not in _CONSTRAIN_MODES:
-            raise ValueError(f"invalid constrain {constrain!r} (must be one of {', '.join(_CONSTRAIN_MODES)})")
+            raise ValueError(f"invalid constrain {constrain!r} (must be one of "
+                             f"{', '.join(_CONSTRAIN_MODES)})")
         if memory not in _MEMORY_MODES:
-            raise ValueError(f"invalid memory {memory!r} (must be one of {', '.join(_MEMORY_MODES)})")
+            raise ValueError(f"invalid memory {memory!r} (must be one of "
+                             f"{', '.join(_MEMORY_MODES)})")
         self.llm = llm
         self.tools = _as_registry(tools)
         self.system_prompt = _render_prompt(system_prompt, self.tools)
         self.max_steps = max_steps                  # model calls per run
         self.max_repeats = max_repeats              # repeats of one call before the run stops
-        self.max_format_errors = max_format_errors  # unparseable replies in a row before the run stops
+        # unparseable replies in a row before the run stops
+        self.max_format_errors = max_format_errors
         self.max_observation_chars = max_observation_chars  # longer tool output keeps head and tail
         self.max_context_chars = max_context_chars  # None: send the whole conversation
-        self.max_seconds = max_seconds              # checked between steps; caps tool timeouts and model calls
+        self.max_seconds = max_seconds  # checked between steps; caps tool timeouts and model calls
         self.max_total_tokens = max_total_tokens    # reported by the server, else estimated
         self.on_step = on_step                      # called with each Step as it ends
-        self.confirm = confirm                      # asked before tools registered with confirm=True
+        self.confirm = confirm  # asked before tools registered with confirm=True
         self.constrain = constrain                  # the decoding ladder: auto, always or never
-        self.memory = memory                        # what stands in for steps a context budget drops
-        self._accepts = _chat_options(llm)          # checked once: the per-call options llm.chat takes
-        self._example = _example(self.tools) if system_prompt is None else None   # the prompt's worked example
+        self.memory = memory  # what stands in for steps a context budget drops
+        self._accepts = _chat_options(llm)  # checked once: the per-call options llm.chat takes
+        # the prompt's worked example
+        self._example = _example(self.tools) if system_prompt is None else None
         if constrain == "always" and "response_schema" not in self._accepts:
-            _log.warning("constrain='always', but %s.chat takes no response_schema: running unconstrained",
+            _log.warning("constrain='always', but %s.chat takes no response_schema: running "
+                         "unconstrained",
                          type(llm).__name__)
 
     def run(self, task: str, history: Optional[list[dict]] = None) -> AgentResult:
@@ -4894,8 +5305,8 @@ class Agent:
         else:
             messages.append({"role": "user", "content": task})
         head_chars = sum(len(m["content"]) for m in messages)
-        state = _RunState(messages=messages, head=len(messages), head_chars=head_chars, started=_now(),
-                          budget=self.max_context_chars, memory=self.memory)
+        state = _RunState(messages=messages, head=len(messages), head_chars=head_chars,
+                          started=_now(), budget=self.max_context_chars, memory=self.memory)
         if self.constrain == "always" and "response_schema" in self._accepts:
             state.schema = self.tools.action_schema()
         return state
@@ -4914,7 +5325,8 @@ class Agent:
         step = Step(index=len(state.steps) + 1)
         try:
             return self._query(state, step) or self._act(state, step)
-        except BaseException as exc:  # Ctrl-C, or a callback that raised: the trace still gets this step
+        # Ctrl-C, or a callback that raised: the trace still gets this step
+        except BaseException as exc:
             step.error = step.error or f"interrupted: {type(exc).__name__}"
             raise
         finally:
@@ -4923,7 +5335,8 @@ class Agent:
                 self.on_step(step)
 
     def _query(self, state: _RunState, step: Step) -> Optional[str]:
-        """Ask the model; record the reply, what the client reported and the tokens. "llm_error" if it raises."""
+        """Ask the model; record the reply, what the client reported and the tokens. "llm_error" if
+        it raises."""
         started = _now()
         try:
             raw = self._chat(state, step)
@@ -4931,7 +5344,8 @@ class Agent:
             step.llm_seconds = _now() - started
             step.error = str(exc) if isinstance(exc, LLMError) else f"{type(exc).__name__}: {exc}"
             spent = self.max_seconds is not None and self._time_left(state) < _MIN_START_SECONDS
-            return "time_limit" if spent else "llm_error"   # the agent's own budget ended the call, not the server
+            # the agent's own budget ended the call, not the server
+            return "time_limit" if spent else "llm_error"
         step.llm_seconds = _now() - started
         step.raw = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
         finish_reason = getattr(self.llm, "last_finish_reason", None)
@@ -4944,20 +5358,25 @@ class Agent:
         return None
 
     def _count_tokens(self, state: _RunState, raw: str) -> None:
-        """Add the last call's tokens: the client's ``last_usage``, else an estimate at 4 characters a token."""
+        """Add the last call's tokens: the client's ``last_usage``, else an estimate at 4 characters
+        a token."""
         counts = _reported_usage(getattr(self.llm, "last_usage", None))
         if counts is None:
-            counts = {"prompt_tokens": (state.head_chars + state.tail_chars) // 4, "completion_tokens": len(raw) // 4}
+            counts = {"prompt_tokens": (state.head_chars + state.tail_chars) // 4,
+                      "completion_tokens": len(raw) // 4}
             state.estimated()
         state.usage["prompt_tokens"] += counts["prompt_tokens"]
         state.usage["completion_tokens"] += counts["completion_tokens"]
 
     def _chat(self, state: _RunState, step: Step) -> Any:
         """One model call with this run's options; after a context overflow, trim and retry once."""
-        messages = self._context(state, step)   # may make a summary call first, so the options come after it
+        # may make a summary call first, so the options come after it
+        messages = self._context(state, step)
         options = self._options(state)
         if not state.steps and "response_schema" in options and len(self.tools):
-            self._rung(step, "the first call of a run may only call a tool (a response_schema of the tool calls)")
+            self._rung(step,
+                       "the first call of a run may only call a tool (a response_schema of the "
+                       "tool calls)")
         try:
             return self.llm.chat(messages, **options)
         except LLMError as exc:
@@ -4967,7 +5386,8 @@ class Agent:
         return self.llm.chat(self._context(state, step), **self._options(state))
 
     def _context(self, state: _RunState, step: Step) -> list[dict]:
-        """What the next call sends; over the context budget, the oldest steps are dropped and remembered."""
+        """What the next call sends; over the context budget, the oldest steps are dropped and
+        remembered."""
         if not state.over_budget():
             return state.context()
         notes, first = state.note, state.dropped // 2
@@ -4977,9 +5397,11 @@ class Agent:
         return state.context(trimmed=True)
 
     def _summarise(self, state: _RunState, step: Step, notes: str, dropped: list[Step]) -> None:
-        """memory="summary": the model's notes on the dropped steps become the note; on any failure, the digest."""
+        """memory="summary": the model's notes on the dropped steps become the note; on any failure,
+        the digest."""
         limit, text = state.memory_limit() - len(_SUMMARY_HEADER) - 3, ""
-        if limit < _MIN_SUMMARY_CHARS:  # no call: a summary that short would hold less than the digest
+        # no call: a summary that short would hold less than the digest
+        if limit < _MIN_SUMMARY_CHARS:
             problem = f"the context budget leaves no room for a summary ({max(0, limit)} characters)"
         else:
             call = self._summary_call(state, _summary_request(state, notes, dropped, limit))
@@ -4993,11 +5415,13 @@ class Agent:
             step.notes.append(f"memory: {problem}; the digest of the dropped steps was sent instead")
         else:
             state.note = f"\n\n{_SUMMARY_HEADER.format(n=state.dropped // 2)}\n{text}"
-            step.notes.append(f"memory: the model summarised {len(dropped)} dropped step(s) in {len(text)} characters")
+            step.notes.append(f"memory: the model summarised {len(dropped)} dropped step(s) in "
+                              f"{len(text)} characters")
         _log.info("step %d: %s", step.index, step.notes[-1])
 
     def _summary_call(self, state: _RunState, request: list[dict]) -> _SummaryCall:
-        """One model call for the summary, timed and counted against max_total_tokens; it never raises."""
+        """One model call for the summary, timed and counted against max_total_tokens; it never
+        raises."""
         options = {}
         if self.max_seconds is not None and "max_seconds" in self._accepts:
             options["max_seconds"] = self._time_left(state)
@@ -5023,7 +5447,8 @@ class Agent:
         return call
 
     def _options(self, state: _RunState) -> dict:
-        """The per-call options for the next call: the ladder's rungs and what is left of max_seconds."""
+        """The per-call options for the next call: the ladder's rungs and what is left of
+        max_seconds."""
         options: dict = {}
         schema = self._rung_schema(state)
         if schema is not None:
@@ -5038,41 +5463,50 @@ class Agent:
         return options
 
     def _rung_schema(self, state: _RunState) -> Optional[dict]:
-        """The response_schema of the next call: the tool rung (the first call of a run may only call a
-        tool), the answer rung (the final shape alone), or the action schema once a reply failed."""
+        """The response_schema of the next call: the tool rung (the first call of a run may only
+        call a tool), the answer rung (the final shape alone), or the action schema once a reply
+        failed."""
         if self.constrain == "never" or "response_schema" not in self._accepts:
             return None
-        if not state.steps and len(self.tools) and self.max_steps > 1:   # one step only: it must be able to answer
+        # one step only: it must be able to answer
+        if not state.steps and len(self.tools) and self.max_steps > 1:
             return {"anyOf": self.tools.action_schema()["anyOf"][:-1]}
         if state.answer_rung == len(state.steps) + 1:
             return self.tools.action_schema()["anyOf"][-1]
         return state.schema
 
     def _time_left(self, state: _RunState) -> Optional[float]:
-        """Seconds left of max_seconds (None: no limit); what a model call or a tool may take at most."""
-        return None if self.max_seconds is None else max(0.0, self.max_seconds - (_now() - state.started))
+        """Seconds left of max_seconds (None: no limit); what a model call or a tool may take at
+        most."""
+        return None if self.max_seconds is None else max(0.0,
+                                                         self.max_seconds - (_now() - state.started))
 
     def _overflowed(self, state: _RunState, step: Step, exc: LLMError) -> None:
-        """Set a context budget for the rest of this run; raise LLMError with a hint when that cannot help."""
+        """Set a context budget for the rest of this run; raise LLMError with a hint when that
+        cannot help."""
         state.overflows += 1
         sent = state.head_chars + state.tail_chars
         if state.budget is not None or state.overflows > 1:
-            raise LLMError(f"{exc} (the conversation still does not fit the model's context window; "
-                           "set a smaller max_context_chars)", exc.status, exc.kind) from None
+            raise LLMError(f"{exc} (the conversation still does not fit the model's context "
+                           "window; set a smaller max_context_chars)", exc.status,
+                           exc.kind) from None
         n_ctx, n_prompt = getattr(exc, "n_ctx", None), getattr(exc, "n_prompt_tokens", None)
         if all(_is_int(n) and n > 0 for n in (n_ctx, n_prompt)):
             state.budget = sent * n_ctx // n_prompt
         else:
             state.budget = sent * 3 // 4
         if state.head_chars >= state.budget:
-            raise LLMError(f"{exc} (the system prompt and the task alone, {state.head_chars} characters, do not fit "
-                           f"the model's context window, about {state.budget} characters: shorten them or use a "
-                           "model with a longer context)", exc.status, exc.kind) from None
-        step.notes.append(f"context overflow: max_context_chars={state.budget} for the rest of this run; retried")
+            raise LLMError(f"{exc} (the system prompt and the task alone, {state.head_chars} "
+                           "characters, do not fit the model's context window, about "
+                           f"{state.budget} characters: shorten them or use a model with a longer "
+                           "context)", exc.status, exc.kind) from None
+        step.notes.append(f"context overflow: max_context_chars={state.budget} for the rest of "
+                          "this run; retried")
         _log.info("step %d: %s", step.index, step.notes[-1])
 
     def _act(self, state: _RunState, step: Step) -> Optional[str]:
-        """Parse the reply; answer, or run the call (a repeat gets the earlier result), and send the observation."""
+        """Parse the reply; answer, or run the call (a repeat gets the earlier result), and send the
+        observation."""
         try:
             action = self._parse(step)
         except ActionFormatError as exc:
@@ -5103,7 +5537,8 @@ class Agent:
         """The observation for a repeated call; when the call had succeeded, the answer rung too."""
         if self.constrain == "never":
             return _REPEAT.format(step=earlier.step, result=earlier.result)
-        if earlier.result.startswith("ERROR:"):   # a deterministic loop on a failed call needs sampling
+        # a deterministic loop on a failed call needs sampling
+        if earlier.result.startswith("ERROR:"):
             self._sample_hotter(state, step, "a call that failed was repeated")
             return _REPEAT.format(step=earlier.step, result=earlier.result)
         self._answer_rung(state, step, "a call that already succeeded was repeated")
@@ -5115,7 +5550,8 @@ class Agent:
         self._rung(step, f"{why}: the next call asks for the final answer{schema}")
 
     def _parse(self, step: Step) -> Action:
-        """parse_action, with what the client reported: a reply that repeated itself or was cut off is refused."""
+        """parse_action, with what the client reported: a reply that repeated itself or was cut off
+        is refused."""
         if step.finish_reason == "repetition":
             raise ActionFormatError(_REPEATED, step.raw)
         try:
@@ -5149,19 +5585,23 @@ class Agent:
         if state.format_errors > self.max_format_errors:
             return "format_errors"
         left = self.max_format_errors - state.format_errors + 1
-        return self._observe(state, step, f"ERROR: {step.error} ({left} attempt{'s' if left != 1 else ''} left.)")
+        return self._observe(state, step,
+                             f"ERROR: {step.error} ({left} attempt{'s' if left != 1 else ''} left.)")
 
     def _climb(self, state: _RunState, step: Step, why: str) -> None:
-        """The decoding ladder, after a failed reply or an unknown tool: send the action schema, whose names are
-        the registered ones; when a failed reply repeats, sample hotter."""
+        """The decoding ladder, after a failed reply or an unknown tool: send the action schema,
+        whose names are the registered ones; when a failed reply repeats, sample hotter."""
         if self.constrain == "never":
             return
-        # A constrained reply that looped is as deterministic as one sent twice: both call for sampling.
+        # A constrained reply that looped is as deterministic as one sent twice: both call for
+        # sampling.
         looped = state.schema is not None and step.finish_reason == "repetition"
         if state.schema is None and "response_schema" in self._accepts:
             state.schema = self.tools.action_schema()
             penalty = f" with frequency_penalty={_CONSTRAINED_PENALTY}" if "frequency_penalty" in self._accepts else ""
-            self._rung(step, f"{why}: from the next call on, the action schema is sent (response_schema){penalty}")
+            self._rung(step,
+                       f"{why}: from the next call on, the action schema is sent "
+                       f"(response_schema){penalty}")
         if looped or step.raw in state.failed:
             self._sample_hotter(state, step, "a constrained reply looped" if looped else
                                 "the same failed reply came twice")
@@ -5169,14 +5609,17 @@ class Agent:
     def _sample_hotter(self, state: _RunState, step: Step, why: str) -> None:
         if not state.hot and "temperature" in self._accepts:
             state.hot = True
-            self._rung(step, f"{why}: from the next call on, a temperature of at least {_HOT_TEMPERATURE} is sent")
+            self._rung(step,
+                       f"{why}: from the next call on, a temperature of at least "
+                       f"{_HOT_TEMPERATURE} is sent")
 
     def _rung(self, step: Step, note: str) -> None:
         step.notes.append(f"decoding ladder: {note}")
         _log.info("step %d: %s", step.index, step.notes[-1])
 
     def _observe(self, state: _RunState, step: Step, text: str) -> Optional[str]:
-        """Send text back as this step's observation; "max_steps" when that was the last step allowed."""
+        """Send text back as this step's observation; "max_steps" when that was the last step
+        allowed."""
         step.observation = _observation(text, step.index, self.max_steps)
         state.append("user", step.observation)
         if step.index + 1 == self.max_steps and self.constrain != "never" and state.answer_rung <= step.index:
@@ -5184,29 +5627,33 @@ class Agent:
         return "max_steps" if step.index >= self.max_steps else None
 
     def _finish(self, state: _RunState, stop: str) -> AgentResult:
-        usage = dict(state.usage, total_tokens=state.usage["prompt_tokens"] + state.usage["completion_tokens"],
+        usage = dict(state.usage,
+                     total_tokens=state.usage["prompt_tokens"] + state.usage["completion_tokens"],
                      estimated_steps=list(state.usage["estimated_steps"]))
         last_error = state.steps[-1].error if state.steps else None
         summary = _STOPS[stop].summary.format(
             steps=len(state.steps), max_steps=self.max_steps, max_repeats=self.max_repeats,
-            max_format_errors=self.max_format_errors, max_seconds=self.max_seconds, tokens=usage["total_tokens"],
-            max_total_tokens=self.max_total_tokens, error=last_error)
-        return AgentResult(answer=state.answer if stop == "final" else None, stop_reason=stop, steps=state.steps,
-                           messages=state.messages, usage=usage, seconds=_now() - state.started,
-                           summary=summary)
+            max_format_errors=self.max_format_errors, max_seconds=self.max_seconds,
+            tokens=usage["total_tokens"], max_total_tokens=self.max_total_tokens, error=last_error)
+        return AgentResult(answer=state.answer if stop == "final" else None, stop_reason=stop,
+                           steps=state.steps, messages=state.messages, usage=usage,
+                           seconds=_now() - state.started, summary=summary)
 
 
 # -- Batch -----------------------------------------------------------------------------
 # run_batch runs a task list through one Agent on a few threads that share its client;
 # each result is appended to a JSON Lines file as its run ends, so a second call resumes
 
-# An expected number is matched by a number in the answer within this relative, else absolute, difference.
+# An expected number is matched by a number in the answer within this relative, else absolute,
+# difference.
 _EXPECT_REL_TOL, _EXPECT_ABS_TOL = 1e-6, 1e-9
 
 
 def run_batch(agent: Agent, tasks: Iterable[dict], *, workers: int = 4, out: Optional[str] = None,
-              traces: Optional[str] = None, on_result: Optional[Callable[[dict], None]] = None) -> dict:
-    """Run each task through ``agent`` on ``workers`` threads that share its client; return the summary.
+              traces: Optional[str] = None,
+              on_result: Optional[Callable[[dict], None]] = None) -> dict:
+    """Run each task through ``agent`` on ``workers`` threads that share its client; return the
+    summary.
 
     A task is ``{"id": text or number, "task": text}``, with an optional ``"expect"``:
     a number the answer must hold (within ``_EXPECT_REL_TOL``) or a text it must
@@ -5238,7 +5685,8 @@ def run_batch(agent: Agent, tasks: Iterable[dict], *, workers: int = 4, out: Opt
         os.makedirs(traces, exist_ok=True)
     feed = _Feed(tasks, results.ids if results else set())
     try:
-        _collect(_start_workers(agent, feed, workers, traces), workers, feed, tally, results, on_result)
+        _collect(_start_workers(agent, feed, workers, traces), workers, feed, tally,
+                 results, on_result)
     finally:
         if results is not None:
             results.close()
@@ -5246,7 +5694,8 @@ def run_batch(agent: Agent, tasks: Iterable[dict], *, workers: int = 4, out: Opt
 
 
 def _task_problem(item: Any) -> Optional[str]:
-    """What makes item no task, or None: it needs a non-empty task, an id of text or a number, a usable expect."""
+    """What makes item no task, or None: it needs a non-empty task, an id of text or a number, a
+    usable expect."""
     if not isinstance(item, dict):
         return f"a task is a JSON object, not {_json_type(item)}"
     if not isinstance(item.get("task"), str) or not item["task"].strip():
@@ -5265,9 +5714,11 @@ def _id_key(task_id: Any) -> str:
 
 
 def _task_file(path: str, shard: tuple = (1, 1)) -> Iterable[tuple]:
-    """Each non-blank line of a task file that falls to shard K of N: (its number, the task, or None and the problem).
+    """Each non-blank line of a task file that falls to shard K of N: (its number, the task, or None
+    and the problem).
 
-    Lines are counted in the file, so N machines can split one file without talking. OSError when it cannot be read.
+    Lines are counted in the file, so N machines can split one file without talking. OSError when it
+    cannot be read.
     """
     with open(path, encoding="utf-8", errors="replace") as handle:
         for number, line in enumerate(handle, 1):
@@ -5289,7 +5740,8 @@ def _in_shard(number: int, shard: tuple) -> bool:
 
 
 class _Feed:
-    """The tasks, handed to the workers one at a time (internal): each checked, ids already done skipped."""
+    """The tasks, handed to the workers one at a time (internal): each checked, ids already done
+    skipped."""
 
     def __init__(self, tasks: Iterable[dict], done: set) -> None:
         self._tasks, self._done, self._seen = iter(tasks), done, set()
@@ -5298,7 +5750,8 @@ class _Feed:
         self.position = 0                   # tasks read so far
 
     def next(self) -> Optional[dict]:
-        """The next task to run; None when there are no more or the batch stops. ValueError for a bad one."""
+        """The next task to run; None when there are no more or the batch stops. ValueError for a
+        bad one."""
         with self._lock:
             for item in self._tasks if not self.stop.is_set() else ():
                 self.position += 1
@@ -5315,8 +5768,10 @@ class _Feed:
 
 
 def _start_workers(agent: Agent, feed: _Feed, workers: int, traces: Optional[str]) -> queue.Queue:
-    """Start the worker threads; each puts ("result", record), ("error", exc) and at its end ("done", None)."""
-    outbox: queue.Queue = queue.Queue(maxsize=workers)   # bounded: a slow writer holds the workers back
+    """Start the worker threads; each puts ("result", record), ("error", exc) and at its end
+    ("done", None)."""
+    # bounded: a slow writer holds the workers back
+    outbox: queue.Queue = queue.Queue(maxsize=workers)
 
     def work() -> None:
         try:
@@ -5324,7 +5779,8 @@ def _start_workers(agent: Agent, feed: _Feed, workers: int, traces: Optional[str
             while item is not None:
                 outbox.put(("result", _run_task(agent, item, traces)))
                 item = feed.next()
-        except BaseException as exc:   # a bad task, or the user's own on_step: the batch stops and raises it
+        # a bad task, or the user's own on_step: the batch stops and raises it
+        except BaseException as exc:
             outbox.put(("error", exc))
         finally:
             outbox.put(("done", None))
@@ -5335,7 +5791,8 @@ def _start_workers(agent: Agent, feed: _Feed, workers: int, traces: Optional[str
 
 
 def _run_task(agent: Agent, item: dict, traces: Optional[str]) -> dict:
-    """Run one task; its result line (the task's fields, then the run's), its whole result saved under traces."""
+    """Run one task; its result line (the task's fields, then the run's), its whole result saved
+    under traces."""
     result = agent.run(item["task"])
     record = dict(item)
     if "expect" in item:
@@ -5343,8 +5800,8 @@ def _run_task(agent: Agent, item: dict, traces: Optional[str]) -> dict:
     format_errors = sum(1 for step in result.steps if step.raw is not None and step.action is None)
     record.update(stop_reason=result.stop_reason, answer=result.answer, steps=len(result.steps),
                   format_errors=format_errors, prompt_tokens=result.usage["prompt_tokens"],
-                  completion_tokens=result.usage["completion_tokens"], estimated_tokens=result.usage["estimated"],
-                  seconds=round(result.seconds, 3),
+                  completion_tokens=result.usage["completion_tokens"],
+                  estimated_tokens=result.usage["estimated"], seconds=round(result.seconds, 3),
                   error=None if result.ok else (result.steps[-1].error if result.steps else None))
     if traces is not None:
         path = os.path.join(traces, _trace_name(item["id"]))
@@ -5356,12 +5813,14 @@ def _run_task(agent: Agent, item: dict, traces: Optional[str]) -> dict:
     return record
 
 
-# An expected number against the numbers in an answer: 1,024 and 1024 alike, signs, decimals, exponents
+# An expected number against the numbers in an answer: 1,024 and 1024 alike, signs, decimals,
+# exponents
 _ANSWER_NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?|[-+]?\.\d+")
 
 
 def _solved(answer: Optional[str], expect: Any) -> bool:
-    """Whether answer holds expect: a number in it within the tolerance, or the text, ignoring case."""
+    """Whether answer holds expect: a number in it within the tolerance, or the text, ignoring
+    case."""
     if answer is None:
         return False
     if isinstance(expect, str):
@@ -5377,7 +5836,8 @@ def _solved(answer: Optional[str], expect: Any) -> bool:
 
 
 def _trace_name(task_id: Any) -> str:
-    """A file name for the id's trace: the id itself when it is a plain name, else a cleaned one with a hash."""
+    """A file name for the id's trace: the id itself when it is a plain name, else a cleaned one
+    with a hash."""
     text = str(task_id)
     if re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}", text):
         return f"{text}.json"
@@ -5387,9 +5847,10 @@ def _trace_name(task_id: Any) -> str:
     return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', text)[:80]}-{digest}.json"
 
 
-def _collect(outbox: queue.Queue, running: int, feed: _Feed, tally: _Tally, results: Optional[_ResultsFile],
-             on_result: Optional[Callable[[dict], None]]) -> None:
-    """Write and pass on each result as it comes, until the running workers are done; run_batch's Ctrl-C rule."""
+def _collect(outbox: queue.Queue, running: int, feed: _Feed, tally: _Tally,
+             results: Optional[_ResultsFile], on_result: Optional[Callable[[dict], None]]) -> None:
+    """Write and pass on each result as it comes, until the running workers are done; run_batch's
+    Ctrl-C rule."""
     error, interrupted = None, False
     while running:
         try:
@@ -5412,7 +5873,8 @@ def _collect(outbox: queue.Queue, running: int, feed: _Feed, tally: _Tally, resu
             feed.stop.set()
             _log.warning("interrupted: no more tasks start; the running ones end and are written "
                          "(interrupt again to stop at once)")
-        except BaseException as exc:   # the writer or on_result failed: stop, let the runs end, raise it
+        # the writer or on_result failed: stop, let the runs end, raise it
+        except BaseException as exc:
             error = error or exc
             feed.stop.set()
     if error is not None:
@@ -5422,7 +5884,8 @@ def _collect(outbox: queue.Queue, running: int, feed: _Feed, tally: _Tally, resu
 
 
 class _ResultsFile:
-    """The results file (internal): the ids already in it, then one writer that appends a whole line per result."""
+    """The results file (internal): the ids already in it, then one writer that appends a whole line
+    per result."""
 
     def __init__(self, path: str, count: Callable[..., None]) -> None:
         self.path, self.ids = path, set()
@@ -5430,7 +5893,8 @@ class _ResultsFile:
         self._handle = open(path, "ab", buffering=0)   # unbuffered: each line is one write, flushed
 
     def _read(self, count: Callable[..., None]) -> None:
-        """Collect the ids already written and count each result (``_Tally.add``); drop a cut-off last line."""
+        """Collect the ids already written and count each result (``_Tally.add``); drop a cut-off
+        last line."""
         try:
             handle = open(self.path, "rb+")
         except FileNotFoundError:
@@ -5445,7 +5909,8 @@ class _ResultsFile:
                 handle.truncate(end)
 
     def write(self, record: dict) -> None:
-        """Append record as one JSON line (a lone surrogate written as its escape), in one unbuffered write."""
+        """Append record as one JSON line (a lone surrogate written as its escape), in one
+        unbuffered write."""
         text = json.dumps(AgentResult._plain(record), ensure_ascii=False, allow_nan=False) + "\n"
         data = text.encode("utf-8", "backslashreplace")
         while data:
@@ -5456,7 +5921,8 @@ class _ResultsFile:
 
 
 def _whole_lines(handle: Any, path: str) -> Iterable[tuple]:
-    """Each whole line of an open results file: (the offset it ends at, its record). A cut-off last line is left out."""
+    """Each whole line of an open results file: (the offset it ends at, its record). A cut-off last
+    line is left out."""
     end = 0
     for number, line in enumerate(handle, 1):
         if not line.endswith(b"\n"):
@@ -5466,7 +5932,8 @@ def _whole_lines(handle: Any, path: str) -> Iterable[tuple]:
 
 
 def _result_line(line: bytes, path: str, number: int) -> dict:
-    """A line of a results file as a record; ValueError when it is not one (a wrong --out would be appended to)."""
+    """A line of a results file as a record; ValueError when it is not one (a wrong --out would be
+    appended to)."""
     try:
         record = json.loads(line.decode("utf-8", "replace"))
     except ValueError:
@@ -5478,7 +5945,8 @@ def _result_line(line: bytes, path: str, number: int) -> dict:
 
 
 class _Tally:
-    """The counts behind a batch's summary (internal): a few numbers per result, and each one's seconds."""
+    """The counts behind a batch's summary (internal): a few numbers per result, and each one's
+    seconds."""
 
     def __init__(self) -> None:
         self.started = time.monotonic()
@@ -5505,17 +5973,20 @@ class _Tally:
             self.seconds.append(float(record["seconds"]))
 
     def summary(self) -> dict:
-        """The summary as plain data: solved, stop reasons, per-task means, tokens, seconds p50/p95."""
+        """The summary as plain data: solved, stop reasons, per-task means, tokens, seconds
+        p50/p95."""
         per_task = max(self.done, 1)
         ordered = sorted(self.seconds)
-        return {"tasks": self.done, "earlier": self.earlier, "checked": self.checked, "solved": self.solved,
-                "solved_percent": round(100 * self.solved / self.checked, 1) if self.checked else None,
-                "stop_reasons": {reason: n for reason, n in self.reasons.items() if n},
+        return {"tasks": self.done, "earlier": self.earlier, "checked": self.checked,
+                "solved": self.solved,
+                "solved_percent": round(100 * self.solved / self.checked, 1) if self.checked
+                else None, "stop_reasons": {reason: n for reason, n in self.reasons.items() if n},
                 "steps_per_task": round(self.steps / per_task, 2),
                 "format_errors_per_task": round(self.format_errors / per_task, 2),
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
                 "estimated_tokens": self.estimated, "seconds_p50": _percentile(ordered, 50),
-                "seconds_p95": _percentile(ordered, 95), "wall_seconds": round(time.monotonic() - self.started, 3)}
+                "seconds_p95": _percentile(ordered, 95),
+                "wall_seconds": round(time.monotonic() - self.started, 3)}
 
 
 def _percentile(ordered: list, percent: float) -> Optional[float]:
@@ -5550,7 +6021,8 @@ def _power(base, exponent):
     # Refuse a power whose result would pass the digit cap before computing it.
     if type(base) is int and type(exponent) is int and exponent > 0 and abs(base) > 1:
         if exponent * math.log10(abs(base)) > _MAX_INT_DIGITS + 1:
-            raise UnsafeExpression(f"{base} ** {exponent} would have more than {_MAX_INT_DIGITS} digits")
+            raise UnsafeExpression(f"{base} ** {exponent} would have more than {_MAX_INT_DIGITS} "
+                                   "digits")
     return base ** exponent
 
 
@@ -5633,20 +6105,22 @@ def safe_eval(expr: str) -> int | float:
 
 
 _BRACKETS = re.compile(r"[][(){}]")
-# Input on which Python's own tokenizer warns on stderr (the library never prints): a backslash, or a
-# number run into a keyword ("1if 1 else 2", "0x1for"). Neither can be arithmetic, so it is refused before
-# parsing; silencing warnings instead would change the process-wide filters under other threads.
+# Input on which Python's own tokenizer warns on stderr (the library never prints): a backslash, or
+# a number run into a keyword ("1if 1 else 2", "0x1for"). Neither can be arithmetic, so it is
+# refused before parsing; silencing warnings instead would change the process-wide filters under
+# other threads.
 _NOISY_INPUT = re.compile(r"\\|[0-9a-fA-F._jJ](?:and|else|for|if|in|is|not|or)")
 
 
 def _check_size(expr: str) -> None:
     """Refuse long input, deep brackets and input the tokenizer warns about before parsing."""
     if len(expr) > _MAX_EXPR_CHARS:
-        raise UnsafeExpression(f"expression is {len(expr):,} characters long (limit {_MAX_EXPR_CHARS:,})", expr[:100])
+        raise UnsafeExpression(f"expression is {len(expr):,} characters long (limit "
+                               f"{_MAX_EXPR_CHARS:,})", expr[:100])
     noisy = _NOISY_INPUT.search(expr)
     if noisy:
-        raise UnsafeExpression(f"not a valid arithmetic expression: {noisy.group()!r} (a backslash, or a number "
-                               "run into a keyword)", expr)
+        raise UnsafeExpression(f"not a valid arithmetic expression: {noisy.group()!r} (a "
+                               "backslash, or a number run into a keyword)", expr)
     depth = 0
     for match in _BRACKETS.finditer(expr):
         depth += 1 if match.group() in "([{" else -1
@@ -5763,19 +6237,23 @@ def _eval_node(node: ast.AST, depth: int):
             return _CONSTANTS[node.id]
         if node.id in _FUNCTIONS:
             raise UnsafeExpression(f"function {node.id!r} must be called, e.g. {node.id}(2)")
-        raise UnsafeExpression(f"name {node.id!r} is not allowed (constants: {', '.join(_CONSTANTS)})")
+        raise UnsafeExpression(f"name {node.id!r} is not allowed (constants: "
+                               f"{', '.join(_CONSTANTS)})")
     if isinstance(node, ast.Call):
         return _call_function(node, depth)
     if isinstance(node, ast.Attribute):
         raise UnsafeExpression(f"attribute access '.{node.attr}' is not allowed")
-    raise UnsafeExpression(f"{_SYNTAX_NAMES.get(type(node), type(node).__name__)} not allowed in a calculation")
+    raise UnsafeExpression(f"{_SYNTAX_NAMES.get(type(node), type(node).__name__)} not allowed in a "
+                           "calculation")
 
 
 def _call_function(node: ast.Call, depth: int):
     name = node.func.id if isinstance(node.func, ast.Name) else None
     if name not in _FUNCTIONS:
-        shown = name or (f".{node.func.attr}" if isinstance(node.func, ast.Attribute) else "an expression")
-        raise UnsafeExpression(f"calling {shown} is not allowed (functions: {', '.join(_FUNCTIONS)})")
+        shown = name or (f".{node.func.attr}" if isinstance(node.func, ast.Attribute)
+                         else "an expression")
+        raise UnsafeExpression(f"calling {shown} is not allowed (functions: "
+                               f"{', '.join(_FUNCTIONS)})")
     if node.keywords:
         raise UnsafeExpression(f"keyword arguments are not allowed in {name}()")
     args = [_eval_node(arg, depth + 1) for arg in node.args]
@@ -5808,7 +6286,8 @@ def _clock() -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
 
 
-_CALCULATOR, _CLOCK = "calculator", "clock"   # the demo tools' names, which the offline planner calls
+# the demo tools' names, which the offline planner calls
+_CALCULATOR, _CLOCK = "calculator", "clock"
 
 
 def _demo_tools() -> ToolRegistry:
@@ -5818,8 +6297,8 @@ def _demo_tools() -> ToolRegistry:
     return registry
 
 
-# A run of arithmetic characters from a digit or "(", taken whole (no backtracking, so the scan is linear);
-# its end is then cut back to the last digit or ")".
+# A run of arithmetic characters from a digit or "(", taken whole (no backtracking, so the scan is
+# linear); its end is then cut back to the last digit or ")".
 _ARITHMETIC_RUN = re.compile(r"[\d(][\d\s.+\-*/%()^_]*")
 _HAS_OPERATOR = re.compile(r"[\d)]\s*(?:\*\*|[-+*/%^])\s*[-+(]*[\d(]")
 
@@ -5828,7 +6307,8 @@ def _find_arithmetic(task: str) -> list:
     found = []
     for match in _ARITHMETIC_RUN.finditer(task):
         candidate, end = match.group(), match.end() - match.start()
-        while end and not (candidate[end - 1].isdecimal() or candidate[end - 1] == ")"):   # \d is isdecimal
+        # \d is isdecimal
+        while end and not (candidate[end - 1].isdecimal() or candidate[end - 1] == ")"):
             end -= 1
         candidate = candidate[:end]
         if len(candidate) > 1 and _HAS_OPERATOR.search(candidate):
@@ -5857,11 +6337,13 @@ def _is_final(reply: str) -> bool:
 
 
 def _task_index(messages: list[dict]) -> Optional[int]:
-    """Where the current task is: the last user message that does not answer a reply other than a final
-    answer (an observation does; a task may even look like one). None when there is no user message."""
+    """Where the current task is: the last user message that does not answer a reply other than a
+    final answer (an observation does; a task may even look like one). None when there is no user
+    message."""
     for i in range(len(messages) - 1, -1, -1):
         before = messages[i - 1] if i else {}
-        if messages[i]["role"] == "user" and (before.get("role") != "assistant" or _is_final(before["content"])):
+        if messages[i]["role"] == "user" and (before.get("role") != "assistant"
+                                              or _is_final(before["content"])):
             return i
     return None
 
@@ -5870,17 +6352,19 @@ _TIME_WORDS = re.compile(r"\b(?:time|date|clock|today|now)\b", re.I)
 
 
 def _offline_reply(messages: list[dict]) -> str:
-    """The offline planner's next reply: the clock for a question about the time, the calculator for each
-    arithmetic expression in the task, then a final answer from the observations."""
+    """The offline planner's next reply: the clock for a question about the time, the calculator for
+    each arithmetic expression in the task, then a final answer from the observations."""
     task_at = _task_index(messages)
     task = messages[task_at]["content"] if task_at is not None else ""
-    results = [_observation_result(m["content"]) or "" for m in messages[(task_at or 0) + 1:] if m["role"] == "user"]
+    results = [_observation_result(m["content"]) or "" for m in messages[(task_at or 0) + 1:]
+               if m["role"] == "user"]
     plan = [(_CLOCK, {})] if _TIME_WORDS.search(task) else []
     plan += [(_CALCULATOR, {"expression": expr}) for expr in _find_arithmetic(task)]
     if len(results) < len(plan):
         name, arguments = plan[len(results)]
         thought = "I need the current time." if name == _CLOCK else f"I will compute {arguments['expression']}."
-        return json.dumps({"type": "tool_call", "thought": thought, "name": name, "arguments": arguments})
+        return json.dumps({"type": "tool_call", "thought": thought, "name": name,
+                           "arguments": arguments})
     return json.dumps({"type": "final", "thought": "I have everything I need.",
                        "answer": _compose_answer(plan, results)})
 
@@ -5898,8 +6382,8 @@ def run(task: str, llm: Optional[LLM] = None, tools: _Tools = None, **options: A
     With no ``llm`` the offline ``MockLLM`` planner answers; with no ``tools`` the
     demo tools (``calculator``, ``clock``) are used.
     """
-    return Agent(llm if llm is not None else MockLLM(), tools if tools is not None else _demo_tools(),
-                 **options).run(task)
+    return Agent(llm if llm is not None else MockLLM(),
+                 tools if tools is not None else _demo_tools(), **options).run(task)
 
 
 # -- CLI -------------------------------------------------------------------------------
@@ -5908,7 +6392,8 @@ def run(task: str, llm: Optional[LLM] = None, tools: _Tools = None, **options: A
 _DEMO_TASK = "What time is it now, and what is (128*3+40)/4?"
 _BROKEN_PIPE = 141                          # 128 + SIGPIPE, as the shell reports a closed pipe
 _EXIT_MEANINGS = {0: "answered", 1: "stopped without an answer", 2: "bad usage or configuration",
-                  3: "the model endpoint failed", 130: "interrupted", _BROKEN_PIPE: "the output pipe was closed"}
+                  3: "the model endpoint failed", 130: "interrupted",
+                  _BROKEN_PIPE: "the output pipe was closed"}
 
 
 def _exit_codes_help() -> str:
@@ -5923,11 +6408,13 @@ def _exit_codes_help() -> str:
 _TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
-_LINE_BREAKS = re.compile("[\n\u2028\u2029]")   # what ends a line besides the controls above (\r, \v, \f, \x85)
+# what ends a line besides the controls above (\r, \v, \f, \x85)
+_LINE_BREAKS = re.compile("[\n\u2028\u2029]")
 
 
 def _printable(text: str) -> str:
-    """text with terminal control characters shown escaped (``\\x1b``): model or server text cannot drive a terminal."""
+    """text with terminal control characters shown escaped (``\\x1b``): model or server text cannot
+    drive a terminal."""
     return _TERMINAL_CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
@@ -5937,12 +6424,15 @@ def _short(text: Any, limit: int = 70) -> str:
 
 
 def _cli_say(text: str, stream: Any = None) -> None:
-    """Write a line that may hold any str (lone surrogates too) to stderr or ``stream``, whatever its encoding.
+    """Write a line that may hold any str (lone surrogates too) to stderr or ``stream``, whatever
+    its encoding.
 
-    On stderr, one message is one line: control characters and line breaks in it are shown escaped, so text
-    quoted from a server or a model cannot forge a line of ours. stdout (the answer, --json) gets the text as it is.
+    On stderr, one message is one line: control characters and line breaks in it are shown escaped,
+    so text quoted from a server or a model cannot forge a line of ours. stdout (the answer, --json)
+    gets the text as it is.
     """
-    text = _LINE_BREAKS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), _printable(text)) \
+    text = _LINE_BREAKS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"),
+                            _printable(text)) \
         if stream is None else text
     stream = stream if stream is not None else sys.stderr
     encoding = getattr(stream, "encoding", None) or "utf-8"
@@ -5951,7 +6441,8 @@ def _cli_say(text: str, stream: Any = None) -> None:
 
 
 def _cli_number(name: str) -> Callable[[str], Any]:
-    """An argparse type for the option name: a finite number in the range _SETTINGS gives, else exit 2."""
+    """An argparse type for the option name: a finite number in the range _SETTINGS gives, else exit
+    2."""
 
     def parse(text: str) -> Any:
         try:
@@ -5972,44 +6463,55 @@ def _default(cls: type, name: str) -> Any:
 
 
 class _JoinWords(argparse.Action):
-    """The task's words as one text (None when there are none): an unquoted task is the task meant."""
+    """The task's words as one text (None when there are none): an unquoted task is the task
+    meant."""
 
-    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Optional[str] = None) -> None:
+    def __call__(self, parser: Any, namespace: Any, values: Any,
+                 option_string: Optional[str] = None) -> None:
         setattr(namespace, self.dest, " ".join(values) if values else None)
 
 
 def _cli_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="agent.py", allow_abbrev=False, description="A ReAct agent for models without native function "
+        prog="agent.py", allow_abbrev=False,
+        description="A ReAct agent for models without native function "
         "calling. With no model configured it runs offline with a mock model.",
         epilog=f"The API key is read from OPENAI_API_KEY only (never a flag). {_exit_codes_help()}")
     add = parser.add_argument
     add("task", nargs="*", action=_JoinWords,
         help=f"the task; words not quoted are joined into one task (default: {_DEMO_TASK!r})")
-    add("--model", help="model name (default: $OPENAI_MODEL; with only a base URL, the one model the server serves)")
+    add("--model",
+        help="model name (default: $OPENAI_MODEL; with only a base URL, the one model the server "
+             "serves)")
     add("--base-url", help="OpenAI-compatible base URL ending in /v1 (default: $OPENAI_BASE_URL)")
     add("--temperature", type=_cli_number("temperature"),
         help=f"sampling temperature (default {_default(OpenAICompatLLM, 'temperature')})")
     add("--max-tokens", type=_cli_number("max_tokens"), help="token limit per reply")
     add("--timeout", type=_cli_number("timeout"), metavar="SECONDS",
-        help=f"connection and per-byte timeout of a request (default {_default(OpenAICompatLLM, 'timeout')})")
+        help="connection and per-byte timeout of a request (default "
+             f"{_default(OpenAICompatLLM, 'timeout')})")
     add("--max-steps", type=_cli_number("max_steps"), default=_default(Agent, "max_steps"),
         help=f"model calls per task (default {_default(Agent, 'max_steps')})")
-    add("--max-seconds", type=_cli_number("max_seconds"), help="time budget of a task, model calls included")
+    add("--max-seconds", type=_cli_number("max_seconds"),
+        help="time budget of a task, model calls included")
     add("--max-context-chars", type=_cli_number("max_context_chars"),
         help="characters of conversation sent per call (default: all)")
     add("--memory", choices=_MEMORY_MODES, default=_default(Agent, "memory"),
-        help="what stands in for the steps --max-context-chars drops: a digest, one line per step (the default), "
+        help="what stands in for the steps --max-context-chars drops: a digest, one line per step "
+             "(the default), "
         "a summary by the model (one more call per trim), or none")
     add("--constrain", choices=_CONSTRAIN_MODES, default="auto",
-        help="constrained decoding with the action schema: after a format error (auto, the default), always, never")
+        help="constrained decoding with the action schema: after a format error (auto, the "
+             "default), always, never")
     add("--json-schema", action="store_true", help="the same as --constrain always")
-    add("--tools", action="append", metavar="FILE.py", help="load tools from a Python file (repeatable): its "
-        "ToolRegistry named 'tools', else every public function with a docstring; replaces the demo tools")
+    add("--tools", action="append", metavar="FILE.py",
+        help="load tools from a Python file (repeatable): its "
+        "ToolRegistry named 'tools', else every public function with a docstring; replaces the "
+        "demo tools")
     add("--tool-timeout", type=_cli_number("default_timeout"), metavar="SECONDS",
         help=f"time limit of a tool call, for tools that set none (default "
-        f"{_default(ToolRegistry, 'default_timeout'):g}; a --tools file's own ToolRegistry keeps its default "
-        "unless this is given)")
+        f"{_default(ToolRegistry, 'default_timeout'):g}; a --tools file's own ToolRegistry keeps "
+        "its default unless this is given)")
     _cli_mcp_flags(parser)
     _cli_output_flags(add)
     _cli_batch_flags(parser)
@@ -6017,66 +6519,85 @@ def _cli_parser() -> argparse.ArgumentParser:
 
 
 def _cli_mcp_flags(parser: argparse.ArgumentParser) -> None:
-    mcp = parser.add_argument_group("MCP servers", "Their tools join those of --tools; with either, the demo "
+    mcp = parser.add_argument_group("MCP servers",
+                                    "Their tools join those of --tools; with either, the demo "
                                     "tools are left out. A tool name two servers share is refused.")
-    mcp.add_argument("--mcp", action="append", metavar="COMMAND_OR_URL", help="an MCP server (repeatable): a command, "
+    mcp.add_argument("--mcp", action="append", metavar="COMMAND_OR_URL",
+                     help="an MCP server (repeatable): a command, "
                      "run without a shell (\"python -m mcp_server_time\"), or an http(s):// URL")
-    mcp.add_argument("--mcp-config", metavar="FILE", help="the servers of a JSON file in Claude Desktop's format: "
-                     "{\"mcpServers\": {NAME: {\"command\", \"args\", \"env\"} or {\"url\", \"headers\"}}}")
-    mcp.add_argument("--mcp-tools", metavar="NAME,...", help="keep only these MCP tools (as the servers name them)")
+    mcp.add_argument("--mcp-config", metavar="FILE",
+                     help="the servers of a JSON file in Claude Desktop's format: "
+                     "{\"mcpServers\": {NAME: {\"command\", \"args\", \"env\"} or {\"url\", "
+                     "\"headers\"}}}")
+    mcp.add_argument("--mcp-tools", metavar="NAME,...",
+                     help="keep only these MCP tools (as the servers name them)")
 
 
 def _cli_output_flags(add: Callable[..., Any]) -> None:
-    add("--system-prompt", metavar="FILE", help="a system prompt from a file; {tools} in it lists the tools")
-    add("--allow-http-key", action="store_true", help="send $OPENAI_API_KEY over plain http to a non-loopback host")
+    add("--system-prompt", metavar="FILE",
+        help="a system prompt from a file; {tools} in it lists the tools")
+    add("--allow-http-key", action="store_true",
+        help="send $OPENAI_API_KEY over plain http to a non-loopback host")
     add("--trace", metavar="FILE", help="write every step as a JSON line, as it happens")
     add("--replay", metavar="FILE", help="replay the model replies of a saved result or trace")
     add("--json", action="store_true", help="print the whole result as JSON on stdout")
     add("--quiet", action="store_true", help="no progress lines on stderr")
-    add("-v", "--verbose", action="count", default=0, help="log retries, adaptations and ladder rungs; -vv: debug")
-    add("--offline", action="store_true", help="use the offline mock model even if one is configured")
+    add("-v", "--verbose", action="count", default=0,
+        help="log retries, adaptations and ladder rungs; -vv: debug")
+    add("--offline", action="store_true",
+        help="use the offline mock model even if one is configured")
     add("-i", "--interactive", action="store_true",
         help="ask several questions in one conversation; steps count from 1 in each turn")
     add("--version", action="version", version=f"agent.py {__version__}")
 
 
 def _cli_batch_flags(parser: argparse.ArgumentParser) -> None:
-    batch = parser.add_argument_group("batch runs", "run every task of a file; the options above apply to each")
-    batch.add_argument("--batch", metavar="FILE", help='a JSON Lines file, a task a line: {"id": ..., "task": ...}, '
+    batch = parser.add_argument_group("batch runs",
+                                      "run every task of a file; the options above apply to each")
+    batch.add_argument("--batch", metavar="FILE",
+                       help='a JSON Lines file, a task a line: {"id": ..., "task": ...}, '
                        'optionally "expect": a number or text the answer must hold')
-    batch.add_argument("--out", metavar="FILE", help="with --batch: append each result here as a JSON line; "
+    batch.add_argument("--out", metavar="FILE",
+                       help="with --batch: append each result here as a JSON line; "
                        "run again with the same --out to resume")
-    batch.add_argument("--workers", type=_cli_number("workers"), default=_default(run_batch, "workers"),
+    batch.add_argument("--workers", type=_cli_number("workers"),
+                       default=_default(run_batch, "workers"),
                        help=f"tasks run at once (default {_default(run_batch, 'workers')})")
-    batch.add_argument("--traces", metavar="DIR", help="save each task's whole result in DIR, for --replay")
+    batch.add_argument("--traces", metavar="DIR",
+                       help="save each task's whole result in DIR, for --replay")
     batch.add_argument("--shard", metavar="K/N", type=_cli_shard, default=(1, 1),
-                       help="run only the tasks on lines K, K+N, K+2N, ... of the file (N machines, one file)")
+                       help="run only the tasks on lines K, K+N, K+2N, ... of the file (N "
+                            "machines, one file)")
 
 
 def _cli_shard(text: str) -> tuple:
     """An argparse type for --shard K/N: 1 <= K <= N, else exit 2."""
     match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
     if not match or not 1 <= int(match[1]) <= int(match[2]):
-        raise argparse.ArgumentTypeError(f"invalid shard {text!r} (must be K/N with 1 <= K <= N, such as 2/8)")
+        raise argparse.ArgumentTypeError(f"invalid shard {text!r} (must be K/N with 1 <= K <= N, "
+                                         "such as 2/8)")
     return int(match[1]), int(match[2])
 
 
 def _cli_args(argv: Optional[list[str]]) -> argparse.Namespace:
     """The flags, the task's words anywhere among them; SystemExit for bad usage.
 
-    A flag that does not exist is bad usage, never taken for a longer one, and the error names the flag meant.
+    A flag that does not exist is bad usage, never taken for a longer one, and the error names the
+    flag meant.
     """
     parser = _cli_parser()
     args, unknown = parser.parse_known_intermixed_args(argv)
     if unknown:
-        meant = _meant_flag(unknown[0].split("=", 1)[0], [flag for flag in parser._option_string_actions
+        meant = _meant_flag(unknown[0].split("=", 1)[0],
+                            [flag for flag in parser._option_string_actions
                                                            if flag.startswith("--")])
         parser.error(f"unrecognized argument {_short(unknown[0], 40)}" + (f": did you mean {meant}?" if meant else ""))
     return args
 
 
 def _meant_flag(word: str, flags: list) -> Optional[str]:
-    """The flags a mistyped one may mean: those it abbreviates, else the closest spelling; None when none is close."""
+    """The flags a mistyped one may mean: those it abbreviates, else the closest spelling; None when
+    none is close."""
     longer = [flag for flag in flags if flag.startswith(word) and len(word) > 2]
     if longer:
         return " or ".join(longer)
@@ -6085,8 +6606,8 @@ def _meant_flag(word: str, flags: list) -> Optional[str]:
 
 
 def _cli_load_tools(path: str) -> Union[ToolRegistry, list]:
-    """What a --tools file defines: its ToolRegistry named ``tools`` as it is, else its public functions with a
-    docstring; ValueError when it cannot be loaded or defines none."""
+    """What a --tools file defines: its ToolRegistry named ``tools`` as it is, else its public
+    functions with a docstring; ValueError when it cannot be loaded or defines none."""
     # the file's own `import agent` must get this module, so its ToolRegistry is ours
     sys.modules.setdefault("agent", sys.modules[__name__])
     name = "agent_tools_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
@@ -6095,9 +6616,11 @@ def _cli_load_tools(path: str) -> Union[ToolRegistry, list]:
         if spec is None or spec.loader is None:
             raise ImportError("not a Python file")
         module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module   # as import does: a @dataclass under postponed annotations looks itself up
+        # as import does: a @dataclass under postponed annotations looks itself up
+        sys.modules[name] = module
         spec.loader.exec_module(module)
-    except (Exception, SystemExit) as exc:  # the user's own code: any failure is a configuration error
+    # the user's own code: any failure is a configuration error
+    except (Exception, SystemExit) as exc:
         sys.modules.pop(name, None)
         raise ValueError(f"could not load tools from {path}: {type(exc).__name__}: {exc}") from None
     registry = getattr(module, "tools", None)
@@ -6106,19 +6629,20 @@ def _cli_load_tools(path: str) -> Union[ToolRegistry, list]:
     functions = [value for key, value in vars(module).items() if not key.startswith("_")
                  and inspect.isfunction(value) and value.__module__ == name and value.__doc__]
     if not functions:
-        raise ValueError(f"{path} defines no tools: no ToolRegistry named 'tools' and no public function "
-                         "with a docstring")
+        raise ValueError(f"{path} defines no tools: no ToolRegistry named 'tools' and no public "
+                         "function with a docstring")
     return functions
 
 
 def _cli_tools(paths: Optional[list], timeout: Optional[float], mcp: bool = False) -> tuple:
-    """The demo tools, or those of the --tools files (the first file's own ToolRegistry, as it is, holds them all),
-    and where each came from."""
+    """The demo tools, or those of the --tools files (the first file's own ToolRegistry, as it is,
+    holds them all), and where each came from."""
     if not paths and not mcp:
         registry, sources = _demo_tools(), {}
     else:
         loaded = [(path, _cli_load_tools(path)) for path in paths or []]
-        registry = next((tools for _, tools in loaded if isinstance(tools, ToolRegistry)), None) or ToolRegistry()
+        registry = next((tools for _, tools in loaded if isinstance(tools, ToolRegistry)),
+                        None) or ToolRegistry()
         sources = {tool.name: path for path, tools in loaded if tools is registry for tool in tools}
         for path, tools in loaded:
             for tool in (tools if tools is not registry else ()):
@@ -6130,8 +6654,10 @@ def _cli_tools(paths: Optional[list], timeout: Optional[float], mcp: bool = Fals
 
 
 def _cli_mcp(registry: ToolRegistry, args: argparse.Namespace) -> None:
-    """Add the servers of --mcp and --mcp-config, keeping the tools --mcp-tools names; ToolError for a name none has."""
-    wanted = [name.strip() for name in args.mcp_tools.split(",") if name.strip()] if args.mcp_tools else None
+    """Add the servers of --mcp and --mcp-config, keeping the tools --mcp-tools names; ToolError for
+    a name none has."""
+    wanted = [name.strip() for name in args.mcp_tools.split(",")
+              if name.strip()] if args.mcp_tools else None
     servers = [(server, {}) for server in args.mcp or []]
     servers += _cli_mcp_config(args.mcp_config) if args.mcp_config else []
     offered: list = []
@@ -6139,11 +6665,13 @@ def _cli_mcp(registry: ToolRegistry, args: argparse.Namespace) -> None:
         offered += _add_mcp(registry, server, tools=wanted, missing_ok=True, **options)
     missing = [name for name in wanted or [] if name not in offered]
     if missing:
-        raise ToolError(f"no MCP server has a tool {missing[0]!r} (--mcp-tools; they have: {', '.join(offered)})")
+        raise ToolError(f"no MCP server has a tool {missing[0]!r} (--mcp-tools; they have: "
+                        f"{', '.join(offered)})")
 
 
 def _cli_mcp_config(path: str) -> list:
-    """The servers of a Claude Desktop style file: [(command or URL, add_mcp options)]; ValueError when malformed."""
+    """The servers of a Claude Desktop style file: [(command or URL, add_mcp options)]; ValueError
+    when malformed."""
     with open(path, encoding="utf-8") as handle:
         data = json.load(handle)
     servers = data.get("mcpServers") if isinstance(data, dict) else None
@@ -6159,34 +6687,39 @@ def _cli_mcp_config(path: str) -> list:
             chosen.append(([entry["command"], *map(str, entry.get("args", []))],
                            {"env": entry.get("env"), "cwd": entry.get("cwd")}))
         else:
-            raise ValueError(f"{path}: server {name!r} has neither a \"command\" (with \"args\" a list) nor a \"url\"")
+            raise ValueError(f"{path}: server {name!r} has neither a \"command\" (with \"args\" a "
+                             "list) nor a \"url\"")
     return chosen
 
 
 def _cli_served_model(llm: OpenAICompatLLM, args: argparse.Namespace) -> str:
-    """The one model the client's server serves (GET /models); ValueError naming what it serves otherwise."""
+    """The one model the client's server serves (GET /models); ValueError naming what it serves
+    otherwise."""
     url = _models_url(llm.url)
     try:
-        names = llm._served_models(args.max_seconds)   # the client's own key rule, proxy rule, opener, deadlines
+        # the client's own key rule, proxy rule, opener, deadlines
+        names = llm._served_models(args.max_seconds)
     except LLMError as exc:
         if "Connection refused" in str(exc):
-            raise ValueError(f"no server is listening at {llm.base_url} ({exc}): start it, or check the port "
-                             "(--base-url, OPENAI_BASE_URL)") from None
-        raise ValueError(f"no model named, and asking {url} failed ({exc}): pass --model NAME or set OPENAI_MODEL"
+            raise ValueError(f"no server is listening at {llm.base_url} ({exc}): start it, or "
+                             "check the port (--base-url, OPENAI_BASE_URL)") from None
+        raise ValueError(f"no model named, and asking {url} failed ({exc}): pass --model NAME or "
+                         "set OPENAI_MODEL"
                          ) from None
     if len(names) == 1:
         return names[0]
     served = f"it serves {', '.join(names[:20])}" if names else "it lists none"
-    raise ValueError(f"no model named, and {url} does not say which to use ({served}): pass --model NAME "
-                     "or set OPENAI_MODEL")
+    raise ValueError(f"no model named, and {url} does not say which to use ({served}): pass "
+                     "--model NAME or set OPENAI_MODEL")
 
 
-_OFFLINE_LABEL = ("offline demo model (for a local server pass --base-url URL or set OPENAI_BASE_URL, "
-                  "e.g. http://localhost:8080/v1; --model NAME picks a model)")
+_OFFLINE_LABEL = ("offline demo model (for a local server pass --base-url URL or set "
+                  "OPENAI_BASE_URL, e.g. http://localhost:8080/v1; --model NAME picks a model)")
 
 
 def _cli_model(args: argparse.Namespace) -> tuple:
-    """The model to drive and a one-line description of it; ValueError/OSError for bad configuration."""
+    """The model to drive and a one-line description of it; ValueError/OSError for bad
+    configuration."""
     if args.replay:
         return MockLLM.from_trace(args.replay), f"replaying the replies in {args.replay}"
     model = args.model or os.environ.get("OPENAI_MODEL")
@@ -6196,11 +6729,14 @@ def _cli_model(args: argparse.Namespace) -> tuple:
     if not base_url:
         default = _default(OpenAICompatLLM, "base_url")
         if not (os.environ.get("OPENAI_API_KEY") or "").strip():
-            raise ValueError(f"no base URL: using {default}, which needs OPENAI_API_KEY, and it is not set: set it, "
-                             "or pass --base-url URL (or set OPENAI_BASE_URL) for a local server")
-        _log.warning("no base URL: using %s (pass --base-url URL or set OPENAI_BASE_URL for a local server)", default)
-    options = {"model": model or "(asking the server)", "base_url": args.base_url, "max_tokens": args.max_tokens,
-               "temperature": args.temperature, "timeout": args.timeout}
+            raise ValueError(f"no base URL: using {default}, which needs OPENAI_API_KEY, and it is "
+                             "not set: set it, or pass --base-url URL (or set OPENAI_BASE_URL) for "
+                             "a local server")
+        _log.warning("no base URL: using %s (pass --base-url URL or set OPENAI_BASE_URL for a "
+                     "local server)", default)
+    options = {"model": model or "(asking the server)", "base_url": args.base_url,
+               "max_tokens": args.max_tokens, "temperature": args.temperature,
+               "timeout": args.timeout}
     if args.allow_http_key:
         options["allow_http_key"] = True
     llm = OpenAICompatLLM.from_env(**options)   # checks the base URL before any request
@@ -6230,18 +6766,22 @@ def _cli_agent(args: argparse.Namespace) -> tuple:
     mcp = bool(args.mcp or args.mcp_config)
     registry, sources = _cli_tools(args.tools, args.tool_timeout, mcp)
     _cli_mcp(registry, args)
-    _log.info("tools: %s", ", ".join(f"{tool.name} ({sources.get(tool.name, 'MCP' if mcp else 'demo')})"
+    _log.info("tools: %s",
+              ", ".join(f"{tool.name} ({sources.get(tool.name, 'MCP' if mcp else 'demo')})"
                                      for tool in registry))
     system_prompt = _cli_system_prompt(args.system_prompt)
     llm, label = _cli_model(args)
     if (args.tools or mcp) and isinstance(llm, MockLLM) and llm.replies is None:
-        raise ValueError(f"the offline demo model only calls the demo tools ({_CALCULATOR}, {_CLOCK}), not those "
-                         "of --tools or --mcp: to use them with a model, pass --base-url URL (or set "
-                         "OPENAI_BASE_URL), without --offline")
-    task = (_cli_replayed(args.replay, registry, args.task) if args.replay else args.task) or _DEMO_TASK
+        raise ValueError(f"the offline demo model only calls the demo tools ({_CALCULATOR}, "
+                         f"{_CLOCK}), not those of --tools or --mcp: to use them with a model, "
+                         "pass --base-url URL (or set OPENAI_BASE_URL), without --offline")
+    task = (_cli_replayed(args.replay, registry, args.task) if args.replay
+            else args.task) or _DEMO_TASK
     agent = _CliAgent(llm, registry, system_prompt=system_prompt, max_steps=args.max_steps,
-                      max_seconds=args.max_seconds, max_context_chars=args.max_context_chars, memory=args.memory,
-                      constrain="always" if args.json_schema else args.constrain, confirm=_cli_confirm)
+                      max_seconds=args.max_seconds, max_context_chars=args.max_context_chars,
+                      memory=args.memory,
+                      constrain="always" if args.json_schema else args.constrain,
+                      confirm=_cli_confirm)
     return agent, label, task
 
 
@@ -6251,8 +6791,8 @@ def _cli_system_prompt(path: Optional[str]) -> Optional[str]:
     with open(path, encoding="utf-8-sig") as handle:
         prompt = handle.read()
     if "{tools}" not in prompt:
-        _log.warning("%s has no {tools}: the model will not see the tools, nor the reply format unless the prompt "
-                     "gives it (see the README)", path)
+        _log.warning("%s has no {tools}: the model will not see the tools, nor the reply format "
+                     "unless the prompt gives it (see the README)", path)
     return prompt
 
 
@@ -6272,16 +6812,19 @@ def _cli_replayed(path: str, registry: ToolRegistry, task: Optional[str]) -> Opt
     """
     records = _trace_records(path)
     missing = sorted({name for record in records for step in _record_steps(record)
-                      for name in [_called_tool(step.get("raw") if isinstance(step, dict) else None)]
+                      for name in [_called_tool(step.get("raw") if isinstance(step, dict)
+                                                else None)]
                       if name is not None and name not in registry})
     if missing:
-        _log.warning("the replayed run called %s, which this run does not have: every such call will get "
-                     "'unknown tool' (pass the --tools file it used)", ", ".join(map(repr, missing)))
+        _log.warning("the replayed run called %s, which this run does not have: every such call "
+                     "will get 'unknown tool' (pass the --tools file it used)",
+                     ", ".join(map(repr, missing)))
     if task:
         return task
     for record in records:
         messages = record.get("messages") if isinstance(record, dict) else None
-        if isinstance(messages, list) and all(isinstance(m, dict) and isinstance(m.get("content"), str)
+        if isinstance(messages, list) and all(isinstance(m, dict)
+                                              and isinstance(m.get("content"), str)
                                               and "role" in m for m in messages):
             at = _task_index(messages)
             if at is not None:
@@ -6291,8 +6834,8 @@ def _cli_replayed(path: str, registry: ToolRegistry, task: Optional[str]) -> Opt
 
 
 def _cli_progress(step: Step) -> str:
-    """The step's line: what the model did (its thought and call, or the reply it could not read), never the reply;
-    after a call, ``→`` and the start of what came back, an error as such."""
+    """The step's line: what the model did (its thought and call, or the reply it could not read),
+    never the reply; after a call, ``→`` and the start of what came back, an error as such."""
     action = step.action
     if step.raw is None:
         what = f"model failed: {_short(step.error, 200)}"
@@ -6309,29 +6852,34 @@ def _cli_progress(step: Step) -> str:
 
 
 def _cli_result(step: Step) -> str:
-    """The start of what a call brought back, on one line: its error, else the result the observation carries."""
+    """The start of what a call brought back, on one line: its error, else the result the
+    observation carries."""
     if step.error is not None:
         return _short(step.error if step.error.startswith("ERROR:") else f"ERROR: {step.error}", 90)
     return _short(_observation_result(step.observation or "") or "", 60)
 
 
-_SLOW_SECONDS = 5.0   # off a terminal, a model call or a tool that takes longer gets one line saying so
+# off a terminal, a model call or a tool that takes longer gets one line saying so
+_SLOW_SECONDS = 5.0
 _TICK_SECONDS = 0.2   # how often the status line looks at the clock
 
 
 class _StatusLine:
-    """What the run is doing while you wait, on stderr; every stderr line of a run goes through ``say``.
+    """What the run is doing while you wait, on stderr; every stderr line of a run goes through
+    ``say``.
 
-    On a terminal, one live line from the moment a model call starts: ``waiting for the model… 3 s``, then the
-    reply as it streams with a token count (the client's ``on_delta``), then ``running clock (limit 30 s)… 2 s``
-    while a tool runs; a step's line replaces it. Elsewhere, one line once a wait has passed _SLOW_SECONDS.
+    On a terminal, one live line from the moment a model call starts: ``waiting for the model… 3
+    s``, then the reply as it streams with a token count (the client's ``on_delta``), then ``running
+    clock (limit 30 s)… 2 s`` while a tool runs; a step's line replaces it. Elsewhere, one line once
+    a wait has passed _SLOW_SECONDS.
     """
 
     def __init__(self, terminal: bool) -> None:
         self.terminal, self._lock, self._stop = terminal, threading.Lock(), threading.Event()
         self.what: Optional[str] = None      # the wait under way, or None
         self.step, self.since, self.text, self.tokens, self.second = 0, 0.0, "", 0, 0
-        self.told = self.shown = False       # off a terminal: the slow line was written; on one: a live line shows
+        # off a terminal: the slow line was written; on one: a live line shows
+        self.told = self.shown = False
         threading.Thread(target=self._tick_on, daemon=True).start()
 
     def begin(self, step: int, what: str) -> None:
@@ -6345,7 +6893,8 @@ class _StatusLine:
             self._erase()
 
     def __call__(self, piece: Optional[str]) -> None:
-        """The client's on_delta: the next piece of the reply, or None when a retry starts it again."""
+        """The client's on_delta: the next piece of the reply, or None when a retry starts it
+        again."""
         with self._lock:
             self.text, self.tokens = ("", 0) if piece is None else ((self.text + piece)[-400:], self.tokens + 1)
             self._draw()
@@ -6364,7 +6913,8 @@ class _StatusLine:
     def _tick_on(self) -> None:
         while not self._stop.wait(_TICK_SECONDS):
             with self._lock:
-                if self.what is not None and int(_now() - self.since) != self.second:   # a new second to show
+                # a new second to show
+                if self.what is not None and int(_now() - self.since) != self.second:
                     self._draw()
 
     def _draw(self) -> None:
@@ -6380,7 +6930,8 @@ class _StatusLine:
         head = f"[step {self.step}] {self.tokens} tokens, {seconds:.0f} s: " if self.tokens else \
             f"[step {self.step}] {self.what}… {seconds:.0f} s"
         room = max(10, shutil.get_terminal_size().columns - len(head) - 1)
-        sys.stderr.write("\r\x1b[K" + head + (_short(self.text, 10 ** 6)[-room:] if self.tokens else ""))
+        sys.stderr.write("\r\x1b[K" + head + (_short(self.text, 10 ** 6)[-room:] if self.tokens
+                                              else ""))
         sys.stderr.flush()
         self.shown = True
 
@@ -6392,7 +6943,8 @@ class _StatusLine:
 
 
 class _CliAgent(Agent):
-    """The Agent, telling the CLI's status line when a model call or a tool starts and ends (the loop never prints)."""
+    """The Agent, telling the CLI's status line when a model call or a tool starts and ends (the
+    loop never prints)."""
 
     status: Optional[_StatusLine] = None
 
@@ -6407,11 +6959,15 @@ class _CliAgent(Agent):
 
     def _run_tool(self, state: _RunState, step: Step, action: Action) -> str:
         tool = self.tools.get(action.name)
-        if self.status is None or tool is None or tool.confirm:   # a confirmation prompt needs the line to itself
+        # a confirmation prompt needs the line to itself
+        if self.status is None or tool is None or tool.confirm:
             return super()._run_tool(state, step, action)
-        limits = [limit for limit in (tool.timeout if tool.timeout is not None else self.tools.default_timeout,
+        limits = [limit for limit in (tool.timeout if tool.timeout is not None
+                                      else self.tools.default_timeout,
                                       self._time_left(state)) if limit is not None]
-        self.status.begin(step.index, f"running {action.name}" + (f" (limit {min(limits):.3g} s)" if limits else ""))
+        self.status.begin(step.index,
+                          f"running {action.name}" + (f" (limit {min(limits):.3g} s)" if limits
+                                                      else ""))
         try:
             return super()._run_tool(state, step, action)
         finally:
@@ -6419,7 +6975,8 @@ class _CliAgent(Agent):
 
 
 class _Trace:
-    """The --trace file: one JSON line per event (a step, a result), flushed; a write error is kept for the end."""
+    """The --trace file: one JSON line per event (a step, a result), flushed; a write error is kept
+    for the end."""
 
     def __init__(self, path: str) -> None:
         self.path, self.error = path, None
@@ -6427,9 +6984,10 @@ class _Trace:
 
     def write(self, event: str, record: dict) -> None:
         if self.error is not None:
-            return                              # a full disk stays full: the run goes on, the end says so
+            return  # a full disk stays full: the run goes on, the end says so
         try:
-            self._handle.write(json.dumps({"event": event, **record}, ensure_ascii=False, default=str) + "\n")
+            self._handle.write(json.dumps({"event": event, **record}, ensure_ascii=False,
+                                          default=str) + "\n")
             self._handle.flush()
         except OSError as exc:
             self.error = exc
@@ -6443,17 +7001,21 @@ class _Trace:
 
 def _cli_on_step(args: argparse.Namespace, trace: Optional[_Trace], status: Optional[_StatusLine],
                  llm: Any) -> Callable[[Step], None]:
-    warned: list = []   # the one model name the server answered as, when it was not the one asked for
+    # the one model name the server answered as, when it was not the one asked for
+    warned: list = []
 
     def on_step(step: Step) -> None:
-        if trace is not None:  # one whole line per step, flushed, so an interrupted run keeps its steps
+        # one whole line per step, flushed, so an interrupted run keeps its steps
+        if trace is not None:
             trace.write("step", step.to_dict())
         if status is not None:
             status.say(_cli_progress(step))
         served = getattr(llm, "last_model", None) if step.raw is not None else None
         if isinstance(served, str) and not warned and not served.startswith(getattr(llm, "model", "")):
-            warned.append(served)  # OpenAI answers gpt-4o as gpt-4o-2024-08-06: a longer name is the same model
-            _log.warning("the server answered as model %r, not %r: it may serve one model whatever the name asked",
+            # OpenAI answers gpt-4o as gpt-4o-2024-08-06: a longer name is the same model
+            warned.append(served)
+            _log.warning("the server answered as model %r, not %r: it may serve one model whatever "
+                         "the name asked",
                          served, llm.model)
     return on_step
 
@@ -6462,7 +7024,8 @@ def _cli_once(agent: Agent, task: str, args: argparse.Namespace, trace: Optional
               history: Optional[list[dict]] = None) -> tuple:
     result = agent.run(task, history)
     if trace is not None:
-        trace.write("result", {key: value for key, value in result.to_dict().items() if key != "steps"})
+        trace.write("result", {key: value for key,
+                               value in result.to_dict().items() if key != "steps"})
     if args.json:
         _cli_say(_cli_json(result.to_dict(), sys.stdout), sys.stdout)
     elif result.answer is not None:
@@ -6477,7 +7040,8 @@ def _cli_once(agent: Agent, task: str, args: argparse.Namespace, trace: Optional
 
 
 def _cli_json(data: dict, stream: Any) -> str:
-    """data as JSON that stream can write as it is: ASCII-escaped when its encoding cannot hold the text."""
+    """data as JSON that stream can write as it is: ASCII-escaped when its encoding cannot hold the
+    text."""
     text = json.dumps(data, ensure_ascii=False, default=str)
     try:
         text.encode(getattr(stream, "encoding", None) or "utf-8")
@@ -6527,7 +7091,8 @@ def _cli_served(llm: Any) -> str:
 
 
 def _cli_interactive(agent: Agent, args: argparse.Namespace, trace: Optional[_Trace]) -> int:
-    """Questions from stdin, one conversation; steps count from 1 in each turn, as each turn is one run."""
+    """Questions from stdin, one conversation; steps count from 1 in each turn, as each turn is one
+    run."""
     code, history = 0, None
     while True:
         sys.stderr.write("you> ")
@@ -6561,7 +7126,8 @@ def _cli_run(args: argparse.Namespace, status: Optional[_StatusLine]) -> int:
         _cli_say("agent.py: -i reads questions from stdin, and stdin is closed")
         return 2
     try:
-        agent, label, task = _cli_agent(args)  # every option is checked before the trace file is opened
+        # every option is checked before the trace file is opened
+        agent, label, task = _cli_agent(args)
         trace = _Trace(args.trace) if args.trace else None
     except (ValueError, OSError, AgentError) as exc:
         _cli_say(f"agent.py: {exc}")
@@ -6581,7 +7147,8 @@ def _cli_run(args: argparse.Namespace, status: Optional[_StatusLine]) -> int:
         if trace is not None:
             trace.close()
     if trace is not None and trace.error is not None:
-        _cli_say(f"agent.py: could not write the trace {trace.path}: {trace.error.strerror or trace.error}")
+        _cli_say(f"agent.py: could not write the trace {trace.path}: "
+                 f"{trace.error.strerror or trace.error}")
         return code or 2
     return code
 
@@ -6601,7 +7168,7 @@ def _cli_batch(args: argparse.Namespace) -> int:
     except (ValueError, OSError, AgentError) as exc:
         _cli_say(f"agent.py: {exc}")
         return 2
-    agent.confirm = None   # nobody to ask while several tasks run: tools that ask first are declined
+    agent.confirm = None  # nobody to ask while several tasks run: tools that ask first are declined
     progress = _BatchProgress(to_run, args)
     if not args.quiet:
         _cli_say(f"agent.py: {label}; {to_run} task(s) to run, {args.workers} at a time")
@@ -6622,25 +7189,28 @@ def _cli_batch(args: argparse.Namespace) -> int:
 
 
 def _cli_batch_check(args: argparse.Namespace) -> int:
-    """Refuse what does not go with --batch, report bad lines, refuse duplicate ids; the number of tasks to run."""
+    """Refuse what does not go with --batch, report bad lines, refuse duplicate ids; the number of
+    tasks to run."""
     alone = [text for name, text in _BATCH_ALONE.items() if getattr(args, name)]
     if alone:
         raise ValueError(f"--batch runs the tasks of its file: {alone[0]} does not go with it")
     if not args.out:
-        raise ValueError("--batch needs --out FILE: the results go there, and a second run resumes from it")
+        raise ValueError("--batch needs --out FILE: the results go there, and a second run resumes "
+                         "from it")
     done = _cli_done_ids(args.out)
     try:
         to_run, repeated = _cli_scan(args, done)
     except OSError as exc:
         raise OSError(f"cannot read the task file {args.batch}: {exc.strerror or exc}") from None
     if repeated:
-        raise ValueError(f"{args.batch} repeats ids, so results could not be told apart: {', '.join(repeated)}; "
-                         "nothing was run")
+        raise ValueError(f"{args.batch} repeats ids, so results could not be told apart: "
+                         f"{', '.join(repeated)}; nothing was run")
     return to_run
 
 
 def _cli_scan(args: argparse.Namespace, done: set) -> tuple:
-    """Read the whole task file once, reporting each bad line: the tasks of this shard not done, the repeated ids."""
+    """Read the whole task file once, reporting each bad line: the tasks of this shard not done, the
+    repeated ids."""
     seen, repeated, to_run = set(), [], 0
     for number, item, problem in _task_file(args.batch):
         if problem is not None:
@@ -6655,7 +7225,8 @@ def _cli_scan(args: argparse.Namespace, done: set) -> tuple:
 
 
 def _cli_done_ids(path: str) -> set:
-    """The ids already in a results file (none when it does not exist); ValueError when it is not one."""
+    """The ids already in a results file (none when it does not exist); ValueError when it is not
+    one."""
     try:
         with open(path, "rb") as handle:
             return {_id_key(record["id"]) for _, record in _whole_lines(handle, path)}
@@ -6664,12 +7235,14 @@ def _cli_done_ids(path: str) -> set:
 
 
 def _cli_batch_tasks(args: argparse.Namespace) -> Iterable[dict]:
-    """The tasks of the file in this shard, read as the workers need them (the bad lines were reported)."""
+    """The tasks of the file in this shard, read as the workers need them (the bad lines were
+    reported)."""
     return (item for _, item, _ in _task_file(args.batch, args.shard) if item is not None)
 
 
 class _BatchProgress:
-    """--batch's progress on stderr: a live line on a terminal, else a line per task; none with --quiet."""
+    """--batch's progress on stderr: a live line on a terminal, else a line per task; none with
+    --quiet."""
 
     def __init__(self, total: int, args: argparse.Namespace) -> None:
         self.total, self.workers, self.tally = total, args.workers, _Tally()
@@ -6681,9 +7254,11 @@ class _BatchProgress:
         if self.lines:
             solved = {True: ", solved", False: ", not solved"}.get(record.get("solved"), "")
             _cli_say(f"[{self.tally.done}/{self.total}] {_short(json.dumps(record['id']), 40)}: "
-                     f"{record['stop_reason']}{solved}, {record['steps']} step(s), {record['seconds']:.1f} s")
+                     f"{record['stop_reason']}{solved}, {record['steps']} step(s), "
+                     f"{record['seconds']:.1f} s")
         elif self.live:
-            sys.stderr.write("\r\x1b[K" + _short(self.line(), shutil.get_terminal_size().columns - 1))
+            sys.stderr.write("\r\x1b[K" + _short(self.line(),
+                                                 shutil.get_terminal_size().columns - 1))
             sys.stderr.flush()
 
     def line(self) -> str:
@@ -6691,7 +7266,8 @@ class _BatchProgress:
         tally = self.tally
         per_minute = tally.done / max(time.monotonic() - tally.started, 1e-9) * 60
         left = (self.total - tally.done) / per_minute * 60 if per_minute else 0.0
-        failed = ", ".join(f"{reason} {n}" for reason, n in tally.reasons.items() if n and reason != "final")
+        failed = ", ".join(f"{reason} {n}" for reason,
+                           n in tally.reasons.items() if n and reason != "final")
         return (f"{tally.done}/{self.total} done, {tally.solved} solved, "
                 f"{min(self.workers, self.total - tally.done)} running, {failed or 'no failures'}, "
                 f"{per_minute:.1f}/min, {left:.0f} s left")
@@ -6703,20 +7279,22 @@ class _BatchProgress:
 
 
 def _cli_batch_report(summary: dict, label: str, args: argparse.Namespace) -> int:
-    """Print the summary (a table, or JSON with --json) on stdout; 3 when a task's model endpoint failed, else 0."""
+    """Print the summary (a table, or JSON with --json) on stdout; 3 when a task's model endpoint
+    failed, else 0."""
     if args.json:
         _cli_say(json.dumps(dict(summary, model=label), ensure_ascii=False), sys.stdout)
     else:
         _cli_say(_summary_table(summary, label), sys.stdout)
     failed = summary["stop_reasons"].get("llm_error", 0)
     if failed:
-        _cli_say(f"agent.py: {failed} task(s) stopped with llm_error (the model endpoint failed); to run them "
-                 f"again, remove their lines from {args.out} and run the same command")
+        _cli_say(f"agent.py: {failed} task(s) stopped with llm_error (the model endpoint failed); "
+                 f"to run them again, remove their lines from {args.out} and run the same command")
     return _STOPS["llm_error"].exit_code if failed else 0
 
 
 def _summary_table(summary: dict, label: str) -> str:
-    """A batch summary as a small table, one figure a line, for reading (and pasting side by side)."""
+    """A batch summary as a small table, one figure a line, for reading (and pasting side by
+    side)."""
     checked = summary["checked"]
     solved = f"{summary['solved']} of {checked} ({summary['solved_percent']}%)" if checked else "no task has expect"
     reasons = ", ".join(f"{reason} {n}" for reason, n in summary["stop_reasons"].items()) or "none"
@@ -6726,14 +7304,17 @@ def _summary_table(summary: dict, label: str) -> str:
             ("solved", solved), ("stop reasons", reasons),
             ("steps", f"{summary['steps_per_task']} per task"),
             ("format errors", f"{summary['format_errors_per_task']} per task"),
-            ("tokens", f"{summary['prompt_tokens']} prompt, {summary['completion_tokens']} completion{estimated}"),
+            ("tokens",
+             f"{summary['prompt_tokens']} prompt, {summary['completion_tokens']} "
+             f"completion{estimated}"),
             ("seconds", f"p50 {summary['seconds_p50']}, p95 {summary['seconds_p95']} a task; "
                         f"{summary['wall_seconds']} in all")]
     return "\n".join(f"{name:<14}{value}" for name, value in rows)
 
 
 class _CliLog(logging.Handler):
-    """The CLI's log lines on stderr, written as every other line of ours: one line each, controls escaped."""
+    """The CLI's log lines on stderr, written as every other line of ours: one line each, controls
+    escaped."""
 
     def __init__(self, say: Callable[[str], None]) -> None:
         super().__init__()
@@ -6748,7 +7329,8 @@ class _CliLog(logging.Handler):
 
 
 def _cli_silence() -> None:
-    """After a broken pipe, point stdout and stderr at devnull so the interpreter's last flush cannot fail."""
+    """After a broken pipe, point stdout and stderr at devnull so the interpreter's last flush
+    cannot fail."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -6759,19 +7341,23 @@ def _cli_silence() -> None:
 
 
 def _cli_open_streams() -> None:
-    """Point stdout or stderr at devnull when the program started with it closed (2>&-): the run goes on as usual."""
+    """Point stdout or stderr at devnull when the program started with it closed (2>&-): the run
+    goes on as usual."""
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         try:
-            os.write(stream.fileno(), b"")   # EBADF when closed, or open only for reading (a shell script's own)
-        except io.UnsupportedOperation:   # a stream with no file below it (a test's StringIO): it works
+            # EBADF when closed, or open only for reading (a shell script's own)
+            os.write(stream.fileno(), b"")
+        # a stream with no file below it (a test's StringIO): it works
+        except io.UnsupportedOperation:
             continue
         except (AttributeError, OSError, ValueError):   # None, or a file descriptor that is closed
             setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    """The command line: parse, build, run, print. Returns the exit code; the only place that prints."""
+    """The command line: parse, build, run, print. Returns the exit code; the only place that
+    prints."""
     _cli_open_streams()
     try:
         args = _cli_args(argv)
