@@ -291,15 +291,18 @@ class ToolRegistry:
         if tool is None:
             return self._unknown_tool(name)
         if not isinstance(arguments, dict):
-            return f"ERROR: the arguments for {name!r} must be a JSON object, got {_shown(arguments)}."
+            return (f"ERROR: the arguments for {name!r} must be a JSON object, got "
+                    f"{_shown(arguments)}.")
         try:
             _check_declared(arguments, tool.parameters)
             kwargs = _validate(arguments, tool.parameters, "")
         except RecursionError:
-            return f"ERROR: the arguments for {name!r} are nested too deeply. Send flatter arguments."
+            return (f"ERROR: the arguments for {name!r} are nested too deeply. Send flatter "
+                    "arguments.")
         except _ArgumentError as exc:
             expected = json.dumps(tool.parameters.get("properties", {}), ensure_ascii=False)
-            return f"ERROR: invalid arguments for {name!r}: {exc}. Expected arguments: {expected}. Fix and call again."
+            return (f"ERROR: invalid arguments for {name!r}: {exc}. Expected arguments: "
+                    f"{expected}. Fix and call again.")
         refusal = _too_late(name, deadline)
         if refusal is None and tool.confirm:
             if not _confirmed(confirm, name, kwargs):
@@ -518,7 +521,8 @@ def _infer_parameters(func: Callable, name: str, arg_docs: dict) -> dict:
 
 def _type_hints(func: Callable) -> dict:
     # A callable object keeps its hints on its class's __call__; a partial has none to read.
-    target = func if isinstance(func, (types.FunctionType, types.MethodType)) else type(func).__call__
+    target = (func if isinstance(func, (types.FunctionType, types.MethodType))
+              else type(func).__call__)
     if not isinstance(target, (types.FunctionType, types.MethodType)):
         return {}
     try:
@@ -592,7 +596,8 @@ def _check_parameters(parameters: Any, tool: str) -> None:
     whose every keyword is enforced (or an annotation), whose every value fits its keyword, and
     whose references resolve."""
     if not isinstance(parameters, dict) or parameters.get("type") != "object":
-        raise ToolError(f"parameters of tool {tool} must be a JSON Schema with \"type\": \"object\"")
+        raise ToolError(f"parameters of tool {tool} must be a JSON Schema with \"type\": "
+                        "\"object\"")
     try:
         json.dumps(parameters, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:
@@ -694,8 +699,8 @@ def _types_problem(value: Any) -> Optional[str]:
     wrong = next((name for name in names if name not in _PYTHON_TYPES), None)
     if wrong is None:
         return None
-    meant = _TYPE_ALIASES.get(wrong) or next(iter(difflib.get_close_matches(wrong.lower(), list(_PYTHON_TYPES), 1)),
-                                             None)
+    close = difflib.get_close_matches(wrong.lower(), list(_PYTHON_TYPES), 1)
+    meant = _TYPE_ALIASES.get(wrong) or next(iter(close), None)
     hint = f"did you mean {meant!r}? " if meant else ""
     return f"has the unknown type {wrong!r} ({hint}the types are {', '.join(_PYTHON_TYPES)})"
 
@@ -896,7 +901,8 @@ def _check_type(value: Any, schema: dict, path: str) -> Any:
     kinds = [kinds] if isinstance(kinds, str) else list(kinds)
     matched = next((kind for kind in kinds if _is_type(value, kind)), None)
     if matched is None:
-        raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got {_shown(value)}")
+        raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got "
+                             f"{_shown(value)}")
     return int(value) if matched == "integer" else value
 
 
@@ -933,7 +939,8 @@ def _validate_any_of(value: Any, options: list, path: str, root: Any, depth: int
     kinds = [option.get("type") if isinstance(option, dict) else None for option in options]
     if all(isinstance(kind, str) for kind in kinds) and not any(_is_type(value, kind)
                                                                 for kind in kinds):
-        raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got {_shown(value)}")
+        raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got "
+                             f"{_shown(value)}")
     errors = []
     for option in options:
         try:
@@ -950,17 +957,13 @@ _BOUNDS = {
     "maximum": (_is_number, None, operator.le, "at most {}"),
     "exclusiveMinimum": (_is_number, None, operator.gt, "more than {}"),
     "exclusiveMaximum": (_is_number, None, operator.lt, "less than {}"),
-    "minLength": (lambda value: isinstance(value, str), len, operator.ge,
-                  "at least {} characters long"),
-    "maxLength": (lambda value: isinstance(value, str), len, operator.le,
-                  "at most {} characters long"),
-    "minItems": (lambda value: isinstance(value, list), len, operator.ge,
-                 "a list of at least {} items"),
-    "maxItems": (lambda value: isinstance(value, list), len, operator.le,
-                 "a list of at most {} items"),
-    "minProperties": (lambda value: isinstance(value, dict), len, operator.ge,
+    "minLength": (lambda v: isinstance(v, str), len, operator.ge, "at least {} characters long"),
+    "maxLength": (lambda v: isinstance(v, str), len, operator.le, "at most {} characters long"),
+    "minItems": (lambda v: isinstance(v, list), len, operator.ge, "a list of at least {} items"),
+    "maxItems": (lambda v: isinstance(v, list), len, operator.le, "a list of at most {} items"),
+    "minProperties": (lambda v: isinstance(v, dict), len, operator.ge,
                       "an object of at least {} keys"),
-    "maxProperties": (lambda value: isinstance(value, dict), len, operator.le,
+    "maxProperties": (lambda v: isinstance(v, dict), len, operator.le,
                       "an object of at most {} keys"),
 }
 
@@ -977,7 +980,8 @@ def _check_bounds(value: Any, schema: dict, path: str) -> None:
     if problem is None and step is not None and _is_number(value) and not _is_multiple(value, step):
         problem = f"be a multiple of {step}"
     pattern = schema.get("pattern")
-    if problem is None and pattern is not None and isinstance(value, str) and not _pattern(pattern).search(value):
+    if (problem is None and pattern is not None and isinstance(value, str)
+        and not _pattern(pattern).search(value)):
         problem = f"match the pattern {pattern!r}"
     if problem is None and schema.get("uniqueItems") is True and isinstance(value, list):
         keys = [_json_key(item) for item in value]
@@ -1028,7 +1032,8 @@ def _validate_object(value: dict, schema: dict, path: str, root: Any, depth: int
     checked = {}
     for key, item in value.items():
         sub = properties[key] if key in properties else others
-        checked[key] = item if sub is True else _validate(item, sub, prefix + _text(key), root, depth + 1)
+        checked[key] = (item if sub is True
+                        else _validate(item, sub, prefix + _text(key), root, depth + 1))
     return checked
 
 
@@ -1049,7 +1054,8 @@ def _truncate(text: str, max_chars: Optional[int]) -> str:
         return text
     tail = max_chars // 3
     head = max_chars - tail
-    return f"{text[:head]}\n[... {len(text) - head - tail:,} characters cut ...]\n{text[len(text) - tail:]}"
+    return (f"{text[:head]}\n[... {len(text) - head - tail:,} characters cut "
+            f"...]\n{text[len(text) - tail:]}")
 
 
 # -- Tools, the worker pool (skip on first read) ---------------------------------------
@@ -1073,7 +1079,8 @@ class _Raised(Exception):
 
 
 def _raised(name: str, exc: BaseException) -> str:
-    return f"ERROR: {name!r} raised {type(exc).__name__}: {_text(exc)}. Check the arguments or try another approach."
+    return (f"ERROR: {name!r} raised {type(exc).__name__}: {_text(exc)}. Check the arguments or "
+            "try another approach.")
 
 
 def _too_late(name: str, deadline: Optional[float]) -> Optional[str]:
@@ -1144,7 +1151,8 @@ class _Pool:
                 elif job.state == "waiting":
                     job.state = "cancelled"
             if job.state == "cancelled" and isinstance(exc, _Timeout):
-                raise _NotStarted(f"no worker thread could start it within its {limit:g} s limit") from None
+                raise _NotStarted("no worker thread could start it within its "
+                                  f"{limit:g} s limit") from None
             raise
         if ok:
             return value
@@ -1244,7 +1252,8 @@ def _in_event_loop() -> bool:
 # the prompt.
 _WHY, _THE_ANSWER, _SOME_TOOL = "<why>", "<the answer>", "<tool name>"
 _PLACEHOLDERS = frozenset({_WHY, _THE_ANSWER, _SOME_TOOL, "...", "\u2026", "<arguments>"})
-_CALL_SHAPE = f'{{"type": "tool_call", "thought": "{_WHY}", "name": "{_SOME_TOOL}", "arguments": {{...}}}}'
+_CALL_SHAPE = (f'{{"type": "tool_call", "thought": "{_WHY}", "name": "{_SOME_TOOL}", "arguments": '
+               '{...}}')
 _FINAL_SHAPE = f'{{"type": "final", "thought": "{_WHY}", "answer": "{_THE_ANSWER}"}}'
 _BOTH_SHAPES = f"{_CALL_SHAPE} or {_FINAL_SHAPE}"
 # ends every message about a reply that cannot be used
@@ -1583,7 +1592,8 @@ _KEY_WORDS = "|".join(sorted({"type", "name", "arguments", "answer", *_LOOKALIKE
 # An action's key written in an object that cannot be read, also quoted as \" or \\\" (an action
 # written as a JSON string, or escaped once too often) or after a literal \n. The key is found first
 # and its quoting checked after it (bounded), so the search stays linear on long runs of quotes.
-_ACTION_KEY_TEXT = re.compile(rf"""(?:(?<![\w-])|(?<=\\[nrt]))(?:{_KEY_WORDS})(?:[\\"']|\s){{0,64}}:""", re.I)
+_ACTION_KEY_TEXT = re.compile(r"(?:(?<![\w-])|(?<=\\[nrt]))"
+                              rf"""(?:{_KEY_WORDS})(?:[\\"']|\s){{0,64}}:""", re.I)
 
 
 def _is_action(chunk: str, value: Any) -> bool:
@@ -1611,7 +1621,8 @@ def _spelling(word: Any) -> Optional[str]:
     """A key or a "type" as the parser compares it: lower-cased, stripped, inner spaces and hyphens
     as underscores (``"Name "`` is ``name``, ``"Final Answer"`` is ``final_answer``, ``"tool-call"``
     is ``tool_call``)."""
-    return word.strip().lower().replace(" ", "_").replace("-", "_") if isinstance(word, str) else None
+    return (word.strip().lower().replace(" ", "_").replace("-", "_") if isinstance(word, str)
+            else None)
 
 
 def _one_object(value: Any, opened: bool, repairs: list) -> dict:
@@ -1711,7 +1722,8 @@ def _answer(obj: dict, repairs: list) -> str:
     answer = obj.get("answer")
     if answer is None:
         alt = _lookalike(obj, "answer")
-        problem = f'use "answer" instead of {json.dumps(alt, ensure_ascii=False)}' if alt else '"answer" is missing'
+        problem = (f'use "answer" instead of {json.dumps(alt, ensure_ascii=False)}' if alt
+                   else '"answer" is missing')
         raise _refuse(problem, _FINAL_SHAPE)
     if not isinstance(answer, str):
         _note(repairs, "answer_not_text")
@@ -1732,7 +1744,8 @@ def _tool_name(obj: dict, repairs: list) -> str:
     name = obj.get("name")
     if name is None:
         alt = _lookalike(obj, "name")
-        problem = f'use "name" instead of {json.dumps(alt, ensure_ascii=False)}' if alt else '"name" is missing'
+        problem = (f'use "name" instead of {json.dumps(alt, ensure_ascii=False)}' if alt
+                   else '"name" is missing')
         raise _refuse(f"{problem} for the tool to call", _CALL_SHAPE)
     if not isinstance(name, str) or not name.strip():
         raise _refuse(f'"name" must be the tool name as text, got {_shown(name)}', _CALL_SHAPE)
@@ -2043,7 +2056,8 @@ class _ActionScanner:
                 self._open(token.group(), base + token.start())
                 return pos
             self._think_depth = int(kind == "think")
-            tag = "think" if kind == "think" or _THINK_CLOSE.fullmatch(token.group()) else _PACKAGING_TAGS.get(kind)
+            tag = ("think" if kind == "think" or _THINK_CLOSE.fullmatch(token.group())
+                   else _PACKAGING_TAGS.get(kind))
             if tag:
                 _note(self.packaging, tag)
         return None
@@ -2139,7 +2153,8 @@ def _read_value(text: str, start: int, repairs: list) -> tuple[Any, int]:
     if scanner.problem:
         raise _refuse(scanner.problem)
     at = scanner.open_string(text)
-    if scanner.end is None and at is not None and _ActionScanner._at(text[:at] + text[at + 1:], start).end:
+    if (scanner.end is None and at is not None
+        and _ActionScanner._at(text[:at] + text[at + 1:], start).end):
         # the text ends inside a string, but read as a character its opening quote closes the action
         escaped = '\\"' if text[at] == '"' else "\\' (or put the text in double quotes)"
         raise _refuse("a quote inside a string is not escaped, so the object never closes; write "
@@ -2210,7 +2225,8 @@ def _normalize_json(chunk: str, repairs: list) -> str:
             value = _fix_string(value, repairs)
         elif kind == "word":
             value = _fix_word(value, last[1] >= 0 and out[last[1]][:1] == '"', repairs)
-        elif value in "]}" and min(last) >= 0 and out[last[1]] == "," and out[last[0]] not in ("[", "{", ",", ":"):
+        elif (value in "]}" and min(last) >= 0 and out[last[1]] == ","
+              and out[last[0]] not in ("[", "{", ",", ":")):
             out[last[1]] = ""  # whatever whitespace, line breaks or indentation follow the comma
             _note(repairs, "trailing_comma")
         if kind != "space":
@@ -2240,7 +2256,8 @@ def _json_tokens(chunk: str) -> list:
     return tokens
 
 
-_STRING_PIECE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|u[0-9a-fA-F]{4}|[0-7]{1,3}|.)|[\x00-\x1f]", re.S)
+_STRING_PIECE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|u[0-9a-fA-F]{4}|[0-7]{1,3}|.)"
+                           r"|[\x00-\x1f]", re.S)
 
 
 def _fix_string(token: str, repairs: list) -> str:
@@ -2253,7 +2270,8 @@ def _fix_string(token: str, repairs: list) -> str:
     try:
         return json.dumps(ast.literal_eval(f"'{body}'"), ensure_ascii=False)
     except (ValueError, SyntaxError) as exc:
-        raise _refuse(f"a single-quoted string could not be read ({exc}); use double quotes") from None
+        raise _refuse(f"a single-quoted string could not be read ({exc}); use "
+                      "double quotes") from None
 
 
 _JSON_ESCAPES = set('"\\/bfnrt')
@@ -2289,7 +2307,8 @@ def _fix_piece(piece: str, single: bool, repairs: list) -> str:
 
 
 def _unclear_backslash(char: str) -> ActionFormatError:
-    shown = f"'\\{char}'" if char.isprintable() and not char.isspace() else f"a backslash before U+{ord(char):04X}"
+    shown = (f"'\\{char}'" if char.isprintable() and not char.isspace()
+             else f"a backslash before U+{ord(char):04X}")
     return _refuse(f"a string holds {shown}, which may be a literal backslash (as in C:\\Users) or "
                    "an escape; write a literal backslash as \\\\")
 
@@ -2347,7 +2366,8 @@ class _Deadline:
 
     def __init__(self, request_seconds: float, call_end: float, url: str,
                  name: str = "max_request_seconds") -> None:
-        self.request_seconds, self.call_end, self.url, self.name = request_seconds, call_end, url, name
+        self.request_seconds, self.call_end = request_seconds, call_end
+        self.url, self.name = url, name
         self.end = min(time.monotonic() + request_seconds, call_end)
 
     def left(self) -> float:
@@ -2401,7 +2421,8 @@ class _Body:
         except socket.timeout:
             if self._deadline.passed():
                 raise self._deadline.expired() from None
-            raise _Retryable(f"{self._deadline.url} sent nothing for {self._timeout:g} s mid-reply") from None
+            raise _Retryable(f"{self._deadline.url} sent nothing for {self._timeout:g} s "
+                             "mid-reply") from None
         except (OSError, http.client.HTTPException, ValueError) as exc:
             raise _Retryable(f"the connection to {self._deadline.url} broke mid-reply "
                              f"({type(exc).__name__})") from None
@@ -2502,7 +2523,8 @@ class _StreamState:
         self.stopped_early = False
         self.dropped = 0                # characters after the action's end, left out of the reply
         self.model: Optional[str] = None   # the model a chunk names
-        self._on_delta, self._scanner, self._repetition, self._stops = on_delta, scanner, repetition, stops
+        self._on_delta, self._scanner = on_delta, scanner
+        self._repetition, self._stops = repetition, stops
 
     def add(self, piece: str) -> bool:
         """Take the next piece of the reply; True when reading should stop here."""
@@ -2615,23 +2637,19 @@ _HANDLERS: list = []
 
 
 def _handler_classes() -> list:
-    """urllib handlers that bound every read (_TimedReader), skip informational answers and follow
-    no redirect."""
+    """urllib handlers that bound every read, skip informational answers and follow no redirect."""
     if _HANDLERS:
         return _HANDLERS
     import http.client
     import urllib.request
-
     class Response(http.client.HTTPResponse):
         def _read_status(self) -> tuple:
-            """The status line of the answer, after any informational ones (http.client skips only
-            100)."""
+            """The status line after any informational ones (http.client skips only 100)."""
             while True:
                 version, status, reason = super()._read_status()
                 if not 101 < status < 200:  # 101 switches protocols, which agent.py never asks for
                     return version, status, reason
-                # a 102 or 103's headers (Early Hints' links) are not needed
-                http.client.parse_headers(self.fp)
+                http.client.parse_headers(self.fp)  # a 102's or 103's headers: not needed
                 reader = getattr(self, "agent_reader", None)
                 if reader is not None:
                     reader.first_byte = True  # the real answer may still wait for prompt processing
@@ -2649,14 +2667,12 @@ def _handler_classes() -> list:
 
     class HTTPSHandler(urllib.request.HTTPSHandler):
         def https_open(self, req: Any) -> Any:
-            return self.do_open(functools.partial(HTTPSConnection,
-                                                  timing=getattr(req, "timing", None)), req,
-                                context=self._context)
+            connection = functools.partial(HTTPSConnection, timing=getattr(req, "timing", None))
+            return self.do_open(connection, req, context=self._context)
 
     class NoRedirect(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-            # following would carry the key to another host; the 3xx becomes an HTTPError
-            return None
+            return None  # following would carry the key to another host; a 3xx is an HTTPError
 
     _HANDLERS[:] = [HTTPHandler, HTTPSHandler, NoRedirect]
     return _HANDLERS
@@ -2768,7 +2784,8 @@ class MockLLM:
         if len(self.calls) > len(self.replies):
             raise LLMError(f"MockLLM ran out of scripted replies after {len(self.replies)}")
         index = len(self.calls) - 1
-        self.last_finish_reason = self._finish_reasons[index] if index < len(self._finish_reasons) else None
+        self.last_finish_reason = (self._finish_reasons[index] if index < len(self._finish_reasons)
+                                   else None)
         reply = self.replies[index]
         if isinstance(reply, BaseException):
             raise reply
@@ -2999,44 +3016,32 @@ class OpenAICompatLLM:
                  max_request_seconds: float = 600, max_response_bytes: int = 8 * 1024 * 1024,
                  allow_http_key: bool = False, organization: Optional[str] = None,
                  project: Optional[str] = None) -> None:
-        _check_client_options(model, {"max_retries": max_retries, "timeout": timeout,
-                                      "temperature": temperature,
-                                      "max_request_seconds": max_request_seconds,
-                                      "max_tokens": max_tokens,
-                                      "max_response_bytes": max_response_bytes})
-        # base_url: the password shown as ***
-        base_url, self.base_url, self._basic = _userinfo(base_url)
+        _check_client_options(model, {
+            "max_retries": max_retries, "timeout": timeout, "temperature": temperature,
+            "max_request_seconds": max_request_seconds, "max_tokens": max_tokens,
+            "max_response_bytes": max_response_bytes})
+        base_url, self.base_url, self._basic = _userinfo(base_url)  # base_url: the password as ***
         self.model, self.url = model.strip(), _chat_url(base_url)
         self._api_key = _clean_key(api_key)
         if self._basic and self._api_key:
             raise ValueError("the base URL holds a user name and password (sent as Basic auth) and "
                              "an API key is set (sent as Bearer): both go in the Authorization "
                              "header; give one")
-        self.temperature = temperature       # None: leave it to the server
-        self.max_tokens = max_tokens         # None: leave it to the server
-        # seconds: to connect, and for each next byte once the first has come
-        self.timeout = timeout
-        # seconds: a whole request, its first byte included
-        self.max_request_seconds = max_request_seconds
+        self.temperature, self.max_tokens = temperature, max_tokens   # None: left to the server
+        self.timeout = timeout               # seconds to connect, and for each byte after the first
+        self.max_request_seconds = max_request_seconds   # seconds: a whole request, first byte too
         self.max_response_bytes = max_response_bytes     # a longer answer is refused
         self.max_retries = max_retries       # retries after the first attempt
-        # Sent as "stop"; cut client-side if the server rejects it. None by default: a server cuts
-        # at a stop inside a reasoning model's reasoning too, which may mention the marker (issue
-        # 18.1); the parser ends a reply at an invented observation instead, and streaming stops at
-        # the end of an opening action. one string is one stop
+        # None by default: a server would cut inside reasoning that mentions the stop (issue 18.1)
         self.stop = [stop] if isinstance(stop, str) and stop else list(stop or ())
         self.extra_body, self.headers = dict(extra_body or {}), dict(headers or {})
         self.organization, self.project = organization, project   # sent as the SDK does
-        # kept on every call: per-call schemas do not replace it
-        self.response_schema = response_schema
+        self.response_schema = response_schema   # kept: a per-call schema does not replace it
         self.stream = stream  # server-sent events; a plain JSON answer is read as well
         self.on_delta = on_delta  # called with each new piece of text, None when a retry restarts
-        # stop reading once a reply that opens with its action has closed it
-        self.early_stop = early_stop
-        # stop reading a reply that loops (finish_reason "repetition")
-        self.repetition_stop = repetition_stop
-        # send a key from the environment over plain http:// anywhere
-        self.allow_http_key = allow_http_key
+        self.early_stop = early_stop  # stop reading once a reply that opens with its action ends it
+        self.repetition_stop = repetition_stop   # stop reading a reply that loops ("repetition")
+        self.allow_http_key = allow_http_key  # send an environment key over plain http:// anywhere
         self._opener, self._sleep = opener, sleep
         self._start_state()
 
@@ -3054,7 +3059,8 @@ class OpenAICompatLLM:
                     "api_key": env.get("OPENAI_API_KEY"),
                     "organization": env.get("OPENAI_ORG_ID") or None,
                     "project": env.get("OPENAI_PROJECT_ID") or None}
-        key_from_env = overrides.get("api_key") is None and bool((settings["api_key"] or "").strip())
+        key_from_env = (overrides.get("api_key") is None
+                        and bool((settings["api_key"] or "").strip()))
         settings.update({key: value for key, value in overrides.items() if value is not None})
         if not settings["base_url"]:
             settings.pop("base_url")
@@ -3108,7 +3114,8 @@ class OpenAICompatLLM:
     def _guard_env_key(self) -> None:
         """Withhold a key from the environment from a plain-http host other than loopback, and say
         so once."""
-        if self.allow_http_key or not self._api_key or not self.url.startswith("http://") or _is_loopback(self.url):
+        if (self.allow_http_key or not self._api_key or not self.url.startswith("http://")
+            or _is_loopback(self.url)):
             return
         self._key_withheld = True
         _log.warning("not sending OPENAI_API_KEY over plain http:// to %s: a key from the "
@@ -3191,7 +3198,8 @@ class OpenAICompatLLM:
                     return param
             if "response_format" in body and _FORMAT_REJECTED.search(message):
                 given = body["response_format"]
-                return "json_object" if isinstance(given, dict) and given.get("type") == "json_schema" else "no_format"
+                return ("json_object" if isinstance(given, dict)
+                        and given.get("type") == "json_schema" else "no_format")
         has_system = any(isinstance(m, dict) and m.get("role") == "system"
                          for m in body["messages"])
         if has_system and _SYSTEM_REJECTED.search(message):
@@ -3299,7 +3307,8 @@ class OpenAICompatLLM:
                 continue
             value = str(value).strip()
             if _HEADER_CONTROL.search(value):
-                raise LLMError(f"header {name!r} holds a control character (its value is not shown)")
+                raise LLMError(f"header {name!r} holds a control character (its value is "
+                               "not shown)")
             headers[name] = value
         return headers
 
@@ -3331,7 +3340,8 @@ class OpenAICompatLLM:
             return opener.open(request, timeout=min(self.timeout, deadline.left(),
                                                     threading.TIMEOUT_MAX))
         except urllib.error.HTTPError as exc:
-            text = _read_error_body(exc, deadline, self.timeout).decode("utf-8-sig", errors="replace")
+            body = _read_error_body(exc, deadline, self.timeout)
+            text = body.decode("utf-8-sig", errors="replace")
             self._fail(exc.code, text, exc.headers, deadline.url)
         except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out, cut short
             raise self._unreachable(exc, deadline) from None
@@ -3342,7 +3352,8 @@ class OpenAICompatLLM:
 
         reason = getattr(exc, "reason", None) or exc
         if isinstance(reason, ssl.SSLCertVerificationError):  # retrying will not help
-            return LLMError(f"the TLS certificate of {deadline.url} could not be verified: {reason}")
+            return LLMError(f"the TLS certificate of {deadline.url} could not be verified: "
+                            f"{reason}")
         if isinstance(reason, socket.timeout) and deadline.passed():
             return deadline.expired()
         return _Retryable(f"could not reach {deadline.url}: "
@@ -3408,7 +3419,8 @@ class OpenAICompatLLM:
         state.usage = _reported_usage(chunk.get("usage")) or state.usage
         state.model = chunk["model"] if isinstance(chunk.get("model"), str) else state.model
         choices = chunk.get("choices")
-        choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+        choice = (choices[0] if isinstance(choices, list) and choices
+                  and isinstance(choices[0], dict) else {})
         delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
         state.reasoning.append(_reasoning_of(delta))
         stop = state.add(_text_of(delta.get("content")))
@@ -3466,7 +3478,8 @@ class OpenAICompatLLM:
         if status is not None and 300 <= status < 400:
             location = self._scrub(str(headers.get("Location") if headers else None))
             raise LLMError(f"HTTP {status} from {url}: redirected to {location} (agent.py follows "
-                           "no redirect, which would carry the API key elsewhere; fix the base URL)", status)
+                           "no redirect, which would carry the API key elsewhere; fix the "
+                           "base URL)", status)
         if status in _RETRY_STATUSES and not _SYSTEM_REJECTED.search(message):
             retry_after = _retry_after(headers.get("Retry-After") if headers else None)
             raise _Retryable(f"{where}: {message}", status, retry_after)
@@ -3667,7 +3680,8 @@ def _secret_spans(text: str, secret: str) -> list:
     end = text.find(secret[-size:]) + size
     while end >= size:  # from a match of its last characters, as far back as it goes
         start = end - size
-        while start > 0 and end - start < len(secret) and text[start - 1] == secret[-(end - start) - 1]:
+        while (start > 0 and end - start < len(secret)
+               and text[start - 1] == secret[-(end - start) - 1]):
             start -= 1
         spans.append((start, end))
         end = text.find(secret[-size:], end - size + 1) + size
@@ -3823,7 +3837,8 @@ def _fold_system(messages: list) -> list:
     rest = [dict(m) for m in messages if m.get("role") != "system"]
     for message in rest:
         if message.get("role") == "user":
-            message["content"] = f"{system}\n\n{message.get('content') or ''}" if system else message.get("content")
+            message["content"] = (f"{system}\n\n{message.get('content') or ''}" if system
+                                  else message.get("content"))
             return rest
     return [{"role": "user", "content": system}] + rest
 
@@ -3863,7 +3878,8 @@ _MCP_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAG
 # timeouts).
 _MCP_TEXTS = {
     "is_error": "ERROR: {tool!r} failed: {text} Check the arguments or try another approach.",
-    "rpc_error": "ERROR: the MCP server refused {tool!r}: {text} Check the tool name and arguments.",
+    "rpc_error": "ERROR: the MCP server refused {tool!r}: {text} Check the tool name and "
+                 "arguments.",
     "timeout": "ERROR: {tool!r} got no answer from its MCP server within {seconds:g} s (the call "
                "was cancelled). Try smaller input, or go on without it.",
     "input_required": "ERROR: {tool!r} asked for input from a person, which this agent cannot "
@@ -4116,7 +4132,8 @@ def _mcp_block(block: Any) -> str:
     kind = block.get("type")
     if kind in ("image", "audio"):
         size = len(block["data"]) * 3 // 4 if isinstance(block.get("data"), str) else 0
-        return f"[{kind}: {block.get('mimeType') or 'unknown type'}, about {size:,} bytes, not shown]"
+        return (f"[{kind}: {block.get('mimeType') or 'unknown type'}, about {size:,} bytes, "
+                "not shown]")
     if kind == "resource_link":
         title = f"{block.get('name')}: " if block.get("name") else ""
         return f"[resource link: {title}{block.get('uri')}]"
@@ -4125,7 +4142,8 @@ def _mcp_block(block: Any) -> str:
         if isinstance(resource.get("text"), str):
             return resource["text"]
         size = len(resource["blob"]) * 3 // 4 if isinstance(resource.get("blob"), str) else 0
-        return f"[resource {resource.get('uri')}: {resource.get('mimeType') or 'binary'}, about {size:,} bytes]"
+        return (f"[resource {resource.get('uri')}: {resource.get('mimeType') or 'binary'}, about "
+                f"{size:,} bytes]")
     return f"[{_text(kind)} content, not shown]"
 
 
@@ -4206,7 +4224,8 @@ class _McpSession:
                 return
             elif answer.get("id") == initialize and "failure" in answer:
                 raise answer["failure"]
-            elif answer.get("id") == initialize and _mcp_error_code(answer) != _MCP_UNSUPPORTED_VERSION:
+            elif (answer.get("id") == initialize
+                  and _mcp_error_code(answer) != _MCP_UNSUPPORTED_VERSION):
                 raise _McpRpcError(f"initialize failed: {_mcp_error_text(answer)}")
 
     def _is_modern(self, answer: dict) -> bool:
@@ -4215,7 +4234,8 @@ class _McpSession:
         result = answer.get("result")
         if isinstance(result, dict):
             return _MCP_VERSION in (result.get("supportedVersions") or [_MCP_VERSION])
-        supported = answer.get("error", {}).get("data", {}) if isinstance(answer.get("error"), dict) else {}
+        supported = (answer.get("error", {}).get("data", {})
+                     if isinstance(answer.get("error"), dict) else {})
         supported = supported.get("supported") if isinstance(supported, dict) else None
         if _mcp_error_code(answer) == _MCP_UNSUPPORTED_VERSION and isinstance(supported, list) \
                 and not set(supported) & set(_MCP_OLD_VERSIONS):
@@ -4324,7 +4344,8 @@ class _McpSession:
             # True is an int; not an id
             box = self._pending.pop(ident, None) if type(ident) is int else None
         if box is None:
-            _log.warning("MCP server %s answered id %s, which no caller waits for; ignored", self.label,
+            _log.warning("MCP server %s answered id %s, which no caller waits "
+                         "for; ignored", self.label,
                          _text(ident, repr)[:40])
             return
         box.put(message)
@@ -4523,7 +4544,8 @@ class _McpHttp:
             port = parts.port
         except ValueError as exc:
             raise ToolError(f"invalid MCP server URL ({exc})") from None
-        if not parts.hostname or port == 0 or parts.username is not None or parts.password is not None:
+        if (not parts.hostname or port == 0 or parts.username is not None
+            or parts.password is not None):
             raise ToolError("an MCP server URL names a host and holds no user or password (give "
                             "credentials as headers=)")
         if not isinstance(headers, dict) or not all(isinstance(value, str)
@@ -4657,8 +4679,8 @@ class _McpHttp:
         headers = {"Mcp-Session-Id": self.session_id, **self.headers}
         self.session_id = None
         try:
-            _build_opener(self.url).open(urllib.request.Request(self.url, headers=headers, method="DELETE"),
-                                         timeout=2.0).close()
+            request = urllib.request.Request(self.url, headers=headers, method="DELETE")
+            _build_opener(self.url).open(request, timeout=2.0).close()
         except Exception as exc:  # the server may be gone already; nothing is left running here
             _log.debug("MCP server %s: DELETE of the session failed: %s", self.label, exc)
 
@@ -4713,7 +4735,8 @@ class _Stop(typing.NamedTuple):
 _STOPS = {
     "final": _Stop("answered in {steps} step(s)", 0),
     "max_steps": _Stop("no final answer within max_steps={max_steps}", 1),
-    "repeat_limit": _Stop("the same call was repeated more than max_repeats={max_repeats} times", 1),
+    "repeat_limit": _Stop("the same call was repeated more than "
+                          "max_repeats={max_repeats} times", 1),
     "format_errors": _Stop("more than max_format_errors={max_format_errors} unparseable replies in "
                            "a row", 1),
     "time_limit": _Stop("ran past max_seconds={max_seconds}", 1),
@@ -4725,7 +4748,8 @@ _CUT_OFF = _ask("your reply was cut off at the token limit before the JSON objec
                 "send a shorter reply with a one-sentence thought")
 _REPEATED = _ask("your reply kept repeating the same text, so it was stopped; write one short JSON "
                  "object and nothing else")
-_ONE_ACTION = "(Your reply held more than one action: only the first was run. Send one action per reply.)"
+_ONE_ACTION = ("(Your reply held more than one action: only the first was run. Send one action "
+               "per reply.)")
 _REPEAT = ("You already made this exact call in step {step}; it was not run again. Its "
            "result:\n{result}\nDo not repeat it: use the result, try something different, or give "
            "the final answer.")
@@ -4753,16 +4777,19 @@ _DIGEST_CALL_CHARS = 60    # a digest line shows this much of the call ...
 _DIGEST_RESULT_CHARS = 100  # ... and this much of the start of its result
 _DROPPED_NOTE = ("[Note: {n} earlier step(s) of this task were left out to save space; "
                  "their results are no longer shown.]")
-_DIGEST_HEADER = "[Note: {n} earlier step(s) of this task were left out to save space; their calls and results:]"
+_DIGEST_HEADER = ("[Note: {n} earlier step(s) of this task were left out to save space; their "
+                  "calls and results:]")
 _DIGEST_GAP = "... {n} more step(s) left out here ..."
 _DIGEST_REPEAT = "a repeat of step {step}, not run again"
 _DIGEST_UNREADABLE = "(a reply that could not be read)"
-_SUMMARY_HEADER = "[Note: {n} earlier step(s) of this task were left out to save space. Notes on what they found:]"
+_SUMMARY_HEADER = ("[Note: {n} earlier step(s) of this task were left out to save space. Notes on "
+                   "what they found:]")
 _SUMMARY_PROMPT = ("You keep the notes of an agent that works on a task with tools. Its oldest "
                    "steps are about to leave its view. Write down the facts from the earlier notes "
                    "and these steps that the task may still need: names, numbers, results, what "
                    "failed. Plain sentences, at most {words} words, no JSON, nothing else.")
-_SUMMARY_REQUEST = "Task: {task}\n\nEarlier notes: {notes}\n\nSteps leaving the view (call → result):\n{steps}"
+_SUMMARY_REQUEST = ("Task: {task}\n\nEarlier notes: {notes}\n\nSteps leaving the view (call → "
+                    "result):\n{steps}")
 
 
 @dataclass
@@ -4882,8 +4909,8 @@ class AgentResult:
         try:
             # Private from the start: the result never sits in a file more open than the target (or
             # 0600).
-            descriptor = os.open(temp,
-                                 os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+            descriptor = os.open(temp, flags, 0o600)
             # Only strings can hold surrogates, and backslashreplace writes one as its JSON escape
             # (\ud83d).
             with open(descriptor, "w", encoding="utf-8", errors="backslashreplace") as handle:
@@ -4953,7 +4980,8 @@ class _RunState:
 
     def over_budget(self) -> bool:
         """Whether what the next call would send is longer than the context budget."""
-        return self.budget is not None and self.head_chars + len(self.note) + self.tail_chars > self.budget
+        return (self.budget is not None
+                and self.head_chars + len(self.note) + self.tail_chars > self.budget)
 
     def trim(self) -> None:
         """Drop the oldest step pairs down to about 60% of the budget, and write the note that
@@ -4968,13 +4996,15 @@ class _RunState:
         while (self.head_chars + self._note_room() + self.tail_chars > target
                and len(self.messages) - self.head - self.dropped > 2):
             first = self.head + self.dropped
-            self.tail_chars -= len(self.messages[first]["content"]) + len(self.messages[first + 1]["content"])
+            self.tail_chars -= (len(self.messages[first]["content"])
+                                + len(self.messages[first + 1]["content"]))
             if self.memory != "none":
                 line = _digest_line(self.steps[self.dropped // 2], self.calls, _DIGEST_RESULT_CHARS)
                 self.digest.append(line)
                 self.digest_chars += len(line) + 1
             self.dropped += 2
-        self.note = self.digest_note() if self.memory != "none" else f"\n\n{_DROPPED_NOTE.format(n=self.dropped // 2)}"
+        self.note = (self.digest_note() if self.memory != "none"
+                     else f"\n\n{_DROPPED_NOTE.format(n=self.dropped // 2)}")
 
     def _note_room(self) -> int:
         """What the note will take once the pairs dropped so far are in it (the summary's room: the
@@ -4996,7 +5026,8 @@ class _RunState:
         """The digest of every dropped step: one line each, bounded, the same for the same
         history."""
         header = _DIGEST_HEADER.format(n=self.dropped // 2)
-        return f"\n\n{header}\n{_keep_ends(self.digest, self.digest_chars, self.memory_limit() - len(header) - 3)}"
+        kept = _keep_ends(self.digest, self.digest_chars, self.memory_limit() - len(header) - 3)
+        return f"\n\n{header}\n{kept}"
 
     def context(self, trimmed: bool = False) -> list[dict]:
         """What is sent: the whole conversation, or, once steps are dropped, the note in their
@@ -5011,7 +5042,8 @@ class _RunState:
         if self.dropped:
             task = self.messages[self.head - 1]
             joined = {"role": task["role"], "content": task["content"] + self.note}
-            sent = self.messages[:self.head - 1] + [joined] + self.messages[self.head + self.dropped:]
+            sent = (self.messages[:self.head - 1] + [joined]
+                    + self.messages[self.head + self.dropped:])
         return self._shorten_latest(sent) if trimmed else sent
 
     def _shorten_latest(self, sent: list[dict]) -> list[dict]:
@@ -5127,7 +5159,7 @@ def _clean_history(history: Optional[list]) -> list:
         if not (isinstance(message, dict) and message.get("role") in ("system", "user", "assistant")
                 and isinstance(message.get("content"), str)):
             raise ValueError(f"invalid history message {i} (must be {{'role': "
-                             "system|user|assistant, 'content': str}})")
+                             f"system|user|assistant, 'content': str}})")
         cleaned.append({"role": message["role"], "content": message["content"]})
     return cleaned
 
@@ -5156,11 +5188,15 @@ def _copied(action: Action, example: Optional[_Example]) -> Optional[str]:
     values += [(f'argument "{key}"', value) for key, value in _leaves(action.arguments)]
     for where, value in values:
         if isinstance(value, str) and _is_placeholder(value):
-            return f"your {where} is {value.strip()!r}, a placeholder copied from the instructions; write your own"
+            return (f"your {where} is {value.strip()!r}, a placeholder copied from the "
+                    "instructions; write your own")
     if example is not None and action.kind == "final" and action.answer == example.final["answer"]:
-        return "your answer is the one of the instructions' example, which is about another task; answer yours"
-    if example is not None and (action.name, action.arguments) == (example.call["name"], example.call["arguments"]):
-        return "you copied the call of the instructions' example; call one of the listed tools for your own task"
+        return ("your answer is the one of the instructions' example, which is about another task; "
+                "answer yours")
+    if example is not None and (action.name, action.arguments) == (example.call["name"],
+                                                                    example.call["arguments"]):
+        return ("you copied the call of the instructions' example; call one of the listed tools "
+                "for your own task")
     return None
 
 
@@ -5251,8 +5287,7 @@ class Agent:
         self.system_prompt = _render_prompt(system_prompt, self.tools)
         self.max_steps = max_steps                  # model calls per run
         self.max_repeats = max_repeats              # repeats of one call before the run stops
-        # unparseable replies in a row before the run stops
-        self.max_format_errors = max_format_errors
+        self.max_format_errors = max_format_errors  # format errors in a row that stop the run
         self.max_observation_chars = max_observation_chars  # longer tool output keeps head and tail
         self.max_context_chars = max_context_chars  # None: send the whole conversation
         self.max_seconds = max_seconds  # checked between steps; caps tool timeouts and model calls
@@ -5266,8 +5301,7 @@ class Agent:
         self._example = _example(self.tools) if system_prompt is None else None
         if constrain == "always" and "response_schema" not in self._accepts:
             _log.warning("constrain='always', but %s.chat takes no response_schema: running "
-                         "unconstrained",
-                         type(llm).__name__)
+                         "unconstrained", type(llm).__name__)
 
     def run(self, task: str, history: Optional[list[dict]] = None) -> AgentResult:
         """Run the loop on ``task`` until the model answers or a limit stops it.
@@ -5402,7 +5436,8 @@ class Agent:
         limit, text = state.memory_limit() - len(_SUMMARY_HEADER) - 3, ""
         # no call: a summary that short would hold less than the digest
         if limit < _MIN_SUMMARY_CHARS:
-            problem = f"the context budget leaves no room for a summary ({max(0, limit)} characters)"
+            problem = (f"the context budget leaves no room for a summary ({max(0, limit)} "
+                       "characters)")
         else:
             call = self._summary_call(state, _summary_request(state, notes, dropped, limit))
             step.summary_calls.append(call)
@@ -5412,7 +5447,8 @@ class Agent:
             else:
                 problem = call.error = _summary_problem(text, call.finish_reason, limit)
         if problem is not None:
-            step.notes.append(f"memory: {problem}; the digest of the dropped steps was sent instead")
+            step.notes.append(f"memory: {problem}; the digest of the dropped steps was "
+                              "sent instead")
         else:
             state.note = f"\n\n{_SUMMARY_HEADER.format(n=state.dropped // 2)}\n{text}"
             step.notes.append(f"memory: the model summarised {len(dropped)} dropped step(s) in "
@@ -5441,7 +5477,8 @@ class Agent:
             counts = {"prompt_tokens": sum(len(m["content"]) for m in request) // 4,
                       "completion_tokens": len(call.raw or "") // 4}
             state.estimated()
-        call.prompt_tokens, call.completion_tokens = counts["prompt_tokens"], counts["completion_tokens"]
+        call.prompt_tokens, call.completion_tokens = (counts["prompt_tokens"],
+                                                      counts["completion_tokens"])
         state.usage["prompt_tokens"] += call.prompt_tokens
         state.usage["completion_tokens"] += call.completion_tokens
         return call
@@ -5457,7 +5494,8 @@ class Agent:
                 options["frequency_penalty"] = _CONSTRAINED_PENALTY
         if state.hot:
             configured = getattr(self.llm, "temperature", None)
-            options["temperature"] = max(_HOT_TEMPERATURE, configured) if _is_number(configured) else _HOT_TEMPERATURE
+            options["temperature"] = (max(_HOT_TEMPERATURE, configured) if _is_number(configured)
+                                      else _HOT_TEMPERATURE)
         if self.max_seconds is not None and "max_seconds" in self._accepts:
             options["max_seconds"] = self._time_left(state)
         return options
@@ -5478,8 +5516,9 @@ class Agent:
     def _time_left(self, state: _RunState) -> Optional[float]:
         """Seconds left of max_seconds (None: no limit); what a model call or a tool may take at
         most."""
-        return None if self.max_seconds is None else max(0.0,
-                                                         self.max_seconds - (_now() - state.started))
+        if self.max_seconds is None:
+            return None
+        return max(0.0, self.max_seconds - (_now() - state.started))
 
     def _overflowed(self, state: _RunState, step: Step, exc: LLMError) -> None:
         """Set a context budget for the rest of this run; raise LLMError with a hint when that
@@ -5526,7 +5565,8 @@ class Agent:
         else:
             earlier = state.calls[key] = earlier._replace(repeats=earlier.repeats + 1)
             if earlier.repeats > self.max_repeats:
-                step.error = f"the call {action.name} with the same arguments was repeated {earlier.repeats} times"
+                step.error = (f"the call {action.name} with the same arguments was repeated "
+                              f"{earlier.repeats} times")
                 return "repeat_limit"
             text = self._repeated(state, step, earlier)
         if "extra_actions" in action.repairs:
@@ -5546,7 +5586,8 @@ class Agent:
 
     def _answer_rung(self, state: _RunState, step: Step, why: str) -> None:
         state.answer_rung = step.index + 1
-        schema = " (a response_schema of the final shape alone)" if "response_schema" in self._accepts else ""
+        schema = (" (a response_schema of the final shape alone)"
+                  if "response_schema" in self._accepts else "")
         self._rung(step, f"{why}: the next call asks for the final answer{schema}")
 
     def _parse(self, step: Step) -> Action:
@@ -5586,7 +5627,8 @@ class Agent:
             return "format_errors"
         left = self.max_format_errors - state.format_errors + 1
         return self._observe(state, step,
-                             f"ERROR: {step.error} ({left} attempt{'s' if left != 1 else ''} left.)")
+                             f"ERROR: {step.error} ({left} "
+                             f"attempt{'s' if left != 1 else ''} left.)")
 
     def _climb(self, state: _RunState, step: Step, why: str) -> None:
         """The decoding ladder, after a failed reply or an unknown tool: send the action schema,
@@ -5598,7 +5640,8 @@ class Agent:
         looped = state.schema is not None and step.finish_reason == "repetition"
         if state.schema is None and "response_schema" in self._accepts:
             state.schema = self.tools.action_schema()
-            penalty = f" with frequency_penalty={_CONSTRAINED_PENALTY}" if "frequency_penalty" in self._accepts else ""
+            penalty = (f" with frequency_penalty={_CONSTRAINED_PENALTY}"
+                       if "frequency_penalty" in self._accepts else "")
             self._rung(step,
                        f"{why}: from the next call on, the action schema is sent "
                        f"(response_schema){penalty}")
@@ -5622,7 +5665,8 @@ class Agent:
         allowed."""
         step.observation = _observation(text, step.index, self.max_steps)
         state.append("user", step.observation)
-        if step.index + 1 == self.max_steps and self.constrain != "never" and state.answer_rung <= step.index:
+        if (step.index + 1 == self.max_steps and self.constrain != "never"
+            and state.answer_rung <= step.index):
             self._answer_rung(state, step, "the next call is the last one allowed")
         return "max_steps" if step.index >= self.max_steps else None
 
@@ -5652,17 +5696,15 @@ _EXPECT_REL_TOL, _EXPECT_ABS_TOL = 1e-6, 1e-9
 def run_batch(agent: Agent, tasks: Iterable[dict], *, workers: int = 4, out: Optional[str] = None,
               traces: Optional[str] = None,
               on_result: Optional[Callable[[dict], None]] = None) -> dict:
-    """Run each task through ``agent`` on ``workers`` threads that share its client; return the
-    summary.
+    """Run the tasks through ``agent`` on ``workers`` threads that share its client; the summary.
 
-    A task is ``{"id": text or number, "task": text}``, with an optional ``"expect"``:
-    a number the answer must hold (within ``_EXPECT_REL_TOL``) or a text it must
-    contain, ignoring case; other fields are copied to its result. ``tasks`` is
-    read as the workers need it, so a generator keeps memory flat. Each result
-    (the task's fields, ``solved`` when there is an ``expect``, ``stop_reason``,
-    ``answer``, ``steps``, ``format_errors``, ``prompt_tokens``, ``completion_tokens``,
-    ``estimated_tokens``, ``seconds``, ``error`` and, with ``traces``, ``trace``) goes
-    to ``on_result``, in this thread, as its run ends.
+    A task is ``{"id": text or number, "task": text}``, with an optional ``"expect"``: a number the
+    answer must hold (within ``_EXPECT_REL_TOL``) or a text it must contain, ignoring case; other
+    fields are copied to its result. ``tasks`` is read as the workers need it, so a generator keeps
+    memory flat. Each result (the task's fields, ``solved`` when there is an ``expect``,
+    ``stop_reason``, ``answer``, ``steps``, ``format_errors``, ``prompt_tokens``,
+    ``completion_tokens``, ``estimated_tokens``, ``seconds``, ``error`` and, with ``traces``,
+    ``trace``) goes to ``on_result``, in this thread, as its run ends.
 
     ``out`` (a path): each result is appended there as one JSON line and flushed,
     and a task whose id is already there is skipped, so a second call resumes; a
@@ -5815,7 +5857,8 @@ def _run_task(agent: Agent, item: dict, traces: Optional[str]) -> dict:
 
 # An expected number against the numbers in an answer: 1,024 and 1024 alike, signs, decimals,
 # exponents
-_ANSWER_NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?|[-+]?\.\d+")
+_ANSWER_NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?"
+                            r"|[-+]?\.\d+")
 
 
 def _solved(answer: Optional[str], expect: Any) -> bool:
@@ -6125,7 +6168,8 @@ def _check_size(expr: str) -> None:
     for match in _BRACKETS.finditer(expr):
         depth += 1 if match.group() in "([{" else -1
         if depth > _MAX_NESTING:
-            raise UnsafeExpression(f"brackets nested more than {_MAX_NESTING} levels deep", expr[:100])
+            raise UnsafeExpression(f"brackets nested more than {_MAX_NESTING} "
+                                   "levels deep", expr[:100])
 
 
 def _check_number(value, expr: str = ""):
@@ -6362,7 +6406,8 @@ def _offline_reply(messages: list[dict]) -> str:
     plan += [(_CALCULATOR, {"expression": expr}) for expr in _find_arithmetic(task)]
     if len(results) < len(plan):
         name, arguments = plan[len(results)]
-        thought = "I need the current time." if name == _CLOCK else f"I will compute {arguments['expression']}."
+        thought = ("I need the current time." if name == _CLOCK
+                   else f"I will compute {arguments['expression']}.")
         return json.dumps({"type": "tool_call", "thought": thought, "name": name,
                            "arguments": arguments})
     return json.dumps({"type": "final", "thought": "I have everything I need.",
@@ -6405,7 +6450,8 @@ def _exit_codes_help() -> str:
 
 
 # C0 controls but tab and newline, DEL, C1 controls (\x9b is a CSI), bidirectional overrides
-_TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f"
+                                "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 # what ends a line besides the controls above (\r, \v, \f, \x85)
@@ -6415,7 +6461,8 @@ _LINE_BREAKS = re.compile("[\n\u2028\u2029]")
 def _printable(text: str) -> str:
     """text with terminal control characters shown escaped (``\\x1b``): model or server text cannot
     drive a terminal."""
-    return _TERMINAL_CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    return _TERMINAL_CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"),
+                                  text)
 
 
 def _short(text: Any, limit: int = 70) -> str:
@@ -6474,22 +6521,20 @@ class _JoinWords(argparse.Action):
 def _cli_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agent.py", allow_abbrev=False,
-        description="A ReAct agent for models without native function "
-        "calling. With no model configured it runs offline with a mock model.",
+        description="A ReAct agent for models without native function calling. With no model "
+                    "configured it runs offline with a mock model.",
         epilog=f"The API key is read from OPENAI_API_KEY only (never a flag). {_exit_codes_help()}")
     add = parser.add_argument
     add("task", nargs="*", action=_JoinWords,
         help=f"the task; words not quoted are joined into one task (default: {_DEMO_TASK!r})")
-    add("--model",
-        help="model name (default: $OPENAI_MODEL; with only a base URL, the one model the server "
-             "serves)")
+    add("--model", help="model name (default: $OPENAI_MODEL; with only a base URL, the one model "
+                        "the server serves)")
     add("--base-url", help="OpenAI-compatible base URL ending in /v1 (default: $OPENAI_BASE_URL)")
     add("--temperature", type=_cli_number("temperature"),
         help=f"sampling temperature (default {_default(OpenAICompatLLM, 'temperature')})")
     add("--max-tokens", type=_cli_number("max_tokens"), help="token limit per reply")
-    add("--timeout", type=_cli_number("timeout"), metavar="SECONDS",
-        help="connection and per-byte timeout of a request (default "
-             f"{_default(OpenAICompatLLM, 'timeout')})")
+    add("--timeout", type=_cli_number("timeout"), metavar="SECONDS", help="connection and per-byte "
+        f"timeout of a request (default {_default(OpenAICompatLLM, 'timeout')})")
     add("--max-steps", type=_cli_number("max_steps"), default=_default(Agent, "max_steps"),
         help=f"model calls per task (default {_default(Agent, 'max_steps')})")
     add("--max-seconds", type=_cli_number("max_seconds"),
@@ -6498,20 +6543,17 @@ def _cli_parser() -> argparse.ArgumentParser:
         help="characters of conversation sent per call (default: all)")
     add("--memory", choices=_MEMORY_MODES, default=_default(Agent, "memory"),
         help="what stands in for the steps --max-context-chars drops: a digest, one line per step "
-             "(the default), "
-        "a summary by the model (one more call per trim), or none")
-    add("--constrain", choices=_CONSTRAIN_MODES, default="auto",
-        help="constrained decoding with the action schema: after a format error (auto, the "
-             "default), always, never")
+             "(the default), a summary by the model (one more call per trim), or none")
+    add("--constrain", choices=_CONSTRAIN_MODES, default="auto", help="constrained decoding with "
+        "the action schema: after a format error (auto, the default), always, never")
     add("--json-schema", action="store_true", help="the same as --constrain always")
     add("--tools", action="append", metavar="FILE.py",
-        help="load tools from a Python file (repeatable): its "
-        "ToolRegistry named 'tools', else every public function with a docstring; replaces the "
-        "demo tools")
+        help="load tools from a Python file (repeatable): its ToolRegistry named 'tools', else "
+             "every public function with a docstring; replaces the demo tools")
     add("--tool-timeout", type=_cli_number("default_timeout"), metavar="SECONDS",
         help=f"time limit of a tool call, for tools that set none (default "
-        f"{_default(ToolRegistry, 'default_timeout'):g}; a --tools file's own ToolRegistry keeps "
-        "its default unless this is given)")
+             f"{_default(ToolRegistry, 'default_timeout'):g}; a --tools file's own ToolRegistry "
+             "keeps its default unless this is given)")
     _cli_mcp_flags(parser)
     _cli_output_flags(add)
     _cli_batch_flags(parser)
@@ -6591,7 +6633,8 @@ def _cli_args(argv: Optional[list[str]]) -> argparse.Namespace:
         meant = _meant_flag(unknown[0].split("=", 1)[0],
                             [flag for flag in parser._option_string_actions
                                                            if flag.startswith("--")])
-        parser.error(f"unrecognized argument {_short(unknown[0], 40)}" + (f": did you mean {meant}?" if meant else ""))
+        parser.error("unrecognized argument "
+                     f"{_short(unknown[0], 40)}" + (f": did you mean {meant}?" if meant else ""))
     return args
 
 
@@ -6845,7 +6888,8 @@ def _cli_progress(step: Step) -> str:
     elif action.kind == "final":
         what = f"final answer: {_short(action.answer)}"
     else:
-        what = f"{action.name} {_short(json.dumps(action.arguments, ensure_ascii=False), 60)} → {_cli_result(step)}"
+        what = (f"{action.name} {_short(json.dumps(action.arguments, ensure_ascii=False), 60)} → "
+                f"{_cli_result(step)}")
     thought = f" {_short(action.thought, 60)} |" if action and action.thought else ""
     seconds = step.llm_seconds + step.tool_seconds
     return f"[step {step.index}]{thought} {what} ({seconds:.2f} s)"
@@ -6884,7 +6928,8 @@ class _StatusLine:
 
     def begin(self, step: int, what: str) -> None:
         with self._lock:
-            self.step, self.what, self.since, self.text, self.tokens, self.told = step, what, _now(), "", 0, False
+            self.step, self.what, self.since = step, what, _now()
+            self.text, self.tokens, self.told = "", 0, False
             self._draw()
 
     def end(self) -> None:
@@ -6896,7 +6941,8 @@ class _StatusLine:
         """The client's on_delta: the next piece of the reply, or None when a retry starts it
         again."""
         with self._lock:
-            self.text, self.tokens = ("", 0) if piece is None else ((self.text + piece)[-400:], self.tokens + 1)
+            self.text, self.tokens = (("", 0) if piece is None
+                                      else ((self.text + piece)[-400:], self.tokens + 1))
             self._draw()
 
     def say(self, text: str) -> None:
@@ -7011,7 +7057,8 @@ def _cli_on_step(args: argparse.Namespace, trace: Optional[_Trace], status: Opti
         if status is not None:
             status.say(_cli_progress(step))
         served = getattr(llm, "last_model", None) if step.raw is not None else None
-        if isinstance(served, str) and not warned and not served.startswith(getattr(llm, "model", "")):
+        if (isinstance(served, str) and not warned
+            and not served.startswith(getattr(llm, "model", ""))):
             # OpenAI answers gpt-4o as gpt-4o-2024-08-06: a longer name is the same model
             warned.append(served)
             _log.warning("the server answered as model %r, not %r: it may serve one model whatever "
@@ -7052,14 +7099,17 @@ def _cli_json(data: dict, stream: Any) -> str:
 
 def _cli_usage(usage: dict) -> str:
     steps = usage.get("estimated_steps") or []
-    estimated = f" (estimated for step{'s' if len(steps) > 1 else ''} {', '.join(map(str, steps))})" if steps else ""
-    return f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens{estimated}"
+    estimated = (f" (estimated for step{'s' if len(steps) > 1 else ''} "
+                 f"{', '.join(map(str, steps))})" if steps else "")
+    return (f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion "
+            f"tokens{estimated}")
 
 
 def _cli_while(result: AgentResult) -> str:
     """For a run out of time during a tool call: which tool was running."""
     last = result.steps[-1] if result.steps else None
-    if result.stop_reason != "time_limit" or last is None or last.action is None or last.action.kind == "final":
+    if (result.stop_reason != "time_limit" or last is None or last.action is None
+        or last.action.kind == "final"):
         return ""
     return f", while {last.action.name} ran" if last.tool_seconds or last.error else ""
 
@@ -7074,7 +7124,8 @@ def _cli_hint(agent: Agent, result: AgentResult) -> Optional[str]:
     if result.stop_reason == "llm_error" and "Connection refused" in error:
         return "nothing answers at that address: is the server running, and is the port right?"
     if result.stop_reason == "format_errors":
-        return "the model could not write the JSON action: try --constrain always, or a larger model"
+        return ("the model could not write the JSON action: try --constrain always, or a "
+                "larger model")
     return None
 
 
@@ -7087,7 +7138,8 @@ def _cli_served(llm: Any) -> str:
         names = llm._served_models()
     except (AttributeError, LLMError):
         return "GET /models lists what it serves"
-    return f"it serves {_short(', '.join(names[:20]), 300)}: pass one with --model" if names else "it lists none"
+    return (f"it serves {_short(', '.join(names[:20]), 300)}: pass one with --model" if names
+            else "it lists none")
 
 
 def _cli_interactive(agent: Agent, args: argparse.Namespace, trace: Optional[_Trace]) -> int:
@@ -7138,7 +7190,8 @@ def _cli_run(args: argparse.Namespace, status: Optional[_StatusLine]) -> int:
     if not args.quiet:
         _cli_say(f"agent.py: {label}")
     try:
-        code = _cli_interactive(agent, args, trace) if args.interactive else _cli_once(agent, task, args, trace)[0]
+        code = (_cli_interactive(agent, args, trace) if args.interactive
+                else _cli_once(agent, task, args, trace)[0])
     except KeyboardInterrupt:
         _cli_say("agent.py: interrupted; the steps so far are kept in the trace")
         code = 130
@@ -7296,7 +7349,8 @@ def _summary_table(summary: dict, label: str) -> str:
     """A batch summary as a small table, one figure a line, for reading (and pasting side by
     side)."""
     checked = summary["checked"]
-    solved = f"{summary['solved']} of {checked} ({summary['solved_percent']}%)" if checked else "no task has expect"
+    solved = (f"{summary['solved']} of {checked} ({summary['solved_percent']}%)" if checked
+              else "no task has expect")
     reasons = ", ".join(f"{reason} {n}" for reason, n in summary["stop_reasons"].items()) or "none"
     estimated = " (estimated)" if summary["estimated_tokens"] else ""
     rows = [("endpoint", label),
