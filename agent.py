@@ -1721,14 +1721,19 @@ def _action_kind(obj: dict, repairs: list) -> str:
 def _answer(obj: dict, repairs: list) -> str:
     answer = obj.get("answer")
     if answer is None:
-        alt = _lookalike(obj, "answer")
-        problem = (f'use "answer" instead of {json.dumps(alt, ensure_ascii=False)}' if alt
-                   else '"answer" is missing')
-        raise _refuse(problem, _FINAL_SHAPE)
+        raise _refuse(_missing(obj, "answer"), _FINAL_SHAPE)
     if not isinstance(answer, str):
         _note(repairs, "answer_not_text")
         answer = json.dumps(answer, ensure_ascii=False)
     return answer
+
+
+def _missing(obj: dict, key: str) -> str:
+    """What the model is told of a missing key: the look-alike it wrote instead, if there is one."""
+    alt = _lookalike(obj, key)
+    if not alt:
+        return f'"{key}" is missing'
+    return f'use "{key}" instead of {json.dumps(alt, ensure_ascii=False)}'
 
 
 def _lookalike(obj: dict, key: str) -> Optional[str]:
@@ -1743,10 +1748,7 @@ _CALL_IN_NAME = re.compile(r"[()\[\]{}\"'=\n\r]")
 def _tool_name(obj: dict, repairs: list) -> str:
     name = obj.get("name")
     if name is None:
-        alt = _lookalike(obj, "name")
-        problem = (f'use "name" instead of {json.dumps(alt, ensure_ascii=False)}' if alt
-                   else '"name" is missing')
-        raise _refuse(f"{problem} for the tool to call", _CALL_SHAPE)
+        raise _refuse(f"{_missing(obj, 'name')} for the tool to call", _CALL_SHAPE)
     if not isinstance(name, str) or not name.strip():
         raise _refuse(f'"name" must be the tool name as text, got {_shown(name)}', _CALL_SHAPE)
     if _CALL_IN_NAME.search(name.strip()):
