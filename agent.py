@@ -105,8 +105,8 @@ _log = logging.getLogger("agent")
 
 
 # -- Errors and settings ---------------------------------------------------------------
-# the exception tree; the one check of numeric options (every constructor's, chat's max_seconds, the
-# CLI's)
+# the exception tree; the one check of numeric options (every constructor's, chat's max_seconds,
+# the CLI's)
 
 class AgentError(Exception):
     """Base class of every error agent.py raises on purpose."""
