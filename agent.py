@@ -5510,7 +5510,8 @@ class Agent:
             return None
         # one step only: it must be able to answer
         if not state.steps and len(self.tools) and self.max_steps > 1:
-            return {"anyOf": self.tools.action_schema()["anyOf"][:-1]}
+            schema = self.tools.action_schema()   # with its $defs: the calls may refer to them
+            return dict(schema, anyOf=schema["anyOf"][:-1])
         if state.answer_rung == len(state.steps) + 1:
             return self.tools.action_schema()["anyOf"][-1]
         return state.schema

@@ -186,6 +186,28 @@ def test_a_task_that_needs_no_tool_costs_one_step_more(serve):
     assert result.answer == "Paris" and len(result.steps) == 2
 
 
+def refs(value):
+    if isinstance(value, dict):
+        yield from ([value["$ref"]] if "$ref" in value else [])
+        for item in value.values():
+            yield from refs(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from refs(item)
+
+
+def test_the_tool_rung_keeps_the_definitions_its_calls_refer_to(serve):
+    tools = agent.ToolRegistry()
+    tools.register(lambda point: str(point), name="place", description="Place a point.", parameters={
+        "type": "object", "properties": {"point": {"$ref": "#/$defs/Point"}}, "required": ["point"],
+        "$defs": {"Point": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}}})
+    _, bodies = run_on_server(serve, [call("place", point={"x": 1}), final("placed")], tools=tools)
+    schema = bodies[0]["response_format"]["json_schema"]["schema"]
+    targets = list(refs(schema))
+    assert tool_calls_only(bodies[0]) and targets
+    assert all(t.split("/")[-1] in schema.get("$defs", {}) for t in targets)
+
+
 @pytest.mark.parametrize("options", [{"constrain": "never"}, {"tools": agent.ToolRegistry()}],
                          ids=["never", "no tools"])
 def test_no_tool_rung_with_constrain_never_or_without_tools(serve, options):
