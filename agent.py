@@ -1580,15 +1580,23 @@ def _check_others(action: Any, others: Iterable, opened: bool, repairs: list) ->
                           f"wait for its {_OBSERVATION}")
 
 
-# the one table of keys models write for an action's own; compared lower-cased and stripped
-_LOOKALIKES = {
+# The one table of an action's keys: each spelling a model writes for one (compared as _spelling
+# makes it) and the key it means. A spelling of the key itself ("Name", "arguments ") must agree
+# with the key; another word ("tool", "args", "final_answer") is a look-alike. Neither is read as
+# the key: where the key holds nothing, either is refused, naming the key. OpenAI's call metadata
+# stands for no key, and is no argument in the wrong place: ignored.
+_OWN_KEYS = ("type", "name", "arguments", "answer", "thought")
+_CALL_METADATA = ("id", "index", "call_id")
+_KEY_TABLE = {
+    **{key: key for key in _OWN_KEYS},
     **dict.fromkeys(("action", "tool", "tool_name", "function"), "name"),
     **dict.fromkeys(("args", "argument", "kwargs", "parameters", "params", "input", "inputs",
                      "action_input", "tool_input", "tool_args"), "arguments"),
     **dict.fromkeys(("final_answer", "response", "output"), "answer"),
+    **dict.fromkeys(_CALL_METADATA, None),
 }
-_KEY_WORDS = "|".join(sorted({"type", "name", "arguments", "answer", *_LOOKALIKES}, key=len,
-                             reverse=True))
+_KEY_WORDS = "|".join(sorted((word for word, key in _KEY_TABLE.items()
+                              if key not in (None, "thought")), key=len, reverse=True))
 # An action's key written in an object that cannot be read, also quoted as \" or \\\" (an action
 # written as a JSON string, or escaped once too often) or after a literal \n. The key is found first
 # and its quoting checked after it (bounded), so the search stays linear on long runs of quotes.
@@ -1607,14 +1615,10 @@ def _is_action(chunk: str, value: Any) -> bool:
     return bool(_ACTION_KEY_TEXT.search(chunk))
 
 
-_OWN_KEYS = ("type", "name", "arguments", "answer", "thought")
-
-
 def _meant_key(key: Any) -> Optional[str]:
-    """The action key that key stands for: the key itself, another spelling of it (case, spaces), or
-    a look-alike's."""
-    normal = _spelling(key)
-    return normal if normal in _OWN_KEYS else _LOOKALIKES.get(normal)
+    """The action key that key stands for (by _KEY_TABLE): the key itself, another spelling of it
+    (case, spaces), or a look-alike's."""
+    return _KEY_TABLE.get(_spelling(key))
 
 
 def _spelling(word: Any) -> Optional[str]:
@@ -1642,56 +1646,82 @@ def _one_object(value: Any, opened: bool, repairs: list) -> dict:
 
 def _interpret(obj: dict, repairs: list) -> Action:
     """Turn the action object into an Action, refusing anything whose meaning is not certain."""
-    _check_spellings(obj, repairs)
-    _check_one_kind(obj)
-    kind = _action_kind(obj, repairs)
+    keys = _read_keys(obj, repairs)
     thought = obj.get("thought")
     if thought is not None and not isinstance(thought, str):
         thought = json.dumps(thought, ensure_ascii=False)
-    if kind == "final":
-        return Action("final", answer=_answer(obj, repairs), thought=thought,
+    if keys.kind == "final":
+        return Action("final", answer=_answer(obj, keys, repairs), thought=thought,
                       repairs=tuple(repairs))
-    name = _tool_name(obj, repairs)
-    return Action("tool_call", name=name, arguments=_arguments(obj, repairs), thought=thought,
-                  repairs=tuple(repairs))
+    name = _tool_name(obj, keys, repairs)
+    return Action("tool_call", name=name, arguments=_arguments(obj, keys, repairs),
+                  thought=thought, repairs=tuple(repairs))
+
+
+class _Keys(typing.NamedTuple):
+    """What one action object's keys mean, as _read_keys reads them."""
+    kind: str          # "tool_call" or "final"
+    stand_ins: dict    # action key -> the other keys that stand for it and hold a value, in order
+    strays: list       # keys holding a value that spell no action key and are no call metadata
+
+
+_EMPTY = (None, "", {}, [])    # a key holding one of these holds no value
+
+
+def _read_keys(obj: dict, repairs: list) -> _Keys:
+    """The one reading of an action's keys (by _KEY_TABLE): what each stands for, and the kind.
+
+    An action key under two spellings (``name`` and ``Name``), both holding a value, must hold the
+    same value. A call (a name or arguments, under any spelling of the key) beside an answer (under
+    any spelling, or a look-alike such as "final_answer" or "output"), each holding a value, is
+    refused whatever "type" says. A look-alike of a call's key beside an answer ("input" echoing
+    the question) runs nothing, so it is left to the answer.
+    """
+    held = set()           # the action keys that hold a value, under any spelling of the key
+    stand_ins: dict = {}
+    strays = []
+    for key, value in obj.items():
+        if value in _EMPTY:
+            continue
+        if key in _OWN_KEYS:
+            held.add(key)
+            continue
+        spelling = _spelling(key)
+        meant = _KEY_TABLE.get(spelling)
+        if meant is not None:
+            stand_ins.setdefault(meant, []).append(key)
+        if meant is not None and meant == spelling:
+            held.add(meant)
+        elif spelling not in _CALL_METADATA:
+            strays.append(key)
+    if held.intersection(stand_ins):   # some key is spelled two ways, both holding a value
+        _check_spellings(obj, repairs)
+    answer = "answer" in held or "answer" in stand_ins
+    if answer and ("name" in held or "arguments" in held):
+        raise _refuse("your reply has both an answer and a tool call; send one of them")
+    return _Keys(_action_kind(obj, repairs), stand_ins, strays)
+
+
+def _present(obj: dict, key: str) -> bool:
+    return obj.get(key) not in _EMPTY
 
 
 def _check_spellings(obj: dict, repairs: list) -> None:
-    """An action key written under two spellings (``name`` and ``Name``), both holding a value, must
-    hold the same value: one of them would silently win. Refused, naming the key."""
-    if all(key in _OWN_KEYS for key in obj):
-        return  # the common case: each key once, spelled as the action's own
+    """Two spellings of one action key (``name`` and ``Name``) holding different values: one would
+    silently win. Refused, naming the key; the same value twice is read once."""
     spelled: dict = {}
     for key in obj:
         meant = _spelling(key)
         if meant in _OWN_KEYS and meant != "thought" and _present(obj, key):
             spelled.setdefault(meant, []).append(key)
     for meant, keys in spelled.items():
-        values = {_canonical(obj[key]) for key in keys} if len(keys) > 1 else ()
-        if len(values) > 1:
+        if len(keys) < 2:
+            continue
+        if len({_canonical(obj[key]) for key in keys}) > 1:
             shown = " and ".join(json.dumps(key, ensure_ascii=False) for key in keys)
             raise _refuse(f'the key "{meant}" appears twice with different values (as '
-                          f'{shown[:80]}); '
-                          "write each key once")
-        if values:
-            _note(repairs, "duplicate_key")
-
-
-def _present(obj: dict, key: str) -> bool:
-    return obj.get(key) not in (None, "", {}, [])
-
-
-def _check_one_kind(obj: dict) -> None:
-    """The one check that an action is a call or an answer, never both, whatever "type" says: a name
-    or arguments (under any spelling of the key) and an answer (under any spelling, or a look-alike
-    such as "final_answer" or "output"), each holding a value, are refused. A look-alike of a call's
-    key beside an answer ("input" echoing the question) runs nothing, so it is left to the final
-    answer."""
-    if "answer" not in obj and all(key in _OWN_KEYS for key in obj):
-        return  # the common call: the action's own keys and no answer
-    call = any(_spelling(key) in ("name", "arguments") and _present(obj, key) for key in obj)
-    if call and any(_meant_key(key) == "answer" and _present(obj, key) for key in obj):
-        raise _refuse("your reply has both an answer and a tool call; send one of them")
+                          f'{shown[:80]}); write each key once')
+        _note(repairs, "duplicate_key")
 
 
 def _action_kind(obj: dict, repairs: list) -> str:
@@ -1718,37 +1748,30 @@ def _action_kind(obj: dict, repairs: list) -> str:
                   f'{", ".join(map(str, obj))[:80] or "none"})')
 
 
-def _answer(obj: dict, repairs: list) -> str:
+def _answer(obj: dict, keys: _Keys, repairs: list) -> str:
     answer = obj.get("answer")
     if answer is None:
-        raise _refuse(_missing(obj, "answer"), _FINAL_SHAPE)
+        raise _refuse(_missing("answer", keys.stand_ins), _FINAL_SHAPE)
     if not isinstance(answer, str):
         _note(repairs, "answer_not_text")
         answer = json.dumps(answer, ensure_ascii=False)
     return answer
 
 
-def _missing(obj: dict, key: str) -> str:
-    """What the model is told of a missing key: the look-alike it wrote instead, if there is one."""
-    alt = _lookalike(obj, key)
-    if not alt:
+def _missing(key: str, stand_ins: dict) -> str:
+    """What the model is told of a missing key: the key it wrote instead, if there is one."""
+    if key not in stand_ins:
         return f'"{key}" is missing'
-    return f'use "{key}" instead of {json.dumps(alt, ensure_ascii=False)}'
-
-
-def _lookalike(obj: dict, key: str) -> Optional[str]:
-    """A key of obj, other than key itself, that stands for key and holds a value."""
-    return next((other for other in obj if other != key and _meant_key(other) == key
-                 and _present(obj, other)), None)
+    return f'use "{key}" instead of {json.dumps(stand_ins[key][0], ensure_ascii=False)}'
 
 
 _CALL_IN_NAME = re.compile(r"[()\[\]{}\"'=\n\r]")
 
 
-def _tool_name(obj: dict, repairs: list) -> str:
+def _tool_name(obj: dict, keys: _Keys, repairs: list) -> str:
     name = obj.get("name")
     if name is None:
-        raise _refuse(f"{_missing(obj, 'name')} for the tool to call", _CALL_SHAPE)
+        raise _refuse(f"{_missing('name', keys.stand_ins)} for the tool to call", _CALL_SHAPE)
     if not isinstance(name, str) or not name.strip():
         raise _refuse(f'"name" must be the tool name as text, got {_shown(name)}', _CALL_SHAPE)
     if _CALL_IN_NAME.search(name.strip()):
@@ -1760,13 +1783,13 @@ def _tool_name(obj: dict, repairs: list) -> str:
     return name.strip()
 
 
-def _arguments(obj: dict, repairs: list) -> dict:
+def _arguments(obj: dict, keys: _Keys, repairs: list) -> dict:
     """The call's arguments; when they are missing or empty, no other key may hold any."""
     arguments = obj.get("arguments")
     if isinstance(arguments, str):
         arguments = _arguments_from_string(arguments, repairs)
     if arguments is None or arguments == {}:
-        _check_stray_arguments(obj)
+        _check_stray_arguments(obj, keys)
         if arguments is None:
             _note(repairs, "missing_arguments")
         return {}
@@ -1789,21 +1812,15 @@ def _arguments_from_string(text: str, repairs: list) -> Any:
     return value
 
 
-# what OpenAI's tool calls carry beside the call: not an argument
-_CALL_METADATA = ("id", "index", "call_id")
-
-
-def _check_stray_arguments(obj: dict) -> None:
+def _check_stray_arguments(obj: dict, keys: _Keys) -> None:
     """In a call whose arguments are missing or empty, a look-alike of "arguments", or any key other
     than the action's own or OpenAI's call metadata holding a value, is an argument in the wrong
     place: dropping it would run the tool on its defaults. Refused, naming "arguments"."""
-    stray = _lookalike(obj, "arguments") or next(
-        (key for key in obj if _spelling(key) not in _OWN_KEYS + _CALL_METADATA
-         and _present(obj, key)), None)
+    stray = (keys.stand_ins.get("arguments") or keys.strays or [None])[0]
     if stray is None:
         return
     shown = json.dumps(stray, ensure_ascii=False)[:60]
-    if _meant_key(stray) == "arguments" or isinstance(obj[stray], dict):
+    if stray in keys.stand_ins.get("arguments", ()) or isinstance(obj[stray], dict):
         raise _refuse(f'use "arguments" instead of {shown}', _CALL_SHAPE)
     raise _refuse(f'the tool call has no "arguments" but has {shown} beside them; put the tool\'s '
                   f'arguments inside "arguments", as in "arguments": {{{shown}: ...}}', _CALL_SHAPE)

@@ -1,0 +1,180 @@
+"""The action-key rule read in one place (issue 19): the new reading against the old one.
+
+Until issue 19 the rule that decides an object's kind and which of its keys mean what lived in seven
+places in agent.py. The old rule is frozen below, as it was at main b11e690 (the parts that did not
+change call agent.py's, so that they are not written twice), and a property test compares it with
+agent.py's one reading on generated objects: both give the same Action or the same refusal.
+"""
+import json
+from typing import Any, Optional
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import agent
+from agent import (_CALL_SHAPE, _FINAL_SHAPE, Action, ActionFormatError, _note, _refuse,
+                   parse_action)
+
+# -- the old rule, frozen (agent.py at b11e690) --------------------------------------------
+
+_LOOKALIKES = {
+    **dict.fromkeys(("action", "tool", "tool_name", "function"), "name"),
+    **dict.fromkeys(("args", "argument", "kwargs", "parameters", "params", "input", "inputs",
+                     "action_input", "tool_input", "tool_args"), "arguments"),
+    **dict.fromkeys(("final_answer", "response", "output"), "answer"),
+}
+_OWN_KEYS = ("type", "name", "arguments", "answer", "thought")
+_CALL_METADATA = ("id", "index", "call_id")
+
+
+def _meant_key(key: Any) -> Optional[str]:
+    """The action key that key stands for: the key itself, another spelling of it (case, spaces), or
+    a look-alike's."""
+    normal = _spelling(key)
+    return normal if normal in _OWN_KEYS else _LOOKALIKES.get(normal)
+
+
+def _spelling(word: Any) -> Optional[str]:
+    """A key or a "type" as the parser compares it: lower-cased, stripped, inner spaces and hyphens
+    as underscores (``"Name "`` is ``name``, ``"Final Answer"`` is ``final_answer``, ``"tool-call"``
+    is ``tool_call``)."""
+    return (word.strip().lower().replace(" ", "_").replace("-", "_") if isinstance(word, str)
+            else None)
+
+
+def _interpret(obj: dict, repairs: list) -> Action:
+    """Turn the action object into an Action, refusing anything whose meaning is not certain."""
+    _check_spellings(obj, repairs)
+    _check_one_kind(obj)
+    kind = _action_kind(obj, repairs)
+    thought = obj.get("thought")
+    if thought is not None and not isinstance(thought, str):
+        thought = json.dumps(thought, ensure_ascii=False)
+    if kind == "final":
+        return Action("final", answer=_answer(obj, repairs), thought=thought,
+                      repairs=tuple(repairs))
+    name = _tool_name(obj, repairs)
+    return Action("tool_call", name=name, arguments=_arguments(obj, repairs), thought=thought,
+                  repairs=tuple(repairs))
+
+
+def _check_spellings(obj: dict, repairs: list) -> None:
+    """An action key written under two spellings (``name`` and ``Name``), both holding a value, must
+    hold the same value: one of them would silently win. Refused, naming the key."""
+    if all(key in _OWN_KEYS for key in obj):
+        return  # the common case: each key once, spelled as the action's own
+    agent._check_spellings(obj, repairs)   # the rest was the same then (its fast path is above)
+
+
+def _present(obj: dict, key: str) -> bool:
+    return obj.get(key) not in (None, "", {}, [])
+
+
+def _check_one_kind(obj: dict) -> None:
+    """The one check that an action is a call or an answer, never both, whatever "type" says: a name
+    or arguments (under any spelling of the key) and an answer (under any spelling, or a look-alike
+    such as "final_answer" or "output"), each holding a value, are refused. A look-alike of a call's
+    key beside an answer ("input" echoing the question) runs nothing, so it is left to the final
+    answer."""
+    if "answer" not in obj and all(key in _OWN_KEYS for key in obj):
+        return  # the common call: the action's own keys and no answer
+    call = any(_spelling(key) in ("name", "arguments") and _present(obj, key) for key in obj)
+    if call and any(_meant_key(key) == "answer" and _present(obj, key) for key in obj):
+        raise _refuse("your reply has both an answer and a tool call; send one of them")
+
+
+def _action_kind(obj: dict, repairs: list) -> str:
+    """"tool_call" or "final": from "type", else from the keys a call or an answer has."""
+    is_call = "name" in obj or "arguments" in obj
+    if "type" not in obj and (is_call or "answer" in obj):
+        _note(repairs, "missing_type")
+        return "final" if _present(obj, "answer") or not is_call else "tool_call"
+    # the rest ("type" itself, or no key of an action's own) was the same then: agent.py's
+    return agent._action_kind(obj, repairs)
+
+
+def _answer(obj: dict, repairs: list) -> str:
+    answer = obj.get("answer")
+    if answer is None:
+        raise _refuse(_missing(obj, "answer"), _FINAL_SHAPE)
+    if not isinstance(answer, str):
+        _note(repairs, "answer_not_text")
+        answer = json.dumps(answer, ensure_ascii=False)
+    return answer
+
+
+def _missing(obj: dict, key: str) -> str:
+    """What the model is told of a missing key: the look-alike it wrote instead, if there is one."""
+    alt = _lookalike(obj, key)
+    if not alt:
+        return f'"{key}" is missing'
+    return f'use "{key}" instead of {json.dumps(alt, ensure_ascii=False)}'
+
+
+def _lookalike(obj: dict, key: str) -> Optional[str]:
+    """A key of obj, other than key itself, that stands for key and holds a value."""
+    return next((other for other in obj if other != key and _meant_key(other) == key
+                 and _present(obj, other)), None)
+
+
+def _tool_name(obj: dict, repairs: list) -> str:
+    name = obj.get("name")
+    if name is None:
+        raise _refuse(f"{_missing(obj, 'name')} for the tool to call", _CALL_SHAPE)
+    # the rest was the same then: agent.py's own, told of no key standing in for "name"
+    return agent._tool_name(obj, agent._Keys("tool_call", {}, []), repairs)
+
+
+def _arguments(obj: dict, repairs: list) -> dict:
+    """The old choice of the key that holds arguments in the wrong place, handed to agent.py's own
+    reading of "arguments" (unchanged)."""
+    stray = _lookalike(obj, "arguments") or next(
+        (key for key in obj if _spelling(key) not in _OWN_KEYS + _CALL_METADATA
+         and _present(obj, key)), None)
+    alike = {"arguments": [stray]} if _meant_key(stray) == "arguments" else {}
+    return agent._arguments(obj, agent._Keys("tool_call", alike, [stray] if stray is not None else []),
+                            repairs)
+
+
+# -- the comparison -----------------------------------------------------------------
+
+# every kind of key the rule tells apart: the action's own, other spellings of them, look-alikes
+# (also spelled otherwise), OpenAI's call metadata, other keys, and a key that is not text
+KEYS = ["type", "name", "arguments", "answer", "thought",
+        "Type", " type", "TYPE", "Name", "name ", "NAME", "Arguments", "arguments ", "Answer",
+        "ANSWER ", "Thought",
+        *_LOOKALIKES, "Tool", "Final Answer", "final-answer", "Args", "OUTPUT",
+        "id", "index", "call_id", "ID", "Call-Id",
+        "path", "meta", "x", "", 1]
+VALUES = [None, "", {}, [], "f", " f ", "f(x=1)", "  ", "final", "tool_call", "Final", "tool-call",
+          "bogus", {"x": 1}, {"x": 2}, '{"x": 1}', "{bad", 0, 1, True, False, [1], 1.5]
+
+objects = st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES), max_size=6)
+# objects that look like actions more often: an action's own keys first, then anything
+actions = st.builds(lambda own, more: {**own, **more},
+                    st.dictionaries(st.sampled_from(_OWN_KEYS), st.sampled_from(VALUES), max_size=4),
+                    objects)
+
+
+def verdict(interpret, obj):
+    """What a reading makes of obj: the Action's fields, or the refusal's message."""
+    try:
+        action = interpret(dict(obj), [])
+    except ActionFormatError as exc:
+        return "refused", str(exc)
+    return "read", (action.kind, action.name, action.arguments, action.answer, action.thought,
+                    action.repairs)
+
+
+def test_the_frozen_copy_reads_as_the_old_rule_did():
+    obj = {"type": "final", "answer": "", "output": "42"}
+    assert verdict(_interpret, obj) == ("read", ("final", None, {}, "", None, ()))
+
+
+
+
+@settings(max_examples=1000, suppress_health_check=[HealthCheck.too_slow])
+@given(objects | actions)
+def test_the_one_reading_decides_as_the_old_rule_did(obj):
+    assert verdict(agent._interpret, obj) == verdict(_interpret, obj), obj
