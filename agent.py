@@ -1752,12 +1752,17 @@ def _action_kind(obj: dict, stand_ins: dict, repairs: list) -> str:
 
 def _answer(obj: dict, keys: _Keys, repairs: list) -> str:
     answer = obj.get("answer")
-    if answer is None:
+    if _unheld(obj, keys, "answer"):
         raise _refuse(_missing("answer", keys.stand_ins), _FINAL_SHAPE)
     if not isinstance(answer, str):
         _note(repairs, "answer_not_text")
         answer = json.dumps(answer, ensure_ascii=False)
     return answer
+
+
+def _unheld(obj: dict, keys: _Keys, key: str) -> bool:
+    """Whether key is missing, or holds nothing ("", {}, []) while another key stands for it."""
+    return obj.get(key) is None or (key in keys.stand_ins and not _present(obj, key))
 
 
 def _missing(key: str, stand_ins: dict) -> str:
@@ -1772,7 +1777,7 @@ _CALL_IN_NAME = re.compile(r"[()\[\]{}\"'=\n\r]")
 
 def _tool_name(obj: dict, keys: _Keys, repairs: list) -> str:
     name = obj.get("name")
-    if name is None:
+    if _unheld(obj, keys, "name"):
         raise _refuse(f"{_missing('name', keys.stand_ins)} for the tool to call", _CALL_SHAPE)
     if not isinstance(name, str) or not name.strip():
         raise _refuse(f'"name" must be the tool name as text, got {_shown(name)}', _CALL_SHAPE)

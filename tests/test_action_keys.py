@@ -186,6 +186,9 @@ def fixes(obj):
     found = []
     if "type" not in obj and stand_ins(obj, "type") and any(k in obj for k in ("name", "arguments", "answer")):
         found.append(f'use "type" instead of {json.dumps(stand_ins(obj, "type")[0])}')   # 1
+    for key in ("answer", "name"):   # 2
+        if not _present(obj, key) and stand_ins(obj, key):
+            found.append(f'use "{key}" instead of {json.dumps(stand_ins(obj, key)[0])}')
     return found
 
 
@@ -208,6 +211,15 @@ FIXES = [
      'use "type" instead of "Type"'),
     ({"Type": "bogus", "answer": "x"}, ("read", ("final", None, {}, "x", None, ("missing_type",))),
      'use "type" instead of "Type"'),
+    # 2. An empty answer or name ("", {}, []) beside another key standing for it and holding a
+    #    value: the answer was read as "", the model's own dropped, and the name refused as not
+    #    text; their twins with null are refused naming the key. Now alike.
+    ({"type": "final", "answer": "", "output": "42"}, ("read", ("final", None, {}, "", None, ())),
+     'use "answer" instead of "output"'),
+    ({"answer": "", "Answer": "42"}, ("read", ("final", None, {}, "", None, ("missing_type",))),
+     'use "answer" instead of "Answer"'),
+    ({"type": "tool_call", "name": "", "tool": "search", "arguments": {"q": "x"}},
+     ("refused", '"name" must be the tool name as text, got string ""'), 'use "name" instead of "tool"'),
 ]
 
 
