@@ -1699,7 +1699,7 @@ def _read_keys(obj: dict, repairs: list) -> _Keys:
     answer = "answer" in held or "answer" in stand_ins
     if answer and ("name" in held or "arguments" in held):
         raise _refuse("your reply has both an answer and a tool call; send one of them")
-    return _Keys(_action_kind(obj, stand_ins, repairs), stand_ins, strays)
+    return _Keys(_action_kind(obj, answer, stand_ins, repairs), stand_ins, strays)
 
 
 def _present(obj: dict, key: str) -> bool:
@@ -1724,8 +1724,9 @@ def _check_spellings(obj: dict, repairs: list) -> None:
         _note(repairs, "duplicate_key")
 
 
-def _action_kind(obj: dict, stand_ins: dict, repairs: list) -> str:
-    """"tool_call" or "final": from "type", else from the keys a call or an answer has."""
+def _action_kind(obj: dict, answer: bool, stand_ins: dict, repairs: list) -> str:
+    """"tool_call" or "final": from "type", else from the keys a call or an answer has (answer:
+    whether any key standing for the answer holds one, as the answer-and-call check counts it)."""
     if "type" in obj:
         kind = obj["type"]
         normal = _spelling(kind)
@@ -1740,7 +1741,7 @@ def _action_kind(obj: dict, stand_ins: dict, repairs: list) -> str:
         if "type" in stand_ins:   # "Type" is not read as "type", as "Name" is not "name"
             raise _refuse(_missing("type", stand_ins))
         _note(repairs, "missing_type")
-        return "final" if _present(obj, "answer") or not is_call else "tool_call"
+        return "final" if answer or not is_call else "tool_call"
     names = [key for key in obj if _meant_key(key) not in (None, "thought", key)]
     if names:
         fixes = "; ".join(f'use "{_meant_key(key)}" instead of '

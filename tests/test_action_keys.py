@@ -92,7 +92,7 @@ def _action_kind(obj: dict, repairs: list) -> str:
         _note(repairs, "missing_type")
         return "final" if _present(obj, "answer") or not is_call else "tool_call"
     # the rest ("type" itself, or no key of an action's own) was the same then: agent.py's
-    return agent._action_kind(obj, {}, repairs)
+    return agent._action_kind(obj, False, {}, repairs)
 
 
 def _answer(obj: dict, repairs: list) -> str:
@@ -186,7 +186,7 @@ def fixes(obj):
     found = []
     if "type" not in obj and stand_ins(obj, "type") and any(k in obj for k in ("name", "arguments", "answer")):
         found.append(f'use "type" instead of {json.dumps(stand_ins(obj, "type")[0])}')   # 1
-    for key in ("answer", "name"):   # 2
+    for key in ("answer", "name"):   # 2, and 3 (answer)
         if not _present(obj, key) and stand_ins(obj, key):
             found.append(f'use "{key}" instead of {json.dumps(stand_ins(obj, key)[0])}')
     return found
@@ -220,6 +220,13 @@ FIXES = [
      'use "answer" instead of "Answer"'),
     ({"type": "tool_call", "name": "", "tool": "search", "arguments": {"q": "x"}},
      ("refused", '"name" must be the tool name as text, got string ""'), 'use "name" instead of "tool"'),
+    # 3. With no "type", an answer under a look-alike or another spelling, beside an empty call key,
+    #    was taken for a call, and the model asked for a tool name; without the empty key it is
+    #    asked for "answer". The kind now counts an answer as the answer-and-call check does.
+    ({"name": None, "final_answer": "42"},
+     ("refused", '"name" is missing for the tool to call'), 'use "answer" instead of "final_answer"'),
+    ({"arguments": {}, "Answer": "42"},
+     ("refused", '"name" is missing for the tool to call'), 'use "answer" instead of "Answer"'),
 ]
 
 
