@@ -247,6 +247,26 @@ class Tool:
         return cls(name, description or summary or name, parameters, func, timeout, bool(confirm))
 
 
+class _ToolResult(typing.NamedTuple):
+    """What one tool call brought back (internal): the text the model reads, and whether the call
+    failed.
+
+    A failure's text starts with ``ERROR:``; a tool's own output may too without being one.
+    """
+
+    text: str
+    failed: bool = False
+
+
+def _failed(text: str) -> _ToolResult:
+    return _ToolResult(text, failed=True)
+
+
+class _ToolFailed(Exception):
+    """A tool's own report that it failed (internal; MCP's tools raise it): ``args[0]`` is the
+    exact text the model reads."""
+
+
 class ToolRegistry:
     """The tools a model may call, by name; ``call`` validates, runs and never raises.
 
@@ -275,45 +295,52 @@ class ToolRegistry:
         all. Output over ``max_chars`` keeps its head and tail. Ctrl-C propagates
         (and so does a KeyboardInterrupt from a tool run inline, which looks the same).
         """
+        return self._result(name, arguments, confirm=confirm, max_chars=max_chars,
+                            timeout=timeout).text
+
+    def _result(self, name: str, arguments: Any, *, confirm: Optional[Callable] = None,
+                max_chars: Optional[int] = None, timeout: Optional[float] = None) -> _ToolResult:
+        """``call``, with whether the call failed: the loop reads the flag, never the text."""
         try:
-            return _truncate(self._call(name, arguments, confirm, timeout), max_chars)
+            result = self._call(name, arguments, confirm, timeout)
+            return result._replace(text=_truncate(result.text, max_chars))
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # a last resort: call() must never raise
-            return (f"ERROR: calling {_text(name, repr)} failed inside the agent: "
-                    f"{type(exc).__name__}: {_text(exc)}")
+            return _failed(f"ERROR: calling {_text(name, repr)} failed inside the agent: "
+                           f"{type(exc).__name__}: {_text(exc)}")
 
     def _call(self, name: Any, arguments: Any, confirm: Optional[Callable],
-              timeout: Optional[float]) -> str:
+              timeout: Optional[float]) -> _ToolResult:
         # fixed now: confirm may be slow
         deadline = None if timeout is None else time.monotonic() + timeout
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
             return self._unknown_tool(name)
         if not isinstance(arguments, dict):
-            return (f"ERROR: the arguments for {name!r} must be a JSON object, got "
-                    f"{_shown(arguments)}.")
+            return _failed(f"ERROR: the arguments for {name!r} must be a JSON object, got "
+                           f"{_shown(arguments)}.")
         try:
             _check_declared(arguments, tool.parameters)
             kwargs = _validate(arguments, tool.parameters, "")
         except RecursionError:
-            return (f"ERROR: the arguments for {name!r} are nested too deeply. Send flatter "
-                    "arguments.")
+            return _failed(f"ERROR: the arguments for {name!r} are nested too deeply. Send "
+                           "flatter arguments.")
         except _ArgumentError as exc:
             expected = json.dumps(tool.parameters.get("properties", {}), ensure_ascii=False)
-            return (f"ERROR: invalid arguments for {name!r}: {exc}. Expected arguments: "
-                    f"{expected}. Fix and call again.")
+            return _failed(f"ERROR: invalid arguments for {name!r}: {exc}. Expected arguments: "
+                           f"{expected}. Fix and call again.")
         refusal = _too_late(name, deadline)
         if refusal is None and tool.confirm:
             if not _confirmed(confirm, name, kwargs):
-                return (f"ERROR: the user declined to run {name!r} with these arguments. "
-                        "Do not retry it; go on without it.")
+                return _failed(f"ERROR: the user declined to run {name!r} with these arguments. "
+                               "Do not retry it; go on without it.")
             refusal = _too_late(name, deadline)  # the answer may have taken the rest of the budget
         return refusal or self._execute(tool, kwargs, deadline)
 
-    def _execute(self, tool: Tool, kwargs: dict, deadline: Optional[float]) -> str:
-        """Run a validated call within its limit (capped by the deadline); failures become ERROR
-        text."""
+    def _execute(self, tool: Tool, kwargs: dict, deadline: Optional[float]) -> _ToolResult:
+        """Run a validated call within its limit (capped by the deadline); a failure is a failed
+        result."""
         name = tool.name
         limit = tool.timeout if tool.timeout is not None else self.default_timeout
         if deadline is not None:
@@ -322,10 +349,10 @@ class ToolRegistry:
         try:
             result = self._run(tool.func, kwargs, limit)
         except _Timeout:
-            return (f"ERROR: {name!r} did not finish within {round(limit, 2):g} s and was "
-                    "abandoned. Try smaller input or another approach.")
+            return _failed(f"ERROR: {name!r} did not finish within {round(limit, 2):g} s and was "
+                           "abandoned. Try smaller input or another approach.")
         except _NotStarted as exc:
-            return f"ERROR: {name!r} was not started: {exc}."
+            return _failed(f"ERROR: {name!r} was not started: {exc}.")
         except _Raised as exc:  # from a worker thread: the tool's own, even a KeyboardInterrupt
             return _raised(name, exc.args[0])
         except KeyboardInterrupt:
@@ -333,18 +360,20 @@ class ToolRegistry:
         except BaseException as exc:
             return _raised(name, exc)
         if isinstance(result, str):
-            return str.__str__(result)  # plain text, even from a str subclass with its own __str__
+            # plain text, even from a str subclass with its own __str__
+            return _ToolResult(str.__str__(result))
         try:
-            return json.dumps(result, ensure_ascii=False, default=str)
+            return _ToolResult(json.dumps(result, ensure_ascii=False, default=str))
         except Exception as exc:  # a cycle, too deep, or a __str__ that raises
-            return (f"ERROR: {name!r} returned a value that cannot be shown as JSON "
-                    f"({type(exc).__name__}: {_text(exc)}).")
+            return _failed(f"ERROR: {name!r} returned a value that cannot be shown as JSON "
+                           f"({type(exc).__name__}: {_text(exc)}).")
 
-    def _unknown_tool(self, name: Any) -> str:
+    def _unknown_tool(self, name: Any) -> _ToolResult:
         available = ", ".join(self._tools) or "none"
         close = difflib.get_close_matches(_text(name), list(self._tools), n=1, cutoff=0.5)
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        return f"ERROR: unknown tool {_text(name, repr)}.{hint} Available tools: {available}."
+        return _failed(f"ERROR: unknown tool {_text(name, repr)}.{hint} Available tools: "
+                       f"{available}.")
 
     def _run(self, func: Callable, kwargs: dict, limit: Optional[float]) -> Any:
         if limit is not None:
@@ -1078,19 +1107,21 @@ class _Raised(Exception):
     """A tool raised ``args[0]`` on a worker thread (internal): never a Ctrl-C of the caller's."""
 
 
-def _raised(name: str, exc: BaseException) -> str:
-    return (f"ERROR: {name!r} raised {type(exc).__name__}: {_text(exc)}. Check the arguments or "
-            "try another approach.")
+def _raised(name: str, exc: BaseException) -> _ToolResult:
+    if isinstance(exc, _ToolFailed):
+        return _failed(exc.args[0])
+    return _failed(f"ERROR: {name!r} raised {type(exc).__name__}: {_text(exc)}. Check the "
+                   "arguments or try another approach.")
 
 
-def _too_late(name: str, deadline: Optional[float]) -> Optional[str]:
+def _too_late(name: str, deadline: Optional[float]) -> Optional[_ToolResult]:
     """The refusal when less than the floor is left before ``deadline``: the tool could only be
     abandoned."""
     left = None if deadline is None else deadline - time.monotonic()
     if left is None or left >= _MIN_START_SECONDS:  # nan fails this too, and is refused
         return None
-    return (f"ERROR: {name!r} was not started: only {max(left, 0.0):.2f} s of the time budget was "
-            "left. Give the final answer with what you have.")
+    return _failed(f"ERROR: {name!r} was not started: only {max(left, 0.0):.2f} s of the time "
+                   "budget was left. Give the final answer with what you have.")
 
 
 async def _awaited(awaitable: Any) -> Any:
@@ -4083,18 +4114,20 @@ def _mcp_trimmed(schema: Any, names: bool = False) -> Any:
 
 
 def _mcp_caller(session: _McpSession, remote: str, seconds: float) -> Callable[..., str]:
-    """The function a Tool runs: one tools/call; every failure is an ERROR text, never an
-    exception."""
+    """The function a Tool runs: one tools/call; every failure raises _ToolFailed with the ERROR
+    text the model reads."""
     def call(**arguments: Any) -> str:
         try:
             result = session.request("tools/call",
                                      {"name": remote, "arguments": arguments}, seconds)
         except _McpRpcError as exc:
-            return _MCP_TEXTS["rpc_error"].format(tool=remote, text=_mcp_sentence(exc))
+            raise _ToolFailed(_MCP_TEXTS["rpc_error"].format(tool=remote,
+                                                             text=_mcp_sentence(exc))) from None
         except _McpTimeout:
-            return _MCP_TEXTS["timeout"].format(tool=remote, seconds=seconds)
+            raise _ToolFailed(_MCP_TEXTS["timeout"].format(tool=remote, seconds=seconds)) from None
         except _McpFailure as exc:
-            return _MCP_TEXTS["failed"].format(tool=remote, text=_mcp_sentence(exc))
+            raise _ToolFailed(_MCP_TEXTS["failed"].format(tool=remote,
+                                                          text=_mcp_sentence(exc))) from None
         return _mcp_result_text(remote, result)
 
     call.__name__ = call.__qualname__ = re.sub(r"\W", "_", remote) or "mcp_tool"
@@ -4107,9 +4140,10 @@ def _mcp_sentence(value: Any) -> str:
 
 
 def _mcp_result_text(tool: str, result: dict) -> str:
-    """What the model reads of a tools/call result: text joined, other content as one line each."""
+    """What the model reads of a tools/call result: text joined, other content as one line each;
+    _ToolFailed for a result that reports a failure."""
     if result.get("resultType") == "input_required":
-        return _MCP_TEXTS["input_required"].format(tool=tool)
+        raise _ToolFailed(_MCP_TEXTS["input_required"].format(tool=tool))
     blocks = result.get("content") if isinstance(result.get("content"), list) else []
     texts = [block["text"] for block in blocks if isinstance(block, dict)
              and block.get("type") == "text"
@@ -4120,9 +4154,8 @@ def _mcp_result_text(tool: str, result: dict) -> str:
         texts = [json.dumps(result["structuredContent"], ensure_ascii=False, default=str)]
     text = "\n".join(texts + others)
     if result.get("isError") is True:
-        return _MCP_TEXTS["is_error"].format(tool=tool,
-                                             text=_mcp_sentence(text
-                                                                or "the tool reported an error"))
+        raise _ToolFailed(_MCP_TEXTS["is_error"].format(
+            tool=tool, text=_mcp_sentence(text or "the tool reported an error")))
     return text or "(the tool returned nothing)"
 
 
@@ -4937,6 +4970,7 @@ class _Earlier(typing.NamedTuple):
 
     step: int
     result: str
+    failed: bool          # the call failed (its result is the ERROR text)
     repeats: int = 0
 
 
@@ -5563,8 +5597,9 @@ class Agent:
         if earlier is None:
             if action.name not in self.tools:
                 self._climb(state, step, "the model called a tool that does not exist")
-            text = self._run_tool(state, step, action)
-            state.calls[key] = _Earlier(step.index, text)
+            result = self._run_tool(state, step, action)
+            state.calls[key] = _Earlier(step.index, result.text, result.failed)
+            text = result.text
         else:
             earlier = state.calls[key] = earlier._replace(repeats=earlier.repeats + 1)
             if earlier.repeats > self.max_repeats:
@@ -5581,7 +5616,7 @@ class Agent:
         if self.constrain == "never":
             return _REPEAT.format(step=earlier.step, result=earlier.result)
         # a deterministic loop on a failed call needs sampling
-        if earlier.result.startswith("ERROR:"):
+        if earlier.failed:
             self._sample_hotter(state, step, "a call that failed was repeated")
             return _REPEAT.format(step=earlier.step, result=earlier.result)
         self._answer_rung(state, step, "a call that already succeeded was repeated")
@@ -5611,15 +5646,16 @@ class Agent:
             raise _refuse(copied, _CALL_SHAPE if action.kind == "tool_call" else _BOTH_SHAPES)
         return action
 
-    def _run_tool(self, state: _RunState, step: Step, action: Action) -> str:
+    def _run_tool(self, state: _RunState, step: Step, action: Action) -> _ToolResult:
         started = _now()
-        text = self.tools.call(action.name, action.arguments, confirm=self.confirm,
-                               max_chars=self.max_observation_chars, timeout=self._time_left(state))
+        result = self.tools._result(action.name, action.arguments, confirm=self.confirm,
+                                    max_chars=self.max_observation_chars,
+                                    timeout=self._time_left(state))
         step.tool_seconds = _now() - started
         _log.debug("step %d: tool %s took %.3f s", step.index, action.name, step.tool_seconds)
-        if text.startswith("ERROR:"):
-            step.error = text
-        return text
+        if result.failed:
+            step.error = result.text
+        return result
 
     def _format_error(self, state: _RunState, step: Step, exc: ActionFormatError) -> Optional[str]:
         state.format_errors += 1
