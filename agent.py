@@ -208,6 +208,48 @@ def _check_setting(name: str, value: Any, optional: bool = False) -> None:
     raise ValueError(f"invalid {name} {shown} (must be {rule}{', or None' if optional else ''})")
 
 
+# -- Errors and settings, what the model is told ---------------------------------------
+# every text the model reads, in groups, but the system prompt and its worked example (Protocol);
+# each is used by its name where it is sent, filled in with str.format where it has {fields}
+
+# The two shapes, shown in the prompt and in every message about a reply that cannot be used; their
+# placeholders sent back as values are copies of the prompt (Protocol's _PLACEHOLDERS).
+_WHY, _THE_ANSWER, _SOME_TOOL = "<why>", "<the answer>", "<tool name>"
+_CALL_SHAPE = (f'{{"type": "tool_call", "thought": "{_WHY}", "name": "{_SOME_TOOL}", "arguments": '
+               '{...}}')
+_FINAL_SHAPE = f'{{"type": "final", "thought": "{_WHY}", "answer": "{_THE_ANSWER}"}}'
+_BOTH_SHAPES = f"{_CALL_SHAPE} or {_FINAL_SHAPE}"
+# ends every message about a reply that cannot be used
+_ASK_FOR_SHAPE = "Reply with exactly one JSON object: "
+
+
+def _ask(problem: str, shape: str = _BOTH_SHAPES) -> str:
+    """What the model is told about a reply that cannot be used: the problem, then the exact shape
+    to send."""
+    return f"{problem}. {_ASK_FOR_SHAPE}{shape}"
+
+
+# Observations (_observation): the marker that starts each, and the budget line that ends it.
+_OBSERVATION = "[OBSERVATION]"
+_BUDGET = "(step {step} of {max_steps}{last})"
+_LAST_STEP = "; your next reply is the last: give the final answer"   # {last} before the last call
+
+# The loop: a reply it refuses, and what it adds to an observation.
+_CUT_OFF = _ask("your reply was cut off at the token limit before the JSON object was complete; "
+                "send a shorter reply with a one-sentence thought")
+_REPEATED = _ask("your reply kept repeating the same text, so it was stopped; write one short JSON "
+                 "object and nothing else")
+_ATTEMPTS_LEFT = "ERROR: {error} ({left} attempt{s} left.)"   # a format error's observation
+_ONE_ACTION = ("(Your reply held more than one action: only the first was run. Send one action "
+               "per reply.)")
+_REPEAT = ("You already made this exact call in step {step}; it was not run again. Its "
+           "result:\n{result}\nDo not repeat it: use the result, try something different, or give "
+           "the final answer.")
+# The result comes last: a small model that copies the nearest text then copies the result.
+_IN_HAND = ("You already made this exact call in step {step}; it was not run again. The result is "
+            "in hand: give the final answer now, taken from it. The result:\n{result}")
+
+
 # -- Tools -----------------------------------------------------------------------------
 # from a plain function to a described, validated, time-limited call (ToolRegistry)
 
@@ -1279,18 +1321,9 @@ def _in_event_loop() -> bool:
 # what the model is told (SYSTEM_PROMPT), what it sends (Action, parse_action),
 # what comes back (_observation, _refuse)
 
-# The placeholders of the shapes the model is shown; a reply that sends one back as a value copied
-# the prompt.
-_WHY, _THE_ANSWER, _SOME_TOOL = "<why>", "<the answer>", "<tool name>"
+# The placeholders of the shapes the model is shown (in the table of Errors and settings); a reply
+# that sends one back as a value copied the prompt.
 _PLACEHOLDERS = frozenset({_WHY, _THE_ANSWER, _SOME_TOOL, "...", "\u2026", "<arguments>"})
-_CALL_SHAPE = (f'{{"type": "tool_call", "thought": "{_WHY}", "name": "{_SOME_TOOL}", "arguments": '
-               '{...}}')
-_FINAL_SHAPE = f'{{"type": "final", "thought": "{_WHY}", "answer": "{_THE_ANSWER}"}}'
-_BOTH_SHAPES = f"{_CALL_SHAPE} or {_FINAL_SHAPE}"
-# ends every message about a reply that cannot be used
-_ASK_FOR_SHAPE = "Reply with exactly one JSON object: "
-# starts every message that carries a tool's result back to the model
-_OBSERVATION = "[OBSERVATION]"
 
 SYSTEM_PROMPT = """\
 You solve the user's task with the tools below. The tools know facts that you do not: \
@@ -1892,8 +1925,8 @@ def _listed(schema: Any, top: bool = True) -> Any:
 def _observation(text: str, step: int, max_steps: int) -> str:
     """The user message that carries a result back: the marker, the text, and where the run
     stands."""
-    last = "; your next reply is the last: give the final answer" if step + 1 == max_steps else ""
-    return f"{_OBSERVATION} {text}\n(step {step} of {max_steps}{last})"
+    last = _LAST_STEP if step + 1 == max_steps else ""
+    return f"{_OBSERVATION} {text}\n{_BUDGET.format(step=step, max_steps=max_steps, last=last)}"
 
 
 def _observation_result(message: str) -> Optional[str]:
@@ -1904,12 +1937,6 @@ def _observation_result(message: str) -> Optional[str]:
     text = message[len(_OBSERVATION):]
     body, newline, last = text.rpartition("\n")
     return (body if newline and last.startswith("(step") else text).strip()
-
-
-def _ask(problem: str, shape: str = _BOTH_SHAPES) -> str:
-    """What the model is told about a reply that cannot be used: the problem, then the exact shape
-    to send."""
-    return f"{problem}. {_ASK_FOR_SHAPE}{shape}"
 
 
 # -- Protocol, loop detection: _repeating_tail -----------------------------------------
@@ -4779,18 +4806,6 @@ _STOPS = {
     "llm_error": _Stop("the model endpoint failed: {error}", 3),
 }
 STOP_REASONS = tuple(_STOPS)
-_CUT_OFF = _ask("your reply was cut off at the token limit before the JSON object was complete; "
-                "send a shorter reply with a one-sentence thought")
-_REPEATED = _ask("your reply kept repeating the same text, so it was stopped; write one short JSON "
-                 "object and nothing else")
-_ONE_ACTION = ("(Your reply held more than one action: only the first was run. Send one action "
-               "per reply.)")
-_REPEAT = ("You already made this exact call in step {step}; it was not run again. Its "
-           "result:\n{result}\nDo not repeat it: use the result, try something different, or give "
-           "the final answer.")
-# The result comes last: a small model that copies the nearest text then copies the result.
-_IN_HAND = ("You already made this exact call in step {step}; it was not run again. The result is "
-            "in hand: give the final answer now, taken from it. The result:\n{result}")
 _CONSTRAIN_MODES = ("auto", "always", "never")
 # per-call options it may pass
 _CHAT_OPTIONS = ("response_schema", "temperature", "max_seconds", "frequency_penalty")
@@ -5665,9 +5680,8 @@ class Agent:
         if state.format_errors > self.max_format_errors:
             return "format_errors"
         left = self.max_format_errors - state.format_errors + 1
-        return self._observe(state, step,
-                             f"ERROR: {step.error} ({left} "
-                             f"attempt{'s' if left != 1 else ''} left.)")
+        return self._observe(state, step, _ATTEMPTS_LEFT.format(error=step.error, left=left,
+                                                                s="s" if left != 1 else ""))
 
     def _climb(self, state: _RunState, step: Step, why: str) -> None:
         """The decoding ladder, after a failed reply or an unknown tool: send the action schema,
