@@ -249,6 +249,46 @@ _REPEAT = ("You already made this exact call in step {step}; it was not run agai
 _IN_HAND = ("You already made this exact call in step {step}; it was not run again. The result is "
             "in hand: give the final answer now, taken from it. The result:\n{result}")
 
+# Tools (ToolRegistry.call): each failure, and what to do next. Validation's one-off problems
+# ("parameter 'a' must be integer, got string") are written beside their checks, and fill
+# {problem}.
+_UNKNOWN_TOOL = "ERROR: unknown tool {name}.{hint} Available tools: {available}."
+_DID_YOU_MEAN = " Did you mean {close!r}?"   # its {hint}, when a registered name is close
+_NOT_AN_OBJECT = "ERROR: the arguments for {name!r} must be a JSON object, got {got}."
+_TOO_DEEP = "ERROR: the arguments for {name!r} are nested too deeply. Send flatter arguments."
+_INVALID = ("ERROR: invalid arguments for {name!r}: {problem}. Expected arguments: {expected}. "
+            "Fix and call again.")
+_DECLINED = ("ERROR: the user declined to run {name!r} with these arguments. Do not retry it; go "
+             "on without it.")
+_TOO_LATE = ("ERROR: {name!r} was not started: only {left:.2f} s of the time budget was left. Give "
+             "the final answer with what you have.")
+_TOOL_RAISED = ("ERROR: {name!r} raised {kind}: {message}. Check the arguments or try another "
+                "approach.")
+_TIMED_OUT = ("ERROR: {name!r} did not finish within {seconds:g} s and was abandoned. Try smaller "
+              "input or another approach.")
+_NOT_JSON = "ERROR: {name!r} returned a value that cannot be shown as JSON ({kind}: {message})."
+_BROKE = "ERROR: calling {name} failed inside the agent: {kind}: {message}"   # the last resort
+# the worker pool's refusals, as {why}
+_NOT_STARTED = "ERROR: {name!r} was not started: {why}."
+_NO_WORKER = "no worker thread could start it within its {limit:g} s limit"
+_TOO_MANY_ABANDONED = ("{n} earlier tool calls are still running past their time limit (at most "
+                       "{most} may). Try again later or go on without it")
+# a long result (or reply) keeps its head and tail (_truncate)
+_CUT = "{head}\n[... {n:,} characters cut ...]\n{tail}"
+
+# MCP: a call that failed on the server's side (the registry's own texts cover bad arguments), and
+# a result with no text.
+_MCP_IS_ERROR = "ERROR: {tool!r} failed: {text} Check the arguments or try another approach."
+_MCP_NO_TEXT = "the tool reported an error"   # the {text} of an isError that has none
+_MCP_REFUSED = ("ERROR: the MCP server refused {tool!r}: {text} Check the tool name and "
+                "arguments.")
+_MCP_NO_ANSWER = ("ERROR: {tool!r} got no answer from its MCP server within {seconds:g} s (the "
+                  "call was cancelled). Try smaller input, or go on without it.")
+_MCP_INPUT_REQUIRED = ("ERROR: {tool!r} asked for input from a person, which this agent cannot "
+                       "give. Go on without it.")
+_MCP_FAILED = "ERROR: {tool!r} could not be called: {text} Go on without it."
+_MCP_NOTHING = "(the tool returned nothing)"
+
 
 # -- Tools -----------------------------------------------------------------------------
 # from a plain function to a described, validated, time-limited call (ToolRegistry)
@@ -349,8 +389,8 @@ class ToolRegistry:
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # a last resort: call() must never raise
-            return _failed(f"ERROR: calling {_text(name, repr)} failed inside the agent: "
-                           f"{type(exc).__name__}: {_text(exc)}")
+            return _failed(_BROKE.format(name=_text(name, repr), kind=type(exc).__name__,
+                                         message=_text(exc)))
 
     def _call(self, name: Any, arguments: Any, confirm: Optional[Callable],
               timeout: Optional[float]) -> _ToolResult:
@@ -360,23 +400,19 @@ class ToolRegistry:
         if tool is None:
             return self._unknown_tool(name)
         if not isinstance(arguments, dict):
-            return _failed(f"ERROR: the arguments for {name!r} must be a JSON object, got "
-                           f"{_shown(arguments)}.")
+            return _failed(_NOT_AN_OBJECT.format(name=name, got=_shown(arguments)))
         try:
             _check_declared(arguments, tool.parameters)
             kwargs = _validate(arguments, tool.parameters, "")
         except RecursionError:
-            return _failed(f"ERROR: the arguments for {name!r} are nested too deeply. Send "
-                           "flatter arguments.")
+            return _failed(_TOO_DEEP.format(name=name))
         except _ArgumentError as exc:
             expected = json.dumps(tool.parameters.get("properties", {}), ensure_ascii=False)
-            return _failed(f"ERROR: invalid arguments for {name!r}: {exc}. Expected arguments: "
-                           f"{expected}. Fix and call again.")
+            return _failed(_INVALID.format(name=name, problem=exc, expected=expected))
         refusal = _too_late(name, deadline)
         if refusal is None and tool.confirm:
             if not _confirmed(confirm, name, kwargs):
-                return _failed(f"ERROR: the user declined to run {name!r} with these arguments. "
-                               "Do not retry it; go on without it.")
+                return _failed(_DECLINED.format(name=name))
             refusal = _too_late(name, deadline)  # the answer may have taken the rest of the budget
         return refusal or self._execute(tool, kwargs, deadline)
 
@@ -391,10 +427,9 @@ class ToolRegistry:
         try:
             result = self._run(tool.func, kwargs, limit)
         except _Timeout:
-            return _failed(f"ERROR: {name!r} did not finish within {round(limit, 2):g} s and was "
-                           "abandoned. Try smaller input or another approach.")
+            return _failed(_TIMED_OUT.format(name=name, seconds=round(limit, 2)))
         except _NotStarted as exc:
-            return _failed(f"ERROR: {name!r} was not started: {exc}.")
+            return _failed(_NOT_STARTED.format(name=name, why=exc))
         except _Raised as exc:  # from a worker thread: the tool's own, even a KeyboardInterrupt
             return _raised(name, exc.args[0])
         except KeyboardInterrupt:
@@ -407,15 +442,15 @@ class ToolRegistry:
         try:
             return _ToolResult(json.dumps(result, ensure_ascii=False, default=str))
         except Exception as exc:  # a cycle, too deep, or a __str__ that raises
-            return _failed(f"ERROR: {name!r} returned a value that cannot be shown as JSON "
-                           f"({type(exc).__name__}: {_text(exc)}).")
+            return _failed(_NOT_JSON.format(name=name, kind=type(exc).__name__,
+                                            message=_text(exc)))
 
     def _unknown_tool(self, name: Any) -> _ToolResult:
         available = ", ".join(self._tools) or "none"
         close = difflib.get_close_matches(_text(name), list(self._tools), n=1, cutoff=0.5)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        return _failed(f"ERROR: unknown tool {_text(name, repr)}.{hint} Available tools: "
-                       f"{available}.")
+        hint = _DID_YOU_MEAN.format(close=close[0]) if close else ""
+        return _failed(_UNKNOWN_TOOL.format(name=_text(name, repr), hint=hint,
+                                            available=available))
 
     def _run(self, func: Callable, kwargs: dict, limit: Optional[float]) -> Any:
         if limit is not None:
@@ -1125,8 +1160,7 @@ def _truncate(text: str, max_chars: Optional[int]) -> str:
         return text
     tail = max_chars // 3
     head = max_chars - tail
-    return (f"{text[:head]}\n[... {len(text) - head - tail:,} characters cut "
-            f"...]\n{text[len(text) - tail:]}")
+    return _CUT.format(head=text[:head], n=len(text) - head - tail, tail=text[len(text) - tail:])
 
 
 # -- Tools, the worker pool (skip on first read) ---------------------------------------
@@ -1152,8 +1186,7 @@ class _Raised(Exception):
 def _raised(name: str, exc: BaseException) -> _ToolResult:
     if isinstance(exc, _ToolFailed):
         return _failed(exc.args[0])
-    return _failed(f"ERROR: {name!r} raised {type(exc).__name__}: {_text(exc)}. Check the "
-                   "arguments or try another approach.")
+    return _failed(_TOOL_RAISED.format(name=name, kind=type(exc).__name__, message=_text(exc)))
 
 
 def _too_late(name: str, deadline: Optional[float]) -> Optional[_ToolResult]:
@@ -1162,8 +1195,7 @@ def _too_late(name: str, deadline: Optional[float]) -> Optional[_ToolResult]:
     left = None if deadline is None else deadline - time.monotonic()
     if left is None or left >= _MIN_START_SECONDS:  # nan fails this too, and is refused
         return None
-    return _failed(f"ERROR: {name!r} was not started: only {max(left, 0.0):.2f} s of the time "
-                   "budget was left. Give the final answer with what you have.")
+    return _failed(_TOO_LATE.format(name=name, left=max(left, 0.0)))
 
 
 async def _awaited(awaitable: Any) -> Any:
@@ -1224,8 +1256,7 @@ class _Pool:
                 elif job.state == "waiting":
                     job.state = "cancelled"
             if job.state == "cancelled" and isinstance(exc, _Timeout):
-                raise _NotStarted("no worker thread could start it within its "
-                                  f"{limit:g} s limit") from None
+                raise _NotStarted(_NO_WORKER.format(limit=limit)) from None
             raise
         if ok:
             return value
@@ -1252,9 +1283,8 @@ class _Pool:
     def _hand_over(self, job: _Job) -> None:
         with self.lock:
             if self.abandoned >= _MAX_ABANDONED:
-                raise _NotStarted(f"{self.abandoned} earlier tool calls are still running past "
-                                  f"their time limit (at most {_MAX_ABANDONED} may). Try again "
-                                  "later or go on without it")
+                raise _NotStarted(_TOO_MANY_ABANDONED.format(n=self.abandoned,
+                                                             most=_MAX_ABANDONED))
             inbox = self.idle.pop() if self.idle else None
             if inbox is not None:
                 inbox.put(job)  # under the lock, so a worker never retires with a job on its way
@@ -3934,18 +3964,6 @@ _MCP_PROMPT_DROPS = frozenset({"title", "$schema", "examples"})
 _MCP_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ", "TMPDIR",
             "TEMP", "TMP", "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "APPDATA",
             "LOCALAPPDATA", "USERPROFILE")
-# What the model is told when an MCP call fails (the registry's own texts cover bad arguments and
-# timeouts).
-_MCP_TEXTS = {
-    "is_error": "ERROR: {tool!r} failed: {text} Check the arguments or try another approach.",
-    "rpc_error": "ERROR: the MCP server refused {tool!r}: {text} Check the tool name and "
-                 "arguments.",
-    "timeout": "ERROR: {tool!r} got no answer from its MCP server within {seconds:g} s (the call "
-               "was cancelled). Try smaller input, or go on without it.",
-    "input_required": "ERROR: {tool!r} asked for input from a person, which this agent cannot "
-                      "give. Go on without it.",
-    "failed": "ERROR: {tool!r} could not be called: {text} Go on without it.",
-}
 
 
 # ToolRegistry's two MCP methods. They are written here, after the transport and the client they
@@ -4148,13 +4166,11 @@ def _mcp_caller(session: _McpSession, remote: str, seconds: float) -> Callable[.
             result = session.request("tools/call",
                                      {"name": remote, "arguments": arguments}, seconds)
         except _McpRpcError as exc:
-            raise _ToolFailed(_MCP_TEXTS["rpc_error"].format(tool=remote,
-                                                             text=_mcp_sentence(exc))) from None
+            raise _ToolFailed(_MCP_REFUSED.format(tool=remote, text=_mcp_sentence(exc))) from None
         except _McpTimeout:
-            raise _ToolFailed(_MCP_TEXTS["timeout"].format(tool=remote, seconds=seconds)) from None
+            raise _ToolFailed(_MCP_NO_ANSWER.format(tool=remote, seconds=seconds)) from None
         except _McpFailure as exc:
-            raise _ToolFailed(_MCP_TEXTS["failed"].format(tool=remote,
-                                                          text=_mcp_sentence(exc))) from None
+            raise _ToolFailed(_MCP_FAILED.format(tool=remote, text=_mcp_sentence(exc))) from None
         return _mcp_result_text(remote, result)
 
     call.__name__ = call.__qualname__ = re.sub(r"\W", "_", remote) or "mcp_tool"
@@ -4170,7 +4186,7 @@ def _mcp_result_text(tool: str, result: dict) -> str:
     """What the model reads of a tools/call result: text joined, other content as one line each;
     _ToolFailed for a result that reports a failure."""
     if result.get("resultType") == "input_required":
-        raise _ToolFailed(_MCP_TEXTS["input_required"].format(tool=tool))
+        raise _ToolFailed(_MCP_INPUT_REQUIRED.format(tool=tool))
     blocks = result.get("content") if isinstance(result.get("content"), list) else []
     texts = [block["text"] for block in blocks if isinstance(block, dict)
              and block.get("type") == "text"
@@ -4181,9 +4197,8 @@ def _mcp_result_text(tool: str, result: dict) -> str:
         texts = [json.dumps(result["structuredContent"], ensure_ascii=False, default=str)]
     text = "\n".join(texts + others)
     if result.get("isError") is True:
-        raise _ToolFailed(_MCP_TEXTS["is_error"].format(
-            tool=tool, text=_mcp_sentence(text or "the tool reported an error")))
-    return text or "(the tool returned nothing)"
+        raise _ToolFailed(_MCP_IS_ERROR.format(tool=tool, text=_mcp_sentence(text or _MCP_NO_TEXT)))
+    return text or _MCP_NOTHING
 
 
 def _mcp_block(block: Any) -> str:
