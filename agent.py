@@ -248,6 +248,13 @@ _REPEAT = ("You already made this exact call in step {step}; it was not run agai
 # The result comes last: a small model that copies the nearest text then copies the result.
 _IN_HAND = ("You already made this exact call in step {step}; it was not run again. The result is "
             "in hand: give the final answer now, taken from it. The result:\n{result}")
+# a reply that copied the prompt (_copied): the problem, sent with _ask
+_COPIED_PLACEHOLDER = ("your {where} is {value!r}, a placeholder copied from the instructions; "
+                       "write your own")
+_COPIED_ANSWER = ("your answer is the one of the instructions' example, which is about another "
+                  "task; answer yours")
+_COPIED_CALL = ("you copied the call of the instructions' example; call one of the listed tools "
+                "for your own task")
 
 # Tools (ToolRegistry.call): each failure, and what to do next. Validation's one-off problems
 # ("parameter 'a' must be integer, got string") are written beside their checks, and fill
@@ -288,6 +295,24 @@ _MCP_INPUT_REQUIRED = ("ERROR: {tool!r} asked for input from a person, which thi
                        "give. Go on without it.")
 _MCP_FAILED = "ERROR: {tool!r} could not be called: {text} Go on without it."
 _MCP_NOTHING = "(the tool returned nothing)"
+
+# Memory: what stands in for the steps a context budget drops (joined to the task's message), and
+# the summary's request (memory="summary").
+_DROPPED_NOTE = ("[Note: {n} earlier step(s) of this task were left out to save space; "
+                 "their results are no longer shown.]")
+_DIGEST_HEADER = ("[Note: {n} earlier step(s) of this task were left out to save space; their "
+                  "calls and results:]")
+_DIGEST_GAP = "... {n} more step(s) left out here ..."
+_DIGEST_REPEAT = "a repeat of step {step}, not run again"
+_DIGEST_UNREADABLE = "(a reply that could not be read)"
+_SUMMARY_HEADER = ("[Note: {n} earlier step(s) of this task were left out to save space. Notes on "
+                   "what they found:]")
+_SUMMARY_PROMPT = ("You keep the notes of an agent that works on a task with tools. Its oldest "
+                   "steps are about to leave its view. Write down the facts from the earlier notes "
+                   "and these steps that the task may still need: names, numbers, results, what "
+                   "failed. Plain sentences, at most {words} words, no JSON, nothing else.")
+_SUMMARY_REQUEST = ("Task: {task}\n\nEarlier notes: {notes}\n\nSteps leaving the view (call → "
+                    "result):\n{steps}")
 
 
 # -- Tools -----------------------------------------------------------------------------
@@ -4834,27 +4859,13 @@ _CONSTRAINED_PENALTY = 0.5
 _now = time.monotonic
 _TRIM_TO = 0.6  # over budget, trim to this share of it, so later calls share their prefix
 # Memory: what stands in for the steps a context budget drops, joined to the task's message (a
-# message of its own after the task would break the alternation of roles).
+# message of its own after the task would break the alternation of roles); its texts are in the
+# table of Errors and settings.
 _MEMORY_MODES = ("digest", "summary", "none")
 _MEMORY_SHARE = 0.2  # the digest or the summary takes at most this share of the context budget
 _MIN_SUMMARY_CHARS = 100   # with less room than this, no summary is asked for: the digest is sent
 _DIGEST_CALL_CHARS = 60    # a digest line shows this much of the call ...
 _DIGEST_RESULT_CHARS = 100  # ... and this much of the start of its result
-_DROPPED_NOTE = ("[Note: {n} earlier step(s) of this task were left out to save space; "
-                 "their results are no longer shown.]")
-_DIGEST_HEADER = ("[Note: {n} earlier step(s) of this task were left out to save space; their "
-                  "calls and results:]")
-_DIGEST_GAP = "... {n} more step(s) left out here ..."
-_DIGEST_REPEAT = "a repeat of step {step}, not run again"
-_DIGEST_UNREADABLE = "(a reply that could not be read)"
-_SUMMARY_HEADER = ("[Note: {n} earlier step(s) of this task were left out to save space. Notes on "
-                   "what they found:]")
-_SUMMARY_PROMPT = ("You keep the notes of an agent that works on a task with tools. Its oldest "
-                   "steps are about to leave its view. Write down the facts from the earlier notes "
-                   "and these steps that the task may still need: names, numbers, results, what "
-                   "failed. Plain sentences, at most {words} words, no JSON, nothing else.")
-_SUMMARY_REQUEST = ("Task: {task}\n\nEarlier notes: {notes}\n\nSteps leaving the view (call → "
-                    "result):\n{steps}")
 
 
 @dataclass
@@ -5254,15 +5265,12 @@ def _copied(action: Action, example: Optional[_Example]) -> Optional[str]:
     values += [(f'argument "{key}"', value) for key, value in _leaves(action.arguments)]
     for where, value in values:
         if isinstance(value, str) and _is_placeholder(value):
-            return (f"your {where} is {value.strip()!r}, a placeholder copied from the "
-                    "instructions; write your own")
+            return _COPIED_PLACEHOLDER.format(where=where, value=value.strip())
     if example is not None and action.kind == "final" and action.answer == example.final["answer"]:
-        return ("your answer is the one of the instructions' example, which is about another task; "
-                "answer yours")
+        return _COPIED_ANSWER
     if example is not None and (action.name, action.arguments) == (example.call["name"],
                                                                     example.call["arguments"]):
-        return ("you copied the call of the instructions' example; call one of the listed tools "
-                "for your own task")
+        return _COPIED_CALL
     return None
 
 
