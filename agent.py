@@ -2904,22 +2904,114 @@ class _PerThread:
 
 
 _RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504}
-# Optional parameters a server may reject by name: each is dropped (max_tokens: renamed, when the
-# server asks) once.
-_ADAPTABLE_PARAMS = {
-    "stream_options": re.compile(r"\bstream_options\b"),
-    "stream": re.compile(r"['\"`]stream['\"`]"),
-    "stop": re.compile(r"['\"`]stop['\"`]"),
-    "temperature": re.compile(r"['\"`]temperature['\"`]"),
-    "max_tokens": re.compile(r"['\"`]max_tokens['\"`]"),
-    "frequency_penalty": re.compile(r"\bfrequency_penalty\b"),
-}
+
+
+@dataclass(frozen=True)
+class _Adaptation:
+    """A part of the request that a server may reject by name, how its refusal reads, and what
+    every later request does instead (internal)."""
+
+    rejected: str                       # what the server rejected, as the log names it
+    refusal: re.Pattern                 # the server's message (without the URL) names it
+    held: Callable[[dict], bool]        # the refused body held it: the refusal is about that body
+    instead: Callable[[dict], None]     # changes a body, in place, to do without it
+    statuses: tuple = (400, 422)        # the HTTP statuses such a refusal comes with
+    cuts_stops: bool = False            # the client cuts each reply at its stop strings itself
+
+
+def _holds(key: str) -> Callable[[dict], bool]:
+    return lambda body: key in body
+
+
+def _without(*keys: str) -> Callable[[dict], None]:
+    def instead(body: dict) -> None:
+        for key in keys:
+            body.pop(key, None)
+    return instead
+
+
+def _quoted(name: str) -> re.Pattern:
+    """A parameter named in quotes ('stop', "stream", `temperature`): bare, the word is common."""
+    return re.compile(rf"['\"`]{name}['\"`]")
+
+
+def _format_type(body: dict) -> Any:
+    given = body.get("response_format")
+    return given.get("type") if isinstance(given, dict) else None
+
+
+def _renamed(body: dict) -> None:
+    if "max_tokens" in body:
+        body["max_completion_tokens"] = body.pop("max_tokens")
+
+
+def _as_json_object(body: dict) -> None:
+    if "response_format" in body:
+        body["response_format"] = {"type": "json_object"}
+
+
+def _has_system(body: dict) -> bool:
+    return any(isinstance(m, dict) and m.get("role") == "system" for m in body["messages"])
+
+
+def _fold_system(body: dict) -> None:
+    """Fold the system messages into the first user message, for chat templates without a system
+    role."""
+    messages = body["messages"]
+    system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system"
+                         and m.get("content"))
+    rest = [dict(m) for m in messages if m.get("role") != "system"]
+    for message in rest:
+        if message.get("role") == "user":
+            message["content"] = (f"{system}\n\n{message.get('content') or ''}" if system
+                                  else message.get("content"))
+            body["messages"] = rest
+            return
+    body["messages"] = [{"role": "user", "content": system}] + rest
+
+
 _FORMAT_REJECTED = re.compile(r"response_format|json_schema|json_object", re.I)
-# Gemma-style templates; Mistral's old ones say "roles must alternate"
-_SYSTEM_REJECTED = re.compile(
-    r"system[ _](?:role|message|prompt)s?\b[^.]{0,40}\b(?:not supported|unsupported|not allowed)"
-    r"|roles must alternate|(?:not supported|unsupported|invalid)\b[^.]{0,20}\brole[ "
-    r":'\"`]+system\b", re.I)
+# Every adaptation to a server, in the order a refusal is matched: the first row whose refusal the
+# message shows, about a part the refused body held, is adapted to once and remembered; every
+# later body then does without that part, whatever extra_body says.
+_ADAPTATIONS = (
+    _Adaptation("stream_options", re.compile(r"\bstream_options\b"), _holds("stream_options"),
+                _without("stream_options")),
+    _Adaptation("stream", _quoted("stream"), _holds("stream"),
+                _without("stream", "stream_options")),
+    _Adaptation("stop", _quoted("stop"), _holds("stop"), _without("stop"), cuts_stops=True),
+    _Adaptation("temperature", _quoted("temperature"), _holds("temperature"),
+                _without("temperature")),
+    # "'max_tokens' is not supported ... Use 'max_completion_tokens' instead"
+    _Adaptation("max_tokens (renamed max_completion_tokens)",
+                re.compile(r"(?s)^(?=.*max_completion_tokens).*['\"`]max_tokens['\"`]"),
+                _holds("max_tokens"), _renamed),
+    _Adaptation("max_tokens", _quoted("max_tokens"), _holds("max_tokens"), _without("max_tokens")),
+    _Adaptation("frequency_penalty", re.compile(r"\bfrequency_penalty\b"),
+                _holds("frequency_penalty"), _without("frequency_penalty")),
+    # first json_schema falls back to json_object, then any format to none
+    _Adaptation("response_format json_schema", _FORMAT_REJECTED,
+                lambda body: _format_type(body) == "json_schema", _as_json_object),
+    _Adaptation("response_format", _FORMAT_REJECTED, _holds("response_format"),
+                _without("response_format")),
+    # Gemma-style templates, often as llama.cpp's 500 "Jinja exception"; Mistral's old ones say
+    # "roles must alternate"
+    _Adaptation("the system role", re.compile(
+        r"system[ _](?:role|message|prompt)s?\b[^.]{0,40}\b"
+        r"(?:not supported|unsupported|not allowed)"
+        r"|roles must alternate|(?:not supported|unsupported|invalid)\b[^.]{0,20}\brole[ "
+        r":'\"`]+system\b", re.I), _has_system, _fold_system, statuses=(400, 422, 500)),
+)
+
+
+def _refused(status: Optional[int], message: str, body: Optional[dict] = None
+             ) -> Optional[_Adaptation]:
+    """The row of _ADAPTATIONS a refusal asks for (with body: about a part that body held), or
+    None."""
+    return next((row for row in _ADAPTATIONS if status in row.statuses
+                 and row.refusal.search(message) and (body is None or row.held(body))), None)
+
+
 # http.client refuses these, quoting the whole header value
 _HEADER_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _BOM = b"\xef\xbb\xbf"         # UTF-8's byte-order mark, which a few servers send before an answer
@@ -3105,8 +3197,7 @@ class OpenAICompatLLM:
 
     def _start_state(self) -> None:
         """What the client learns and keeps while it runs (shared by every thread that uses it)."""
-        self._adapted: set = set()  # what this server rejected by name, each adapted to once
-        self._max_tokens_key = "max_tokens"  # or max_completion_tokens, when the server asks for it
+        self._adapted: set = set()  # rows of _ADAPTATIONS: what this server rejected by name
         self._key_withheld = False  # from_env: a key not sent over plain http:// to another host
         # one client may serve many threads
         self._lock, self._local = threading.Lock(), threading.local()
@@ -3166,47 +3257,27 @@ class OpenAICompatLLM:
                 and isinstance(entry.get("id"), str)]
 
     def _adapt(self, exc: LLMError, body: dict) -> bool:
-        """Change what is sent after the server rejected part of it by name; True to try again.
+        """Adapt to a refusal of part of what was sent (a row of _ADAPTATIONS); True to try again.
 
         Some servers refuse ``stream``, ``stream_options``, ``stop`` (then replies are
         cut client-side), a non-default ``temperature``, ``max_tokens`` (renamed to
         ``max_completion_tokens`` when the server asks), ``response_format`` (then
         ``json_object``, then none) or the ``system`` role (then folded into the first
         user message). Each change is made once and remembered, whatever extra_body says.
-        When another thread already made the change this body still had, it is tried again.
+        True only when the next body differs from the refused one: a body built before
+        another thread made the change is tried again, and no body is sent twice.
         """
-        if exc.status not in (400, 422, 500) or exc.kind is not None:
+        if exc.kind is not None:
             return False
-        message = str(exc).replace(self.url, "")
+        row = _refused(exc.status, str(exc).replace(self.url, ""), body)
+        if row is None:
+            return False
         with self._lock:
-            change = self._adaptation(message, body, exc.status)
-            if change is None:
-                return False
-            # made by another thread since this body was built: the next has it
-            if change in self._adapted:
-                return True
-            if change == "max_tokens" and "max_completion_tokens" in message:
-                self._max_tokens_key = "max_completion_tokens"
-            self._adapted.add(change)
-        _log.info("the server rejected %s; adapting (once) and trying again", change)
-        return True
-
-    def _adaptation(self, message: str, body: dict, status: int) -> Optional[str]:
-        """The change a refusal asks for, read from the body that was refused (not from what is
-        adapted since)."""
-        if status != 500:
-            for param, pattern in _ADAPTABLE_PARAMS.items():
-                if param in body and pattern.search(message):
-                    return param
-            if "response_format" in body and _FORMAT_REJECTED.search(message):
-                given = body["response_format"]
-                return ("json_object" if isinstance(given, dict)
-                        and given.get("type") == "json_schema" else "no_format")
-        has_system = any(isinstance(m, dict) and m.get("role") == "system"
-                         for m in body["messages"])
-        if has_system and _SYSTEM_REJECTED.search(message):
-            return "system"
-        return None
+            new = row not in self._adapted
+            self._adapted.add(row)
+        if new:
+            _log.info("the server rejected %s; adapting (once) and trying again", row.rejected)
+        return self._adapted_body(dict(body)) != body
 
     def _body(self, messages: list, response_schema: Optional[dict], temperature: Optional[float],
               frequency_penalty: Optional[float] = None) -> dict:
@@ -3226,30 +3297,26 @@ class OpenAICompatLLM:
         if schema is not None:
             body["response_format"] = {"type": "json_schema",
                                        "json_schema": {"name": "action", "schema": schema}}
-            if "no_format" not in self._adapted and "stop" not in self.extra_body:
-                # The grammar already ends the reply after the object; a stop sequence could only
-                # cut a string that quotes it (a small model copies "[OBSERVATION]" into its
-                # thought).
-                body.pop("stop", None)
-        return self._adapted_body(body)
+        body = self._adapted_body(body)
+        if schema is not None and "response_format" in body and "stop" not in self.extra_body:
+            # The grammar already ends the reply after the object; a stop sequence could only cut a
+            # string that quotes it (a small model copies "[OBSERVATION]" into its thought).
+            body.pop("stop", None)
+        return body
 
     def _adapted_body(self, body: dict) -> dict:
-        """The body as this server takes it: what it rejected is dropped or replaced, whatever
-        extra_body says."""
-        for param in ("stream_options", "stream", "stop", "temperature", "frequency_penalty"):
-            if param in self._adapted or (param == "stream_options" and "stream" in self._adapted):
-                body.pop(param, None)
-        if "max_tokens" in self._adapted and "max_tokens" in body:
-            value = body.pop("max_tokens")
-            if self._max_tokens_key == "max_completion_tokens":
-                body["max_completion_tokens"] = value
-        if "response_format" in body and "json_object" in self._adapted:
-            body["response_format"] = {"type": "json_object"}
-            if "no_format" in self._adapted:
-                del body["response_format"]
-        if "system" in self._adapted:
-            body["messages"] = _fold_system(body["messages"])
+        """The body as this server takes it: each row of _ADAPTATIONS adapted to changes it, in
+        the table's order."""
+        for row in _ADAPTATIONS:
+            if row in self._adapted:
+                row.instead(body)
         return body
+
+    def _client_stops(self) -> list:
+        """The stop strings the client cuts each reply at itself: all of them, once the server
+        refused ``stop``."""
+        cuts = any(row.cuts_stops and row in self._adapted for row in _ADAPTATIONS)
+        return self.stop if cuts else []
 
     def _post(self, body: dict, call_end: float) -> _Reply:
         data = json.dumps(body).encode("utf-8")
@@ -3392,7 +3459,7 @@ class OpenAICompatLLM:
 
     def _read_events(self, body: _Body, first: bytes) -> _Reply:
         """Read a server-sent event stream until its end, an early stop or a loop."""
-        stops = self.stop if "stop" in self._adapted else []
+        stops = self._client_stops()
         scanner = _ActionScanner() if self.early_stop else None
         state = _StreamState(self.on_delta, scanner, self.repetition_stop, stops)
         events = _EventStream()
@@ -3482,7 +3549,8 @@ class OpenAICompatLLM:
             raise LLMError(f"HTTP {status} from {url}: redirected to {location} (agent.py follows "
                            "no redirect, which would carry the API key elsewhere; fix the "
                            "base URL)", status)
-        if status in _RETRY_STATUSES and not _SYSTEM_REJECTED.search(message):
+        # a refusal that an adaptation answers is not retried as it is
+        if status in _RETRY_STATUSES and _refused(status, message) is None:
             retry_after = _retry_after(headers.get("Retry-After") if headers else None)
             raise _Retryable(f"{where}: {message}", status, retry_after)
         raise LLMError(f"{where}: {message}" + (f" ({self._hint(status, message)})" if status
@@ -3500,9 +3568,8 @@ class OpenAICompatLLM:
         """Record what the call left behind (per thread), add its usage to the total; return the
         text."""
         text = reply.text
-        if "stop" in self._adapted:
-            for stop in self.stop:
-                text = text.split(stop, 1)[0]
+        for stop in self._client_stops():
+            text = text.split(stop, 1)[0]
         self.last_finish_reason, self.last_stopped_early = reply.finish_reason, reply.stopped_early
         self.last_reasoning, self.last_usage = reply.reasoning or None, reply.usage
         self.last_model = reply.model
@@ -3829,20 +3896,6 @@ def _reported_usage(usage: Any) -> Optional[dict]:
     if all(v is None for v in counts.values()):
         return None
     return {key: v or 0 for key, v in counts.items()}
-
-
-def _fold_system(messages: list) -> list:
-    """The conversation with its system messages folded into the first user message, for templates
-    without one."""
-    system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system"
-                         and m.get("content"))
-    rest = [dict(m) for m in messages if m.get("role") != "system"]
-    for message in rest:
-        if message.get("role") == "user":
-            message["content"] = (f"{system}\n\n{message.get('content') or ''}" if system
-                                  else message.get("content"))
-            return rest
-    return [{"role": "user", "content": system}] + rest
 
 
 # -- MCP -------------------------------------------------------------------------------
