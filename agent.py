@@ -2371,6 +2371,10 @@ class _Deadline:
         self.request_seconds, self.call_end = request_seconds, call_end
         self.url, self.name = url, name
         self.end = min(time.monotonic() + request_seconds, call_end)
+        # The next receive may wait for prompt processing, bounded by ``end`` alone: an answer's
+        # status line (set by _TimedReader, again by the Response after a 1xx) and the body's first
+        # byte (set by _Body). Every other receive must also come within the timeout.
+        self.waiting = True
 
     def left(self) -> float:
         """Seconds left; raises LLMError when none are."""
@@ -2397,15 +2401,13 @@ class _Body:
     """Reads a response in pieces as they arrive, under the size cap (internal).
 
     The waits themselves are bounded by the connection's _TimedReader; this marks
-    the body's first byte, which may wait for prompt processing, and says what a
-    timeout means.
+    the body's first byte (``deadline.waiting``), which may wait for prompt
+    processing, and says what a timeout means.
     """
 
     def __init__(self, response: Any, deadline: _Deadline, max_bytes: float,
                  timeout: float) -> None:
         self._read = getattr(response, "read1", None) or response.read
-        # set by _TimedConnection; absent from a fake
-        self._reader = getattr(response, "agent_reader", None)
         self._deadline, self._max_bytes, self._timeout = deadline, max_bytes, timeout
         self.size = 0
 
@@ -2416,8 +2418,7 @@ class _Body:
         import socket
 
         self._deadline.left()
-        if self._reader is not None:
-            self._reader.first_byte = self.size == 0
+        self._deadline.waiting = self.size == 0
         try:
             piece = self._read(_READ_CHUNK)
         except socket.timeout:
@@ -2574,7 +2575,7 @@ class _TimedReader(io.RawIOBase):
     """What http.client reads a response from: each receive waits at most what is allowed
     (internal).
 
-    The status line, and the body's first byte (``first_byte``, set by _Body), wait
+    The status line, and the body's first byte (while ``deadline.waiting``), wait
     for prompt processing: only the request's deadline bounds them. Every other
     receive, headers and chunk-size lines included, must come within ``timeout``
     and the deadline. It holds the socket itself: http.client lets go of it when
@@ -2586,7 +2587,7 @@ class _TimedReader(io.RawIOBase):
         # keeps the socket open until the response closes
         self._raw = sock.makefile("rb", buffering=0)
         self._sock, self._timeout, self._deadline = sock, timeout, deadline
-        self.first_byte = True
+        deadline.waiting = True  # a new answer (a proxy's to CONNECT, then the server's)
 
     # http.client's response asks its "socket" for this
     def makefile(self, mode: str = "rb") -> Any:
@@ -2601,15 +2602,39 @@ class _TimedReader(io.RawIOBase):
         left = self._deadline.end - time.monotonic()
         if left <= 0:
             raise socket.timeout("the request's deadline has passed")
-        self._sock.settimeout(min(left if self.first_byte else min(self._timeout, left),
+        waiting = self._deadline.waiting
+        self._sock.settimeout(min(left if waiting else min(self._timeout, left),
                                   threading.TIMEOUT_MAX))
         count = self._raw.readinto(buffer)
-        self.first_byte = self.first_byte and not count
+        self._deadline.waiting = waiting and not count
         return count
 
     def close(self) -> None:
         self._raw.close()
         super().close()
+
+
+class _TimedResponse:
+    """Mixed into http.client's response: read through a _TimedReader, past informational answers
+    (internal)."""
+
+    def __init__(self, sock: Any, *args: Any, timing: Optional[tuple] = None,
+                 **kwargs: Any) -> None:
+        # timing: (timeout, deadline) of the request
+        self.deadline = timing[1] if timing else None
+        super().__init__(_TimedReader(sock, *timing) if timing else sock, *args, **kwargs)
+
+    def _read_status(self) -> tuple:
+        """The status line after any informational ones (http.client skips only 100)."""
+        import http.client
+
+        while True:
+            version, status, reason = super()._read_status()
+            if not 101 < status < 200:  # 101 switches protocols, which agent.py never asks for
+                return version, status, reason
+            http.client.parse_headers(self.fp)  # a 102's or 103's headers: not needed
+            if self.deadline is not None:
+                self.deadline.waiting = True  # the real answer may still wait for prompt processing
 
 
 class _TimedConnection:
@@ -2621,17 +2646,16 @@ class _TimedConnection:
 
     def __init__(self, *args: Any, timing: Optional[tuple] = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if timing is None:  # timing: (timeout, deadline) of the request
-            return
-        base = type(self).response_class
+        if timing is not None:
+            self.response_class = functools.partial(type(self).response_class, timing=timing)
 
-        def response_class(sock: Any, *args: Any, **kwargs: Any) -> Any:
-            reader = _TimedReader(sock, *timing)
-            response = base(reader, *args, **kwargs)
-            response.agent_reader = reader                  # _Body marks the body's first byte
-            return response
 
-        self.response_class = response_class
+class _TimedHandler:
+    """Mixed into urllib's HTTP(S) handlers: the timing its connections read with (internal)."""
+
+    def __init__(self, timing: Optional[tuple]) -> None:
+        super().__init__()
+        self.timing = timing  # (timeout, deadline) of the one request this opener sends, or None
 
 
 # urllib handler classes, made on first use: importing urllib costs more than agent.py
@@ -2644,17 +2668,9 @@ def _handler_classes() -> list:
         return _HANDLERS
     import http.client
     import urllib.request
-    class Response(http.client.HTTPResponse):
-        def _read_status(self) -> tuple:
-            """The status line after any informational ones (http.client skips only 100)."""
-            while True:
-                version, status, reason = super()._read_status()
-                if not 101 < status < 200:  # 101 switches protocols, which agent.py never asks for
-                    return version, status, reason
-                http.client.parse_headers(self.fp)  # a 102's or 103's headers: not needed
-                reader = getattr(self, "agent_reader", None)
-                if reader is not None:
-                    reader.first_byte = True  # the real answer may still wait for prompt processing
+
+    class Response(_TimedResponse, http.client.HTTPResponse):
+        pass
 
     class HTTPConnection(_TimedConnection, http.client.HTTPConnection):
         response_class = Response
@@ -2662,14 +2678,13 @@ def _handler_classes() -> list:
     class HTTPSConnection(_TimedConnection, http.client.HTTPSConnection):
         response_class = Response
 
-    class HTTPHandler(urllib.request.HTTPHandler):
+    class HTTPHandler(_TimedHandler, urllib.request.HTTPHandler):
         def http_open(self, req: Any) -> Any:
-            return self.do_open(functools.partial(HTTPConnection,
-                                                  timing=getattr(req, "timing", None)), req)
+            return self.do_open(functools.partial(HTTPConnection, timing=self.timing), req)
 
-    class HTTPSHandler(urllib.request.HTTPSHandler):
+    class HTTPSHandler(_TimedHandler, urllib.request.HTTPSHandler):
         def https_open(self, req: Any) -> Any:
-            connection = functools.partial(HTTPSConnection, timing=getattr(req, "timing", None))
+            connection = functools.partial(HTTPSConnection, timing=self.timing)
             return self.do_open(connection, req, context=self._context)
 
     class NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -2680,12 +2695,20 @@ def _handler_classes() -> list:
     return _HANDLERS
 
 
-def _build_opener(url: str) -> Any:
-    """The client's urllib opener; a loopback server is never reached through HTTP(S)_PROXY."""
+def _build_opener(url: str, timeout: Optional[float] = None,
+                  deadline: Optional[_Deadline] = None) -> Any:
+    """A urllib opener for one request to url; a loopback server is never reached through
+    HTTP(S)_PROXY.
+
+    With a deadline, every receive must come within timeout and the deadline (see _TimedReader);
+    without, only the socket timeout given to ``open`` bounds each.
+    """
     import urllib.request
 
     proxies = urllib.request.ProxyHandler({} if _is_loopback(url) else None)
-    return urllib.request.build_opener(proxies, *(handler() for handler in _handler_classes()))
+    http, https, no_redirect = _handler_classes()
+    timing = None if deadline is None else (timeout, deadline)
+    return urllib.request.build_opener(proxies, http(timing), https(timing), no_redirect())
 
 
 def _is_loopback(url: str) -> bool:
@@ -3402,9 +3425,8 @@ class OpenAICompatLLM:
         request = urllib.request.Request(deadline.url, data=data,
                                          headers=self._request_headers(stream),
                                          method="GET" if data is None else "POST")
-        # a fresh Request per attempt: urllib's proxy code edits it
-        request.timing = (self.timeout, deadline)
-        opener = self._opener or _build_opener(deadline.url)
+        # a fresh Request (and opener) per attempt: urllib's proxy code edits the request
+        opener = self._opener or _build_opener(deadline.url, self.timeout, deadline)
         try:
             return opener.open(request, timeout=min(self.timeout, deadline.left(),
                                                     threading.TIMEOUT_MAX))
@@ -4642,10 +4664,9 @@ class _McpHttp:
 
         request = urllib.request.Request(self.url, data=json.dumps(message).encode("utf-8"),
                                          headers=self._headers(message), method="POST")
-        request.timing = (deadline.left(), deadline)
         try:
-            return _build_opener(self.url).open(request,
-                                                timeout=min(deadline.left(), threading.TIMEOUT_MAX))
+            opener = _build_opener(self.url, deadline.left(), deadline)
+            return opener.open(request, timeout=min(deadline.left(), threading.TIMEOUT_MAX))
         except urllib.error.HTTPError as exc:
             self._http_error(exc, deadline)
         except (OSError, http.client.HTTPException) as exc:

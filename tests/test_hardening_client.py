@@ -302,6 +302,17 @@ def test_informational_answers_are_skipped(serve, status, stream):
     assert client(server, stream=stream).chat(MESSAGES) == "hi"
 
 
+def test_after_an_informational_answer_the_real_one_may_wait_past_the_timeout(serve):
+    # prompt processing comes after a 103: the status line that follows waits like a first byte
+    def script(ex):
+        ex.write_raw(b"HTTP/1.1 103 Early Hints\r\n\r\n")
+        time.sleep(0.6)
+        chat_answer("hi")(ex)
+
+    server = serve(script)
+    assert client(server, timeout=0.2, max_retries=0).chat(MESSAGES) == "hi"
+
+
 def test_informational_answers_do_not_hold_the_call_past_its_deadline(serve):
     server = serve(drips(b"", b"HTTP/1.1 103 Early Hints\r\n\r\n", every=0.05, cap=5.0))
     start = time.monotonic()
