@@ -137,14 +137,18 @@ class LLMError(AgentError):
     """The model endpoint failed after retries; ``.status`` is the HTTP status or None.
 
     ``.kind`` names a failure the agent can act on: ``"context_overflow"`` when the
-    prompt does not fit the model's context window, else None.
+    prompt does not fit the model's context window, else None. With a context
+    overflow, ``.n_ctx`` (the context window) and ``.n_prompt_tokens`` (the prompt's
+    size) are the token counts the server reported, each None when it did not.
     """
 
     def __init__(self, message: str, status: Optional[int] = None,
-                 kind: Optional[str] = None) -> None:
+                 kind: Optional[str] = None, *, n_ctx: Optional[int] = None,
+                 n_prompt_tokens: Optional[int] = None) -> None:
         super().__init__(message)
         self.status = status
         self.kind = kind
+        self.n_ctx, self.n_prompt_tokens = n_ctx, n_prompt_tokens
 
 
 def _text(value: Any, show: Callable[[Any], str] = str) -> str:
@@ -2892,11 +2896,10 @@ def _overflow_again(budget: int) -> Callable[[list[dict]], str]:
     """A scripted reply that overflows as a recorded call did, with counts that make the agent set
     the same budget."""
     def reply(messages: list[dict]) -> str:
-        exc = LLMError("replayed: the request exceeds the available context size", 400,
-                       "context_overflow")
-        # sent * n_ctx / n_prompt
-        exc.n_ctx, exc.n_prompt_tokens = budget, sum(len(m["content"]) for m in messages)
-        raise exc
+        # the agent's budget is sent * n_ctx / n_prompt_tokens
+        raise LLMError("replayed: the request exceeds the available context size", 400,
+                       "context_overflow", n_ctx=budget,
+                       n_prompt_tokens=sum(len(m["content"]) for m in messages))
     return reply
 
 
@@ -2911,7 +2914,13 @@ def _recorded_reason(record: dict) -> Optional[str]:
 
 class _PerThread:
     """A client attribute kept per thread: what the last call on this thread left behind
-    (internal)."""
+    (internal).
+
+    A client's per-thread values live in one ``threading.local``, which the first use makes and
+    keeps in the client's ``__dict__`` (as ``functools.cached_property`` keeps its value).
+    """
+
+    _SLOT = "_per_thread"
 
     def __init__(self, default: Any = None) -> None:
         self.default = default
@@ -2920,10 +2929,16 @@ class _PerThread:
         self.name = name
 
     def __get__(self, client: Any, owner: Optional[type] = None) -> Any:
-        return self if client is None else getattr(client._local, self.name, self.default)
+        return self if client is None else getattr(self._values(client), self.name, self.default)
 
     def __set__(self, client: Any, value: Any) -> None:
-        setattr(client._local, self.name, value)
+        setattr(self._values(client), self.name, value)
+
+    def _values(self, client: Any) -> threading.local:
+        values = vars(client).get(self._SLOT)
+        # setdefault: two threads that both make one keep the same
+        return values if values is not None else vars(client).setdefault(self._SLOT,
+                                                                          threading.local())
 
 
 _RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504}
@@ -3222,8 +3237,7 @@ class OpenAICompatLLM:
         """What the client learns and keeps while it runs (shared by every thread that uses it)."""
         self._adapted: set = set()  # rows of _ADAPTATIONS: what this server rejected by name
         self._key_withheld = False  # from_env: a key not sent over plain http:// to another host
-        # one client may serve many threads
-        self._lock, self._local = threading.Lock(), threading.local()
+        self._lock = threading.Lock()  # one client may serve many threads
         self._not_before = 0.0  # time.monotonic() before which no request starts (Retry-After)
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
 
@@ -3561,11 +3575,10 @@ class OpenAICompatLLM:
         where = f"HTTP {status} from {url}" if status else f"{url} returned an error"
         overflow = _overflow(message, details)
         if overflow is not None:
-            error = LLMError(f"{where}: {message} (the conversation does not fit the model's "
-                             "context window)",
-                             status, kind="context_overflow")
-            error.n_ctx, error.n_prompt_tokens = overflow
-            raise error
+            n_ctx, n_prompt_tokens = overflow
+            raise LLMError(f"{where}: {message} (the conversation does not fit the model's "
+                           "context window)", status, kind="context_overflow", n_ctx=n_ctx,
+                           n_prompt_tokens=n_prompt_tokens)
         if status is not None and 300 <= status < 400:
             location = self._scrub(str(headers.get("Location") if headers else None))
             raise LLMError(f"HTTP {status} from {url}: redirected to {location} (agent.py follows "
@@ -5606,7 +5619,7 @@ class Agent:
             raise LLMError(f"{exc} (the conversation still does not fit the model's context "
                            "window; set a smaller max_context_chars)", exc.status,
                            exc.kind) from None
-        n_ctx, n_prompt = getattr(exc, "n_ctx", None), getattr(exc, "n_prompt_tokens", None)
+        n_ctx, n_prompt = exc.n_ctx, exc.n_prompt_tokens
         if all(_is_int(n) and n > 0 for n in (n_ctx, n_prompt)):
             state.budget = sent * n_ctx // n_prompt
         else:

@@ -11,6 +11,7 @@ from urllib.parse import quote
 import pytest
 from _http_servers import KEY, chat_answer, client, completion, drips, error_answer, json_answer, llama_cpp_stream
 
+import agent
 from agent import Agent, LLMError, MockLLM, OpenAICompatLLM, _reported_usage
 from conftest import final
 
@@ -185,6 +186,18 @@ def test_a_proxy_that_drips_its_connect_answer_cannot_hold_the_call(serve, monke
 
 
 # -- 15. Two threads adapting the same parameter ---------------------------------------
+
+def test_a_per_thread_attribute_keeps_its_own_values_without_help_from_its_class():
+    class Holder:
+        last = agent._PerThread("none yet")
+
+    holder, seen = Holder(), []
+    holder.last = "main"
+    thread = threading.Thread(target=lambda: seen.append(holder.last))
+    thread.start()
+    thread.join(5)
+    assert seen == ["none yet"] and holder.last == "main"
+
 
 def refused_in_two_threads(serve, message, **options):
     """Two threads ask one client; the server refuses both requests with message while both are in flight.
