@@ -275,8 +275,8 @@ class ToolRegistry:
         timeout -- comes back as text starting with ``ERROR:`` that says what to do
         next. ``timeout`` is what is left of the caller's time budget: it caps the
         tool's own limit and sets a deadline that a slow ``confirm`` does not move;
-        with under 50 ms left, before or after ``confirm``, the tool is not started at
-        all. Output over ``max_chars`` keeps its head and tail. Ctrl-C propagates
+        with less than ``_MIN_START_SECONDS`` left, before or after ``confirm``, the tool
+        is not started at all. Output over ``max_chars`` keeps its head and tail. Ctrl-C propagates
         (and so does a KeyboardInterrupt from a tool run inline, which looks the same).
         """
         try:
@@ -1893,19 +1893,22 @@ _REPEAT_MIN_TIMES = 10      # back-to-back copies of the unit
 _REPEAT_MIN_CHARS = 400     # characters the copies must cover
 # longer units are not looked for, so one check costs the same at any reply length
 _REPEAT_MAX_UNIT = 400
+# the most of a reply's end that one check reads: the copies of the longest unit
+_REPEAT_WINDOW = max(_REPEAT_MIN_CHARS, _REPEAT_MIN_TIMES * _REPEAT_MAX_UNIT)
 
 
 def _repeating_tail(text: str) -> bool:
     """True when text ends in one unit repeated back to back: a model caught in a loop.
 
-    The unit has at least 4 characters and is not one character repeated; it repeats
-    at least 10 times and covers at least 400 characters; and it is not data
-    (``_lists_values``): real small-model loops repeat a sentence, an equation or a
-    run of digits after a point, while legitimate replies repeat rows of values
+    The unit has at least ``_REPEAT_MIN_UNIT`` characters and is not one character
+    repeated; it repeats at least ``_REPEAT_MIN_TIMES`` times and covers at least
+    ``_REPEAT_MIN_CHARS`` characters; and it is not data (``_lists_values``): real
+    small-model loops repeat a sentence, an equation or a run of digits after a
+    point, while legitimate replies repeat rows of values
     (``[0.0, 0.0, ...]``, ``[null, ...]``, identical records, a table of zeros) and
     unspaced tokens (base64 of one colour, ``0123456789`` * 50, ``+---`` * 120). Units
-    up to 400 characters are looked for in the last few thousand characters only, so
-    one check costs the same at any reply length.
+    up to ``_REPEAT_MAX_UNIT`` characters are looked for, in the last ``_REPEAT_WINDOW``
+    characters only, so one check costs the same at any reply length.
 
     >>> _repeating_tail("Thought: 17*23 = 320*4 + 1200 " * 30)
     True
@@ -2510,8 +2513,8 @@ class _EventStream:
         return events
 
 
-# the end of a streamed reply that the loop check looks at (>= 10 copies of the longest)
-_TAIL_CHARS = 4096
+# the end of a streamed reply that the loop check looks at
+_TAIL_CHARS = _REPEAT_WINDOW
 
 
 class _StreamState:
@@ -3069,8 +3072,8 @@ class OpenAICompatLLM:
     Streams by default (server-sent events) and stops reading as soon as the reply's
     first action is complete, or when the reply repeats itself. Retries the statuses
     in ``_RETRY_STATUSES``, network errors and broken streams with exponential backoff
-    and jitter, honouring ``Retry-After``; fails fast on other 4xx answers and
-    redirects. Adapts once to a parameter the server rejects by name. Raises only
+    and jitter, honouring ``Retry-After``; fails fast on every other error status and
+    on redirects. Adapts once to a parameter the server rejects by name. Raises only
     ``LLMError``, with the status and the server's own message. The API key is sent
     only in the Authorization header and never appears in an exception, a ``repr``
     or a log line. ``opener`` (anything with ``open(request, timeout=...)``) and
@@ -3743,11 +3746,12 @@ def _scrubbed(text: str, secrets: Iterable[Optional[str]]) -> str:
     """text with every secret shown as ``***``: the one scrubber, for keys, passwords and header
     credentials.
 
-    A run of 8 or more characters that starts or ends a secret is hidden too (a server
-    that echoes all but the last 4 characters of a key). A server may echo a secret
-    escaped (``\\u0073k-...``, PHP's ``\\/``, ``%2F`` in a Location, escaped twice): when an
-    unescaped reading of the text holds one, that reading is shown, scrubbed. Secrets
-    shorter than 8 characters are placeholders (``"x"``, ``"none"``) and are left alone.
+    A run of ``_MIN_SECRET_CHARS`` or more characters that starts or ends a secret is
+    hidden too (a server that echoes all but the last 4 characters of a key). A server
+    may echo a secret escaped (``\\u0073k-...``, PHP's ``\\/``, ``%2F`` in a Location,
+    escaped twice): when an unescaped reading of the text holds one, that reading is
+    shown, scrubbed. Shorter secrets are placeholders (``"x"``, ``"none"``) and are
+    left alone.
 
     >>> _scrubbed("bad key sk-abcdefghij12345678 (sk-abcdefghij1234...)", ["sk-abcdefghij12345678"])
     'bad key *** (***...)'
@@ -3771,8 +3775,8 @@ def _scrubbed(text: str, secrets: Iterable[Optional[str]]) -> str:
 
 
 def _secret_spans(text: str, secret: str) -> list:
-    """(start, end) of each run of text that is secret, or 8 or more characters that start or end
-    it."""
+    """(start, end) of each run of text that is secret, or _MIN_SECRET_CHARS or more characters
+    that start or end it."""
     spans, size = [], _MIN_SECRET_CHARS
     at = text.find(secret[:size])
     while at >= 0:  # from a match of its first characters, as far as it goes on
@@ -3921,7 +3925,8 @@ def _reported_usage(usage: Any) -> Optional[dict]:
     """prompt_tokens and completion_tokens from a usage object; None when it reports neither.
 
     A count that is not a whole number from 0 to _MAX_USAGE_COUNT (a float, a bool, a
-    negative, a 4,300-digit number) is not a count any server can mean: it reads as 0.
+    negative, a number thousands of digits long) is not a count any server can mean: it
+    reads as 0.
     """
     if not isinstance(usage, dict):
         return None
@@ -3991,10 +3996,11 @@ def add_mcp(self, server: Union[str, list], *, name: Optional[str] = None,
     in ``cwd``; or an ``http(s)://`` URL (Streamable HTTP), sent ``headers`` (its credentials,
     which no message shows). ``tools`` keeps only the tools so named; ``name`` prefixes every
     tool name (``name_tool``) when two servers would collide. ``timeout`` bounds each request
-    (default: the registry's ``default_timeout``, or 30 s). A tool the server marks
-    ``destructiveHint`` asks ``confirm`` first. Every failure of a call is an ``ERROR:`` result.
-    ToolError when the server cannot be started, reached or read, or a tool cannot be
-    registered (its schema, its name): then nothing is registered and the server is stopped.
+    (default: the registry's ``default_timeout``, or ``_MCP_DEFAULT_TIMEOUT`` seconds). A tool
+    the server marks ``destructiveHint`` asks ``confirm`` first. Every failure of a call is an
+    ``ERROR:`` result. ToolError when the server cannot be started, reached or read, or a tool
+    cannot be registered (its schema, its name): then nothing is registered and the server is
+    stopped.
     """
     before = set(self._tools)
     _add_mcp(self, server, name=name, env=env, cwd=cwd, tools=tools, timeout=timeout,
@@ -6200,14 +6206,16 @@ _OPENERS, _CLOSERS = ("(", "[", "{"), (")", "]", "}")
 def safe_eval(expr: str) -> int | float:
     """Evaluate an arithmetic expression without eval: ``ast`` plus a whitelist.
 
-    Allowed: int and float literals, ``+ - * / // % **``, unary ``+ -``, parentheses,
-    the functions in ``_FUNCTIONS`` and the constants ``pi e tau``. Exact division of
-    integers stays an integer. Everything else -- names, attributes, strings, booleans,
-    complex numbers, comparisons, lambdas, comprehensions -- raises
-    ``UnsafeExpression`` naming the offending part, as do division by zero, overflow,
-    ``inf``/``nan`` results, integers over 4,300 digits, input over 10,000 characters
-    and nesting over 100 levels. Nothing else is ever raised.
+    Allowed: int and float literals, ``+ - * / // % **``, unary ``+ -``, parentheses, the
+    functions in ``_FUNCTIONS`` and the constants ``pi e tau``. Exact division of integers stays
+    an integer. Everything else -- names, attributes, strings, booleans, complex numbers,
+    comparisons, lambdas, comprehensions -- raises ``UnsafeExpression`` naming the offending
+    part, as do division by zero, overflow, ``inf``/``nan`` results, integers over
+    ``_MAX_INT_DIGITS`` digits, input over ``_MAX_EXPR_CHARS`` characters and nesting over
+    ``_MAX_NESTING`` levels. Nothing else is ever raised.
 
+    >>> _MAX_INT_DIGITS, _MAX_EXPR_CHARS, _MAX_NESTING
+    (4300, 10000, 100)
     >>> safe_eval("2 * (3 + 4)")
     14
     >>> safe_eval("(128*3+40)/4")

@@ -475,6 +475,15 @@ def streamed_fires(text, size):
     return any(state.add(text[i:i + size]) for i in range(0, len(text), size))
 
 
+def test_the_streamed_tail_holds_the_copies_of_the_longest_unit_the_check_looks_for():
+    # issue 19: the tail was 4096 characters, worked out by hand from two other constants
+    longest = agent._REPEAT_MAX_UNIT
+    unit = "".join(f"step {i} says: the same again. " for i in range(longest))[:longest - 1] + "\n"
+    assert _repeating_tail(unit * agent._REPEAT_MIN_TIMES)
+    assert streamed_fires("Thought: " + unit * agent._REPEAT_MIN_TIMES, 97)
+    assert agent._TAIL_CHARS == max(agent._REPEAT_MIN_CHARS, agent._REPEAT_MIN_TIMES * longest)
+
+
 @pytest.mark.parametrize("size", [1, 4, 7])
 def test_real_replies_of_smollm2_fire_exactly_where_they_looped(size):
     """SmolLM2-135M on llama.cpp: the replies cut for "repetition" still fire.
