@@ -137,7 +137,8 @@ class LLMError(AgentError):
     """The model endpoint failed after retries; ``.status`` is the HTTP status or None.
 
     ``.kind`` names a failure the agent can act on: ``"context_overflow"`` when the
-    prompt does not fit the model's context window, else None. With a context
+    prompt does not fit the model's context window, ``"connection_refused"`` when
+    nothing accepts connections at the server's address, else None. With a context
     overflow, ``.n_ctx`` (the context window) and ``.n_prompt_tokens`` (the prompt's
     size) are the token counts the server reported, each None when it did not.
     """
@@ -1885,6 +1886,17 @@ def _ask(problem: str, shape: str = _BOTH_SHAPES) -> str:
     return f"{problem}. {_ASK_FOR_SHAPE}{shape}"
 
 
+def _asked_problem(message: str) -> str:
+    """The problem an ``_ask`` message names, without the shape it asks for; any other message
+    whole.
+
+    >>> _asked_problem(_ask("expected one JSON object, found 2"))
+    'expected one JSON object, found 2'
+    """
+    problem, ask, _ = message.rpartition(f". {_ASK_FOR_SHAPE}")   # a shape never holds the ask
+    return problem if ask else message
+
+
 # -- Protocol, loop detection: _repeating_tail -----------------------------------------
 # a reply whose tail is one unit repeated; the streaming client and the loop both ask
 
@@ -2444,13 +2456,15 @@ class _Body:
 
 
 class _Retryable(Exception):
-    """A failure worth another attempt (internal)."""
+    """A failure worth another attempt (internal); ``kind`` is the LLMError's kind when it is the
+    last."""
 
     def __init__(self, message: str, status: Optional[int] = None,
-                 retry_after: Optional[float] = None) -> None:
+                 retry_after: Optional[float] = None, kind: Optional[str] = None) -> None:
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
+        self.kind = kind
 
 
 _MAX_ERROR_BYTES = 65536    # bytes of an error body read to quote its message
@@ -3278,7 +3292,7 @@ class OpenAICompatLLM:
             finally:
                 response.close()
         except _Retryable as exc:
-            raise LLMError(str(exc), exc.status) from None
+            raise LLMError(str(exc), exc.status, exc.kind) from None
         except LLMError:
             raise
         # anything unforeseen may carry the key: scrub it and say what it was
@@ -3370,11 +3384,12 @@ class OpenAICompatLLM:
             except _Retryable as exc:
                 failure = exc
             if attempt == self.max_retries:
-                raise LLMError(f"{failure} (gave up after {attempt + 1} attempts)", failure.status)
+                raise LLMError(f"{failure} (gave up after {attempt + 1} attempts)", failure.status,
+                               failure.kind)
             delay = failure.retry_after if failure.retry_after is not None else _backoff(attempt)
             if time.monotonic() + delay >= call_end:
                 raise LLMError(f"{failure} (no time left to retry within max_seconds)",
-                               failure.status)
+                               failure.status, failure.kind)
             _log.info("model request failed (%s); retrying in %.1f s", failure, delay)
             # the server's "slow down" holds back every thread of this client
             if failure.retry_after is not None:
@@ -3465,7 +3480,9 @@ class OpenAICompatLLM:
         if isinstance(reason, socket.timeout) and deadline.passed():
             return deadline.expired()
         return _Retryable(f"could not reach {deadline.url}: "
-                          f"{self._scrub(str(reason)) or type(exc).__name__}")
+                          f"{self._scrub(str(reason)) or type(exc).__name__}",
+                          kind="connection_refused" if isinstance(reason, ConnectionRefusedError)
+                          else None)
 
     def _read_response(self, response: Any, deadline: _Deadline) -> _Reply:
         status = getattr(response, "status", None)
@@ -6841,7 +6858,7 @@ def _cli_served_model(llm: OpenAICompatLLM, args: argparse.Namespace) -> str:
         # the client's own key rule, proxy rule, opener, deadlines
         names = llm._served_models(args.max_seconds)
     except LLMError as exc:
-        if "Connection refused" in str(exc):
+        if exc.kind == "connection_refused":
             raise ValueError(f"no server is listening at {llm.base_url} ({exc}): start it, or "
                              "check the port (--base-url, OPENAI_BASE_URL)") from None
         raise ValueError(f"no model named, and asking {url} failed ({exc}): pass --model NAME or "
@@ -6981,7 +6998,7 @@ def _cli_progress(step: Step) -> str:
     if step.raw is None:
         what = f"model failed: {_short(step.error, 200)}"
     elif action is None:
-        reason = (step.error or "").split(f". {_ASK_FOR_SHAPE}", 1)[0]
+        reason = _asked_problem(step.error or "")
         what = f"unparseable reply {_short(step.raw, 50)!r}: {_short(reason, 90)}"
     elif action.kind == "final":
         what = f"final answer: {_short(action.answer)}"
@@ -7091,6 +7108,16 @@ class _CliAgent(Agent):
     loop never prints)."""
 
     status: Optional[_StatusLine] = None
+    # the LLMError of this thread's last model call, None when it answered: what _cli_hint reads
+    failure = _PerThread()
+
+    def _chat(self, state: _RunState, step: Step) -> Any:
+        self.failure = None
+        try:
+            return super()._chat(state, step)
+        except LLMError as exc:
+            self.failure = exc
+            raise
 
     def _query(self, state: _RunState, step: Step) -> Optional[str]:
         if self.status is None:
@@ -7212,14 +7239,14 @@ def _cli_while(result: AgentResult) -> str:
     return f", while {last.action.name} ran" if last.tool_seconds or last.error else ""
 
 
-def _cli_hint(agent: Agent, result: AgentResult) -> Optional[str]:
-    """The likely cause of a failed run, when the error names one."""
-    error = (result.steps[-1].error or "") if result.steps else ""
-    model = getattr(agent.llm, "model", None)
-    if result.stop_reason == "llm_error" and _names_model(error, model) and (
-            "HTTP 404" in error or ("HTTP 400" in error and _NOT_SERVED.search(error))):
+def _cli_hint(agent: _CliAgent, result: AgentResult) -> Optional[str]:
+    """The likely cause of a failed run, from the status and kind of the error that ended it."""
+    failure = agent.failure if result.stop_reason == "llm_error" else None
+    error, model = str(failure or ""), getattr(agent.llm, "model", None)
+    if failure is not None and _names_model(error, model) and (
+            failure.status == 404 or (failure.status == 400 and _NOT_SERVED.search(error))):
         return f"unknown model {model!r}: the server does not serve it ({_cli_served(agent.llm)})"
-    if result.stop_reason == "llm_error" and "Connection refused" in error:
+    if failure is not None and failure.kind == "connection_refused":
         return "nothing answers at that address: is the server running, and is the port right?"
     if result.stop_reason == "format_errors":
         return ("the model could not write the JSON action: try --constrain always, or a "
