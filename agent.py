@@ -28,7 +28,8 @@ Map of this file, in the order the data flows. Each section uses only the ones a
 section, and a part whose ruler says "skip on first read" is machinery the rest can be read without:
 
 - Errors and settings: ``AgentError`` and its four children; ``_check_setting`` checks numeric
-  options.
+  options; then the table of every text the model is told but the system prompt (shapes, ``_ask``,
+  observations, the loop's nudges, tools' and MCP's ``ERROR:`` texts, memory's notes).
 - Tools: ``Tool.from_function`` describes a function; ``ToolRegistry.call`` validates the arguments
   and runs the tool; ``action_schema`` describes every valid reply; then how a signature becomes a
   schema, and the schema keywords that are enforced. The worker pool that runs a call under its time
@@ -213,6 +214,124 @@ def _check_setting(name: str, value: Any, optional: bool = False) -> None:
     raise ValueError(f"invalid {name} {shown} (must be {rule}{', or None' if optional else ''})")
 
 
+# -- Errors and settings, what the model is told ---------------------------------------
+# every text the model reads, in groups, but the system prompt and its worked example (Protocol);
+# each is used by its name where it is sent, filled in with str.format where it has {fields}
+
+# The two shapes, shown in the prompt and in every message about a reply that cannot be used; their
+# placeholders sent back as values are copies of the prompt (Protocol's _PLACEHOLDERS).
+_WHY, _THE_ANSWER, _SOME_TOOL = "<why>", "<the answer>", "<tool name>"
+_CALL_SHAPE = (f'{{"type": "tool_call", "thought": "{_WHY}", "name": "{_SOME_TOOL}", "arguments": '
+               '{...}}')
+_FINAL_SHAPE = f'{{"type": "final", "thought": "{_WHY}", "answer": "{_THE_ANSWER}"}}'
+_BOTH_SHAPES = f"{_CALL_SHAPE} or {_FINAL_SHAPE}"
+# ends every message about a reply that cannot be used
+_ASK_FOR_SHAPE = "Reply with exactly one JSON object: "
+
+
+def _ask(problem: str, shape: str = _BOTH_SHAPES) -> str:
+    """What the model is told about a reply that cannot be used: the problem, then the exact shape
+    to send."""
+    return f"{problem}. {_ASK_FOR_SHAPE}{shape}"
+
+
+def _asked_problem(message: str) -> str:
+    """The problem an ``_ask`` message names, without the shape it asks for; any other message
+    whole.
+
+    >>> _asked_problem(_ask("expected one JSON object, found 2"))
+    'expected one JSON object, found 2'
+    """
+    problem, ask, _ = message.rpartition(f". {_ASK_FOR_SHAPE}")   # a shape never holds the ask
+    return problem if ask else message
+
+
+# Observations (_observation): the marker that starts each, and the budget line that ends it.
+_OBSERVATION = "[OBSERVATION]"
+_BUDGET = "(step {step} of {max_steps}{last})"
+_LAST_STEP = "; your next reply is the last: give the final answer"   # {last} before the last call
+
+# The loop: a reply it refuses, and what it adds to an observation.
+_CUT_OFF = _ask("your reply was cut off at the token limit before the JSON object was complete; "
+                "send a shorter reply with a one-sentence thought")
+_REPEATED = _ask("your reply kept repeating the same text, so it was stopped; write one short JSON "
+                 "object and nothing else")
+_ATTEMPTS_LEFT = "ERROR: {error} ({left} attempt{s} left.)"   # a format error's observation
+_ONE_ACTION = ("(Your reply held more than one action: only the first was run. Send one action "
+               "per reply.)")
+_REPEAT = ("You already made this exact call in step {step}; it was not run again. Its "
+           "result:\n{result}\nDo not repeat it: use the result, try something different, or give "
+           "the final answer.")
+# The result comes last: a small model that copies the nearest text then copies the result.
+_IN_HAND = ("You already made this exact call in step {step}; it was not run again. The result is "
+            "in hand: give the final answer now, taken from it. The result:\n{result}")
+# a reply that copied the prompt (_copied): the problem, sent with _ask
+_COPIED_PLACEHOLDER = ("your {where} is {value!r}, a placeholder copied from the instructions; "
+                       "write your own")
+_COPIED_ANSWER = ("your answer is the one of the instructions' example, which is about another "
+                  "task; answer yours")
+_COPIED_CALL = ("you copied the call of the instructions' example; call one of the listed tools "
+                "for your own task")
+
+# Tools (ToolRegistry.call): each failure, and what to do next. Validation's one-off problems
+# ("parameter 'a' must be integer, got string") are written beside their checks, and fill
+# {problem}.
+_UNKNOWN_TOOL = "ERROR: unknown tool {name}.{hint} Available tools: {available}."
+_DID_YOU_MEAN = " Did you mean {close!r}?"   # its {hint}, when a registered name is close
+_NOT_AN_OBJECT = "ERROR: the arguments for {name!r} must be a JSON object, got {got}."
+_TOO_DEEP = "ERROR: the arguments for {name!r} are nested too deeply. Send flatter arguments."
+_INVALID = ("ERROR: invalid arguments for {name!r}: {problem}. Expected arguments: {expected}. "
+            "Fix and call again.")
+_DECLINED = ("ERROR: the user declined to run {name!r} with these arguments. Do not retry it; go "
+             "on without it.")
+_TOO_LATE = ("ERROR: {name!r} was not started: only {left:.2f} s of the time budget was left. Give "
+             "the final answer with what you have.")
+_TOOL_RAISED = ("ERROR: {name!r} raised {kind}: {message}. Check the arguments or try another "
+                "approach.")
+_TIMED_OUT = ("ERROR: {name!r} did not finish within {seconds:g} s and was abandoned. Try smaller "
+              "input or another approach.")
+_NOT_JSON = "ERROR: {name!r} returned a value that cannot be shown as JSON ({kind}: {message})."
+_BROKE = "ERROR: calling {name} failed inside the agent: {kind}: {message}"   # the last resort
+# the worker pool's refusals, as {why}
+_NOT_STARTED = "ERROR: {name!r} was not started: {why}."
+_NO_WORKER = "no worker thread could start it within its {limit:g} s limit"
+_TOO_MANY_ABANDONED = ("{n} earlier tool calls are still running past their time limit (at most "
+                       "{most} may). Try again later or go on without it")
+# a long result (or reply) keeps its head and tail (_truncate)
+_CUT = "{head}\n[... {n:,} characters cut ...]\n{tail}"
+
+# MCP: a call that failed on the server's side (the registry's own texts cover bad arguments), and
+# a result with no text.
+_MCP_IS_ERROR = "ERROR: {tool!r} failed: {text} Check the arguments or try another approach."
+_MCP_NO_TEXT = "the tool reported an error"   # the {text} of an isError that has none
+_MCP_REFUSED = ("ERROR: the MCP server refused {tool!r}: {text} Check the tool name and "
+                "arguments.")
+_MCP_NO_ANSWER = ("ERROR: {tool!r} got no answer from its MCP server within {seconds:g} s (the "
+                  "call was cancelled). Try smaller input, or go on without it.")
+_MCP_INPUT_REQUIRED = ("ERROR: {tool!r} asked for input from a person, which this agent cannot "
+                       "give. Go on without it.")
+_MCP_FAILED = "ERROR: {tool!r} could not be called: {text} Go on without it."
+_MCP_NOTHING = "(the tool returned nothing)"
+
+# Memory: what stands in for the steps a context budget drops (joined to the task's message), and
+# the summary's request (memory="summary").
+_DROPPED_NOTE = ("[Note: {n} earlier step(s) of this task were left out to save space; "
+                 "their results are no longer shown.]")
+_DIGEST_HEADER = ("[Note: {n} earlier step(s) of this task were left out to save space; their "
+                  "calls and results:]")
+_DIGEST_GAP = "... {n} more step(s) left out here ..."
+_DIGEST_REPEAT = "a repeat of step {step}, not run again"
+_DIGEST_UNREADABLE = "(a reply that could not be read)"
+_SUMMARY_HEADER = ("[Note: {n} earlier step(s) of this task were left out to save space. Notes on "
+                   "what they found:]")
+_SUMMARY_PROMPT = ("You keep the notes of an agent that works on a task with tools. Its oldest "
+                   "steps are about to leave its view. Write down the facts from the earlier notes "
+                   "and these steps that the task may still need: names, numbers, results, what "
+                   "failed. Plain sentences, at most {words} words, no JSON, nothing else.")
+_SUMMARY_REQUEST = ("Task: {task}\n\nEarlier notes: {notes}\n\nSteps leaving the view (call → "
+                    "result):\n{steps}")
+
+
 # -- Tools -----------------------------------------------------------------------------
 # from a plain function to a described, validated, time-limited call (ToolRegistry)
 
@@ -252,6 +371,26 @@ class Tool:
         return cls(name, description or summary or name, parameters, func, timeout, bool(confirm))
 
 
+class _ToolResult(typing.NamedTuple):
+    """What one tool call brought back (internal): the text the model reads, and whether the call
+    failed.
+
+    A failure's text starts with ``ERROR:``; a tool's own output may too without being one.
+    """
+
+    text: str
+    failed: bool = False
+
+
+def _failed(text: str) -> _ToolResult:
+    return _ToolResult(text, failed=True)
+
+
+class _ToolFailed(Exception):
+    """A tool's own report that it failed (internal; MCP's tools raise it): ``args[0]`` is the
+    exact text the model reads."""
+
+
 class ToolRegistry:
     """The tools a model may call, by name; ``call`` validates, runs and never raises.
 
@@ -280,45 +419,48 @@ class ToolRegistry:
         is not started at all. Output over ``max_chars`` keeps its head and tail. Ctrl-C propagates
         (and so does a KeyboardInterrupt from a tool run inline, which looks the same).
         """
+        return self._result(name, arguments, confirm=confirm, max_chars=max_chars,
+                            timeout=timeout).text
+
+    def _result(self, name: str, arguments: Any, *, confirm: Optional[Callable] = None,
+                max_chars: Optional[int] = None, timeout: Optional[float] = None) -> _ToolResult:
+        """``call``, with whether the call failed: the loop reads the flag, never the text."""
         try:
-            return _truncate(self._call(name, arguments, confirm, timeout), max_chars)
+            result = self._call(name, arguments, confirm, timeout)
+            return result._replace(text=_truncate(result.text, max_chars))
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # a last resort: call() must never raise
-            return (f"ERROR: calling {_text(name, repr)} failed inside the agent: "
-                    f"{type(exc).__name__}: {_text(exc)}")
+            return _failed(_BROKE.format(name=_text(name, repr), kind=type(exc).__name__,
+                                         message=_text(exc)))
 
     def _call(self, name: Any, arguments: Any, confirm: Optional[Callable],
-              timeout: Optional[float]) -> str:
+              timeout: Optional[float]) -> _ToolResult:
         # fixed now: confirm may be slow
         deadline = None if timeout is None else time.monotonic() + timeout
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
             return self._unknown_tool(name)
         if not isinstance(arguments, dict):
-            return (f"ERROR: the arguments for {name!r} must be a JSON object, got "
-                    f"{_shown(arguments)}.")
+            return _failed(_NOT_AN_OBJECT.format(name=name, got=_shown(arguments)))
         try:
             _check_declared(arguments, tool.parameters)
             kwargs = _validate(arguments, tool.parameters, "")
         except RecursionError:
-            return (f"ERROR: the arguments for {name!r} are nested too deeply. Send flatter "
-                    "arguments.")
+            return _failed(_TOO_DEEP.format(name=name))
         except _ArgumentError as exc:
             expected = json.dumps(tool.parameters.get("properties", {}), ensure_ascii=False)
-            return (f"ERROR: invalid arguments for {name!r}: {exc}. Expected arguments: "
-                    f"{expected}. Fix and call again.")
+            return _failed(_INVALID.format(name=name, problem=exc, expected=expected))
         refusal = _too_late(name, deadline)
         if refusal is None and tool.confirm:
             if not _confirmed(confirm, name, kwargs):
-                return (f"ERROR: the user declined to run {name!r} with these arguments. "
-                        "Do not retry it; go on without it.")
+                return _failed(_DECLINED.format(name=name))
             refusal = _too_late(name, deadline)  # the answer may have taken the rest of the budget
         return refusal or self._execute(tool, kwargs, deadline)
 
-    def _execute(self, tool: Tool, kwargs: dict, deadline: Optional[float]) -> str:
-        """Run a validated call within its limit (capped by the deadline); failures become ERROR
-        text."""
+    def _execute(self, tool: Tool, kwargs: dict, deadline: Optional[float]) -> _ToolResult:
+        """Run a validated call within its limit (capped by the deadline); a failure is a failed
+        result."""
         name = tool.name
         limit = tool.timeout if tool.timeout is not None else self.default_timeout
         if deadline is not None:
@@ -327,10 +469,9 @@ class ToolRegistry:
         try:
             result = self._run(tool.func, kwargs, limit)
         except _Timeout:
-            return (f"ERROR: {name!r} did not finish within {round(limit, 2):g} s and was "
-                    "abandoned. Try smaller input or another approach.")
+            return _failed(_TIMED_OUT.format(name=name, seconds=round(limit, 2)))
         except _NotStarted as exc:
-            return f"ERROR: {name!r} was not started: {exc}."
+            return _failed(_NOT_STARTED.format(name=name, why=exc))
         except _Raised as exc:  # from a worker thread: the tool's own, even a KeyboardInterrupt
             return _raised(name, exc.args[0])
         except KeyboardInterrupt:
@@ -338,18 +479,20 @@ class ToolRegistry:
         except BaseException as exc:
             return _raised(name, exc)
         if isinstance(result, str):
-            return str.__str__(result)  # plain text, even from a str subclass with its own __str__
+            # plain text, even from a str subclass with its own __str__
+            return _ToolResult(str.__str__(result))
         try:
-            return json.dumps(result, ensure_ascii=False, default=str)
+            return _ToolResult(json.dumps(result, ensure_ascii=False, default=str))
         except Exception as exc:  # a cycle, too deep, or a __str__ that raises
-            return (f"ERROR: {name!r} returned a value that cannot be shown as JSON "
-                    f"({type(exc).__name__}: {_text(exc)}).")
+            return _failed(_NOT_JSON.format(name=name, kind=type(exc).__name__,
+                                            message=_text(exc)))
 
-    def _unknown_tool(self, name: Any) -> str:
+    def _unknown_tool(self, name: Any) -> _ToolResult:
         available = ", ".join(self._tools) or "none"
         close = difflib.get_close_matches(_text(name), list(self._tools), n=1, cutoff=0.5)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        return f"ERROR: unknown tool {_text(name, repr)}.{hint} Available tools: {available}."
+        hint = _DID_YOU_MEAN.format(close=close[0]) if close else ""
+        return _failed(_UNKNOWN_TOOL.format(name=_text(name, repr), hint=hint,
+                                            available=available))
 
     def _run(self, func: Callable, kwargs: dict, limit: Optional[float]) -> Any:
         if limit is not None:
@@ -1059,8 +1202,7 @@ def _truncate(text: str, max_chars: Optional[int]) -> str:
         return text
     tail = max_chars // 3
     head = max_chars - tail
-    return (f"{text[:head]}\n[... {len(text) - head - tail:,} characters cut "
-            f"...]\n{text[len(text) - tail:]}")
+    return _CUT.format(head=text[:head], n=len(text) - head - tail, tail=text[len(text) - tail:])
 
 
 # -- Tools, the worker pool (skip on first read) ---------------------------------------
@@ -1083,19 +1225,19 @@ class _Raised(Exception):
     """A tool raised ``args[0]`` on a worker thread (internal): never a Ctrl-C of the caller's."""
 
 
-def _raised(name: str, exc: BaseException) -> str:
-    return (f"ERROR: {name!r} raised {type(exc).__name__}: {_text(exc)}. Check the arguments or "
-            "try another approach.")
+def _raised(name: str, exc: BaseException) -> _ToolResult:
+    if isinstance(exc, _ToolFailed):
+        return _failed(exc.args[0])
+    return _failed(_TOOL_RAISED.format(name=name, kind=type(exc).__name__, message=_text(exc)))
 
 
-def _too_late(name: str, deadline: Optional[float]) -> Optional[str]:
+def _too_late(name: str, deadline: Optional[float]) -> Optional[_ToolResult]:
     """The refusal when less than the floor is left before ``deadline``: the tool could only be
     abandoned."""
     left = None if deadline is None else deadline - time.monotonic()
     if left is None or left >= _MIN_START_SECONDS:  # nan fails this too, and is refused
         return None
-    return (f"ERROR: {name!r} was not started: only {max(left, 0.0):.2f} s of the time budget was "
-            "left. Give the final answer with what you have.")
+    return _failed(_TOO_LATE.format(name=name, left=max(left, 0.0)))
 
 
 async def _awaited(awaitable: Any) -> Any:
@@ -1156,8 +1298,7 @@ class _Pool:
                 elif job.state == "waiting":
                     job.state = "cancelled"
             if job.state == "cancelled" and isinstance(exc, _Timeout):
-                raise _NotStarted("no worker thread could start it within its "
-                                  f"{limit:g} s limit") from None
+                raise _NotStarted(_NO_WORKER.format(limit=limit)) from None
             raise
         if ok:
             return value
@@ -1184,9 +1325,8 @@ class _Pool:
     def _hand_over(self, job: _Job) -> None:
         with self.lock:
             if self.abandoned >= _MAX_ABANDONED:
-                raise _NotStarted(f"{self.abandoned} earlier tool calls are still running past "
-                                  f"their time limit (at most {_MAX_ABANDONED} may). Try again "
-                                  "later or go on without it")
+                raise _NotStarted(_TOO_MANY_ABANDONED.format(n=self.abandoned,
+                                                             most=_MAX_ABANDONED))
             inbox = self.idle.pop() if self.idle else None
             if inbox is not None:
                 inbox.put(job)  # under the lock, so a worker never retires with a job on its way
@@ -1253,18 +1393,9 @@ def _in_event_loop() -> bool:
 # what the model is told (SYSTEM_PROMPT), what it sends (Action, parse_action),
 # what comes back (_observation, _refuse)
 
-# The placeholders of the shapes the model is shown; a reply that sends one back as a value copied
-# the prompt.
-_WHY, _THE_ANSWER, _SOME_TOOL = "<why>", "<the answer>", "<tool name>"
+# The placeholders of the shapes the model is shown (in the table of Errors and settings); a reply
+# that sends one back as a value copied the prompt.
 _PLACEHOLDERS = frozenset({_WHY, _THE_ANSWER, _SOME_TOOL, "...", "\u2026", "<arguments>"})
-_CALL_SHAPE = (f'{{"type": "tool_call", "thought": "{_WHY}", "name": "{_SOME_TOOL}", "arguments": '
-               '{...}}')
-_FINAL_SHAPE = f'{{"type": "final", "thought": "{_WHY}", "answer": "{_THE_ANSWER}"}}'
-_BOTH_SHAPES = f"{_CALL_SHAPE} or {_FINAL_SHAPE}"
-# ends every message about a reply that cannot be used
-_ASK_FOR_SHAPE = "Reply with exactly one JSON object: "
-# starts every message that carries a tool's result back to the model
-_OBSERVATION = "[OBSERVATION]"
 
 SYSTEM_PROMPT = """\
 You solve the user's task with the tools below. The tools know facts that you do not: \
@@ -1866,8 +1997,8 @@ def _listed(schema: Any, top: bool = True) -> Any:
 def _observation(text: str, step: int, max_steps: int) -> str:
     """The user message that carries a result back: the marker, the text, and where the run
     stands."""
-    last = "; your next reply is the last: give the final answer" if step + 1 == max_steps else ""
-    return f"{_OBSERVATION} {text}\n(step {step} of {max_steps}{last})"
+    last = _LAST_STEP if step + 1 == max_steps else ""
+    return f"{_OBSERVATION} {text}\n{_BUDGET.format(step=step, max_steps=max_steps, last=last)}"
 
 
 def _observation_result(message: str) -> Optional[str]:
@@ -1878,23 +2009,6 @@ def _observation_result(message: str) -> Optional[str]:
     text = message[len(_OBSERVATION):]
     body, newline, last = text.rpartition("\n")
     return (body if newline and last.startswith("(step") else text).strip()
-
-
-def _ask(problem: str, shape: str = _BOTH_SHAPES) -> str:
-    """What the model is told about a reply that cannot be used: the problem, then the exact shape
-    to send."""
-    return f"{problem}. {_ASK_FOR_SHAPE}{shape}"
-
-
-def _asked_problem(message: str) -> str:
-    """The problem an ``_ask`` message names, without the shape it asks for; any other message
-    whole.
-
-    >>> _asked_problem(_ask("expected one JSON object, found 2"))
-    'expected one JSON object, found 2'
-    """
-    problem, ask, _ = message.rpartition(f". {_ASK_FOR_SHAPE}")   # a shape never holds the ask
-    return problem if ask else message
 
 
 # -- Protocol, loop detection: _repeating_tail -----------------------------------------
@@ -3986,18 +4100,6 @@ _MCP_PROMPT_DROPS = frozenset({"title", "$schema", "examples"})
 _MCP_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ", "TMPDIR",
             "TEMP", "TMP", "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "APPDATA",
             "LOCALAPPDATA", "USERPROFILE")
-# What the model is told when an MCP call fails (the registry's own texts cover bad arguments and
-# timeouts).
-_MCP_TEXTS = {
-    "is_error": "ERROR: {tool!r} failed: {text} Check the arguments or try another approach.",
-    "rpc_error": "ERROR: the MCP server refused {tool!r}: {text} Check the tool name and "
-                 "arguments.",
-    "timeout": "ERROR: {tool!r} got no answer from its MCP server within {seconds:g} s (the call "
-               "was cancelled). Try smaller input, or go on without it.",
-    "input_required": "ERROR: {tool!r} asked for input from a person, which this agent cannot "
-                      "give. Go on without it.",
-    "failed": "ERROR: {tool!r} could not be called: {text} Go on without it.",
-}
 
 
 # ToolRegistry's two MCP methods. They are written here, after the transport and the client they
@@ -4194,18 +4296,18 @@ def _mcp_trimmed(schema: Any, names: bool = False) -> Any:
 
 
 def _mcp_caller(session: _McpSession, remote: str, seconds: float) -> Callable[..., str]:
-    """The function a Tool runs: one tools/call; every failure is an ERROR text, never an
-    exception."""
+    """The function a Tool runs: one tools/call; every failure raises _ToolFailed with the ERROR
+    text the model reads."""
     def call(**arguments: Any) -> str:
         try:
             result = session.request("tools/call",
                                      {"name": remote, "arguments": arguments}, seconds)
         except _McpRpcError as exc:
-            return _MCP_TEXTS["rpc_error"].format(tool=remote, text=_mcp_sentence(exc))
+            raise _ToolFailed(_MCP_REFUSED.format(tool=remote, text=_mcp_sentence(exc))) from None
         except _McpTimeout:
-            return _MCP_TEXTS["timeout"].format(tool=remote, seconds=seconds)
+            raise _ToolFailed(_MCP_NO_ANSWER.format(tool=remote, seconds=seconds)) from None
         except _McpFailure as exc:
-            return _MCP_TEXTS["failed"].format(tool=remote, text=_mcp_sentence(exc))
+            raise _ToolFailed(_MCP_FAILED.format(tool=remote, text=_mcp_sentence(exc))) from None
         return _mcp_result_text(remote, result)
 
     call.__name__ = call.__qualname__ = re.sub(r"\W", "_", remote) or "mcp_tool"
@@ -4218,9 +4320,10 @@ def _mcp_sentence(value: Any) -> str:
 
 
 def _mcp_result_text(tool: str, result: dict) -> str:
-    """What the model reads of a tools/call result: text joined, other content as one line each."""
+    """What the model reads of a tools/call result: text joined, other content as one line each;
+    _ToolFailed for a result that reports a failure."""
     if result.get("resultType") == "input_required":
-        return _MCP_TEXTS["input_required"].format(tool=tool)
+        raise _ToolFailed(_MCP_INPUT_REQUIRED.format(tool=tool))
     blocks = result.get("content") if isinstance(result.get("content"), list) else []
     texts = [block["text"] for block in blocks if isinstance(block, dict)
              and block.get("type") == "text"
@@ -4231,10 +4334,8 @@ def _mcp_result_text(tool: str, result: dict) -> str:
         texts = [json.dumps(result["structuredContent"], ensure_ascii=False, default=str)]
     text = "\n".join(texts + others)
     if result.get("isError") is True:
-        return _MCP_TEXTS["is_error"].format(tool=tool,
-                                             text=_mcp_sentence(text
-                                                                or "the tool reported an error"))
-    return text or "(the tool returned nothing)"
+        raise _ToolFailed(_MCP_IS_ERROR.format(tool=tool, text=_mcp_sentence(text or _MCP_NO_TEXT)))
+    return text or _MCP_NOTHING
 
 
 def _mcp_block(block: Any) -> str:
@@ -4856,18 +4957,6 @@ _STOPS = {
     "llm_error": _Stop("the model endpoint failed: {error}", 3),
 }
 STOP_REASONS = tuple(_STOPS)
-_CUT_OFF = _ask("your reply was cut off at the token limit before the JSON object was complete; "
-                "send a shorter reply with a one-sentence thought")
-_REPEATED = _ask("your reply kept repeating the same text, so it was stopped; write one short JSON "
-                 "object and nothing else")
-_ONE_ACTION = ("(Your reply held more than one action: only the first was run. Send one action "
-               "per reply.)")
-_REPEAT = ("You already made this exact call in step {step}; it was not run again. Its "
-           "result:\n{result}\nDo not repeat it: use the result, try something different, or give "
-           "the final answer.")
-# The result comes last: a small model that copies the nearest text then copies the result.
-_IN_HAND = ("You already made this exact call in step {step}; it was not run again. The result is "
-            "in hand: give the final answer now, taken from it. The result:\n{result}")
 _CONSTRAIN_MODES = ("auto", "always", "never")
 # per-call options it may pass
 _CHAT_OPTIONS = ("response_schema", "temperature", "max_seconds", "frequency_penalty")
@@ -4881,27 +4970,13 @@ _CONSTRAINED_PENALTY = 0.5
 _now = time.monotonic
 _TRIM_TO = 0.6  # over budget, trim to this share of it, so later calls share their prefix
 # Memory: what stands in for the steps a context budget drops, joined to the task's message (a
-# message of its own after the task would break the alternation of roles).
+# message of its own after the task would break the alternation of roles); its texts are in the
+# table of Errors and settings.
 _MEMORY_MODES = ("digest", "summary", "none")
 _MEMORY_SHARE = 0.2  # the digest or the summary takes at most this share of the context budget
 _MIN_SUMMARY_CHARS = 100   # with less room than this, no summary is asked for: the digest is sent
 _DIGEST_CALL_CHARS = 60    # a digest line shows this much of the call ...
 _DIGEST_RESULT_CHARS = 100  # ... and this much of the start of its result
-_DROPPED_NOTE = ("[Note: {n} earlier step(s) of this task were left out to save space; "
-                 "their results are no longer shown.]")
-_DIGEST_HEADER = ("[Note: {n} earlier step(s) of this task were left out to save space; their "
-                  "calls and results:]")
-_DIGEST_GAP = "... {n} more step(s) left out here ..."
-_DIGEST_REPEAT = "a repeat of step {step}, not run again"
-_DIGEST_UNREADABLE = "(a reply that could not be read)"
-_SUMMARY_HEADER = ("[Note: {n} earlier step(s) of this task were left out to save space. Notes on "
-                   "what they found:]")
-_SUMMARY_PROMPT = ("You keep the notes of an agent that works on a task with tools. Its oldest "
-                   "steps are about to leave its view. Write down the facts from the earlier notes "
-                   "and these steps that the task may still need: names, numbers, results, what "
-                   "failed. Plain sentences, at most {words} words, no JSON, nothing else.")
-_SUMMARY_REQUEST = ("Task: {task}\n\nEarlier notes: {notes}\n\nSteps leaving the view (call → "
-                    "result):\n{steps}")
 
 
 @dataclass
@@ -5047,6 +5122,7 @@ class _Earlier(typing.NamedTuple):
 
     step: int
     result: str
+    failed: bool          # the call failed (its result is the ERROR text)
     repeats: int = 0
 
 
@@ -5300,15 +5376,12 @@ def _copied(action: Action, example: Optional[_Example]) -> Optional[str]:
     values += [(f'argument "{key}"', value) for key, value in _leaves(action.arguments)]
     for where, value in values:
         if isinstance(value, str) and _is_placeholder(value):
-            return (f"your {where} is {value.strip()!r}, a placeholder copied from the "
-                    "instructions; write your own")
+            return _COPIED_PLACEHOLDER.format(where=where, value=value.strip())
     if example is not None and action.kind == "final" and action.answer == example.final["answer"]:
-        return ("your answer is the one of the instructions' example, which is about another task; "
-                "answer yours")
+        return _COPIED_ANSWER
     if example is not None and (action.name, action.arguments) == (example.call["name"],
                                                                     example.call["arguments"]):
-        return ("you copied the call of the instructions' example; call one of the listed tools "
-                "for your own task")
+        return _COPIED_CALL
     return None
 
 
@@ -5673,8 +5746,9 @@ class Agent:
         if earlier is None:
             if action.name not in self.tools:
                 self._climb(state, step, "the model called a tool that does not exist")
-            text = self._run_tool(state, step, action)
-            state.calls[key] = _Earlier(step.index, text)
+            result = self._run_tool(state, step, action)
+            state.calls[key] = _Earlier(step.index, result.text, result.failed)
+            text = result.text
         else:
             earlier = state.calls[key] = earlier._replace(repeats=earlier.repeats + 1)
             if earlier.repeats > self.max_repeats:
@@ -5691,7 +5765,7 @@ class Agent:
         if self.constrain == "never":
             return _REPEAT.format(step=earlier.step, result=earlier.result)
         # a deterministic loop on a failed call needs sampling
-        if earlier.result.startswith("ERROR:"):
+        if earlier.failed:
             self._sample_hotter(state, step, "a call that failed was repeated")
             return _REPEAT.format(step=earlier.step, result=earlier.result)
         self._answer_rung(state, step, "a call that already succeeded was repeated")
@@ -5721,15 +5795,16 @@ class Agent:
             raise _refuse(copied, _CALL_SHAPE if action.kind == "tool_call" else _BOTH_SHAPES)
         return action
 
-    def _run_tool(self, state: _RunState, step: Step, action: Action) -> str:
+    def _run_tool(self, state: _RunState, step: Step, action: Action) -> _ToolResult:
         started = _now()
-        text = self.tools.call(action.name, action.arguments, confirm=self.confirm,
-                               max_chars=self.max_observation_chars, timeout=self._time_left(state))
+        result = self.tools._result(action.name, action.arguments, confirm=self.confirm,
+                                    max_chars=self.max_observation_chars,
+                                    timeout=self._time_left(state))
         step.tool_seconds = _now() - started
         _log.debug("step %d: tool %s took %.3f s", step.index, action.name, step.tool_seconds)
-        if text.startswith("ERROR:"):
-            step.error = text
-        return text
+        if result.failed:
+            step.error = result.text
+        return result
 
     def _format_error(self, state: _RunState, step: Step, exc: ActionFormatError) -> Optional[str]:
         state.format_errors += 1
@@ -5739,9 +5814,8 @@ class Agent:
         if state.format_errors > self.max_format_errors:
             return "format_errors"
         left = self.max_format_errors - state.format_errors + 1
-        return self._observe(state, step,
-                             f"ERROR: {step.error} ({left} "
-                             f"attempt{'s' if left != 1 else ''} left.)")
+        return self._observe(state, step, _ATTEMPTS_LEFT.format(error=step.error, left=left,
+                                                                s="s" if left != 1 else ""))
 
     def _climb(self, state: _RunState, step: Step, why: str) -> None:
         """The decoding ladder, after a failed reply or an unknown tool: send the action schema,

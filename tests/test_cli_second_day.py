@@ -166,14 +166,14 @@ def test_on_a_terminal_a_running_tool_shows_with_its_limit(tmp_path, monkeypatch
     source = "def ping() -> str:\n    '''Answer pong.'''\n    return 'pong'\n"
     seen = []
     path = replay_file(tmp_path, call("ping"), final("pong"))
-    real_call = agent.ToolRegistry.call
+    real_call = agent.ToolRegistry._result   # what the loop calls: call's text, and whether it failed
 
     def spy(self, *args, **options):
         terminal.wait_for("[step 1] running ping (limit 7 s)… 0 s")   # shown before the tool starts
         seen.append(args[0])
         return real_call(self, *args, **options)
 
-    monkeypatch.setattr(agent.ToolRegistry, "call", spy)
+    monkeypatch.setattr(agent.ToolRegistry, "_result", spy)
     terminal.attach()
     assert main(["--tools", tools_file(tmp_path, source), "--tool-timeout", "7", "--replay", path, "t"]) == 0
     terminal.wait_for("ping {} → pong")

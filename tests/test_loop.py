@@ -136,6 +136,71 @@ def test_long_observation_is_cut_to_max_observation_chars():
     assert len(result.steps[0].observation) < 700
 
 
+# -- a failed step is a value, not a prefix of the text ----------------------------------
+
+def _failing_tools():
+    registry = ToolRegistry()
+
+    @registry.register
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @registry.register
+    def boom() -> str:
+        """Always raises."""
+        raise RuntimeError("disk on fire")
+
+    @registry.register(timeout=0.05)
+    def slow() -> str:
+        """Never finishes in time."""
+        time.sleep(1)
+        return "late"
+
+    @registry.register
+    def report() -> str:
+        """Real output that happens to start with ERROR:."""
+        return "ERROR: not really"
+
+    return registry
+
+
+def test_a_tool_whose_output_starts_with_error_is_not_a_failed_step():
+    registry = _failing_tools()
+    llm = MockLLM([call("report"), call("report"), final("x")])
+    result = Agent(llm, registry).run("t")
+    first, repeat = result.steps[:2]
+    assert first.error is None
+    assert first.observation == "[OBSERVATION] ERROR: not really\n(step 1 of 10)"
+    # a repeat of a call that succeeded: the result is in hand (a failed one would be "Its result:")
+    assert "The result is in hand: give the final answer now" in repeat.observation
+    assert any("a call that already succeeded was repeated" in note for note in repeat.notes)
+    assert registry.call("report", {}) == "ERROR: not really"          # the public text is the same
+    assert registry._result("report", {}) == ("ERROR: not really", False)
+
+
+@pytest.mark.parametrize("reply, text", [
+    (call("boom"), "ERROR: 'boom' raised RuntimeError: disk on fire. Check the arguments or try "
+                   "another approach."),
+    (call("nope"), "ERROR: unknown tool 'nope'. Available tools: add, boom, slow, report."),
+    (call("add", a="1", b=2), "ERROR: invalid arguments for 'add': parameter 'a' must be integer, got "
+                              'string "1". Expected arguments: {"a": {"type": "integer"}, "b": {"type": '
+                              '"integer"}}. Fix and call again.'),
+    (call("slow"), "ERROR: 'slow' did not finish within 0.05 s and was abandoned. Try smaller input or "
+                   "another approach."),
+])
+def test_a_failed_call_is_a_failed_step_with_the_same_text(reply, text):
+    registry = _failing_tools()
+    result = Agent(MockLLM([reply, reply, final("x")]), registry, constrain="never").run("t")
+    first, repeat = result.steps[:2]
+    assert first.error == text
+    assert first.observation == f"[OBSERVATION] {text}\n(step 1 of 10)"
+    assert f"Its result:\n{text}\nDo not repeat it" in repeat.observation
+    name, arguments = json.loads(reply)["name"], json.loads(reply)["arguments"]
+    assert registry.call(name, arguments) == text
+    assert registry._result(name, arguments) == (text, True)
+
+
 # -- stop reasons -----------------------------------------------------------------------
 
 def test_every_stop_reason_is_listed():

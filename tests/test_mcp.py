@@ -188,8 +188,23 @@ def test_errors_become_error_observations(old, tool, start):
     assert old.call(tool, {}).startswith(start)
 
 
+def test_a_server_reported_failure_is_a_failed_step_and_its_text_is_the_same(old):
+    from conftest import call, final
+
+    failed = "ERROR: 'fails' failed: disk full. Check the arguments or try another approach."
+    llm = agent.MockLLM([call("fails"), call("echo", text="ERROR: not really"), final("x")])
+    result = agent.Agent(llm, old).run("t")
+    assert result.steps[0].error == failed
+    assert result.steps[0].observation == f"[OBSERVATION] {failed}\n(step 1 of 10)"
+    assert result.steps[1].error is None              # a tool's own text that starts with ERROR:
+    assert result.steps[1].observation == "[OBSERVATION] ERROR: not really\n(step 2 of 10)"
+    assert old._result("refuses", {}).failed is True
+    assert old._result("echo", {"text": "ERROR: not really"}).failed is False
+
+
 def test_input_required_is_a_tool_error(modern):
     assert modern.call("wants_input", {}).startswith("ERROR: 'wants_input' asked for input from a person")
+    assert modern._result("wants_input", {}).failed is True
 
 
 def test_a_ten_megabyte_result_is_truncated_like_a_local_tools(old):
@@ -227,6 +242,7 @@ def test_a_hung_call_times_out_alone():
             assert registry.call("echo", {"text": "meanwhile"}) == "meanwhile"
             assert not hung.done()
             assert hung.result(timeout=5).startswith("ERROR: 'hang' got no answer from its MCP server within 0.2 s")
+            assert registry._result("hang", {}).failed is True
         assert registry.call("echo", {"text": "after"}) == "after"
 
 
