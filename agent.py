@@ -7179,7 +7179,7 @@ class _StatusLine:
 
 class _CliAgent(Agent):
     """The Agent, telling the CLI's status line when a model call or a tool starts and ends (the
-    loop never prints)."""
+    loop never prints), and keeping the error of the last model call for the CLI's hint."""
 
     status: Optional[_StatusLine] = None
     # the LLMError of this thread's last model call, None when it answered: what _cli_hint reads
