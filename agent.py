@@ -138,14 +138,19 @@ class LLMError(AgentError):
     """The model endpoint failed after retries; ``.status`` is the HTTP status or None.
 
     ``.kind`` names a failure the agent can act on: ``"context_overflow"`` when the
-    prompt does not fit the model's context window, else None.
+    prompt does not fit the model's context window, ``"connection_refused"`` when
+    nothing accepts connections at the server's address, else None. With a context
+    overflow, ``.n_ctx`` (the context window) and ``.n_prompt_tokens`` (the prompt's
+    size) are the token counts the server reported, each None when it did not.
     """
 
     def __init__(self, message: str, status: Optional[int] = None,
-                 kind: Optional[str] = None) -> None:
+                 kind: Optional[str] = None, *, n_ctx: Optional[int] = None,
+                 n_prompt_tokens: Optional[int] = None) -> None:
         super().__init__(message)
         self.status = status
         self.kind = kind
+        self.n_ctx, self.n_prompt_tokens = n_ctx, n_prompt_tokens
 
 
 def _text(value: Any, show: Callable[[Any], str] = str) -> str:
@@ -228,6 +233,17 @@ def _ask(problem: str, shape: str = _BOTH_SHAPES) -> str:
     """What the model is told about a reply that cannot be used: the problem, then the exact shape
     to send."""
     return f"{problem}. {_ASK_FOR_SHAPE}{shape}"
+
+
+def _asked_problem(message: str) -> str:
+    """The problem an ``_ask`` message names, without the shape it asks for; any other message
+    whole.
+
+    >>> _asked_problem(_ask("expected one JSON object, found 2"))
+    'expected one JSON object, found 2'
+    """
+    problem, ask, _ = message.rpartition(f". {_ASK_FOR_SHAPE}")   # a shape never holds the ask
+    return problem if ask else message
 
 
 # Observations (_observation): the marker that starts each, and the budget line that ends it.
@@ -399,8 +415,8 @@ class ToolRegistry:
         timeout -- comes back as text starting with ``ERROR:`` that says what to do
         next. ``timeout`` is what is left of the caller's time budget: it caps the
         tool's own limit and sets a deadline that a slow ``confirm`` does not move;
-        with under 50 ms left, before or after ``confirm``, the tool is not started at
-        all. Output over ``max_chars`` keeps its head and tail. Ctrl-C propagates
+        with less than ``_MIN_START_SECONDS`` left, before or after ``confirm``, the tool
+        is not started at all. Output over ``max_chars`` keeps its head and tail. Ctrl-C propagates
         (and so does a KeyboardInterrupt from a tool run inline, which looks the same).
         """
         return self._result(name, arguments, confirm=confirm, max_chars=max_chars,
@@ -2028,19 +2044,22 @@ _REPEAT_MIN_TIMES = 10      # back-to-back copies of the unit
 _REPEAT_MIN_CHARS = 400     # characters the copies must cover
 # longer units are not looked for, so one check costs the same at any reply length
 _REPEAT_MAX_UNIT = 400
+# the most of a reply's end that one check reads: the copies of the longest unit
+_REPEAT_WINDOW = max(_REPEAT_MIN_CHARS, _REPEAT_MIN_TIMES * _REPEAT_MAX_UNIT)
 
 
 def _repeating_tail(text: str) -> bool:
     """True when text ends in one unit repeated back to back: a model caught in a loop.
 
-    The unit has at least 4 characters and is not one character repeated; it repeats
-    at least 10 times and covers at least 400 characters; and it is not data
-    (``_lists_values``): real small-model loops repeat a sentence, an equation or a
-    run of digits after a point, while legitimate replies repeat rows of values
+    The unit has at least ``_REPEAT_MIN_UNIT`` characters and is not one character
+    repeated; it repeats at least ``_REPEAT_MIN_TIMES`` times and covers at least
+    ``_REPEAT_MIN_CHARS`` characters; and it is not data (``_lists_values``): real
+    small-model loops repeat a sentence, an equation or a run of digits after a
+    point, while legitimate replies repeat rows of values
     (``[0.0, 0.0, ...]``, ``[null, ...]``, identical records, a table of zeros) and
     unspaced tokens (base64 of one colour, ``0123456789`` * 50, ``+---`` * 120). Units
-    up to 400 characters are looked for in the last few thousand characters only, so
-    one check costs the same at any reply length.
+    up to ``_REPEAT_MAX_UNIT`` characters are looked for, in the last ``_REPEAT_WINDOW``
+    characters only, so one check costs the same at any reply length.
 
     >>> _repeating_tail("Thought: 17*23 = 320*4 + 1200 " * 30)
     True
@@ -2510,6 +2529,10 @@ class _Deadline:
         self.request_seconds, self.call_end = request_seconds, call_end
         self.url, self.name = url, name
         self.end = min(time.monotonic() + request_seconds, call_end)
+        # The next receive may wait for prompt processing, bounded by ``end`` alone: an answer's
+        # status line (set by _TimedReader, again by the Response after a 1xx) and the body's first
+        # byte (set by _Body). Every other receive must also come within the timeout.
+        self.waiting = True
 
     def left(self) -> float:
         """Seconds left; raises LLMError when none are."""
@@ -2536,15 +2559,13 @@ class _Body:
     """Reads a response in pieces as they arrive, under the size cap (internal).
 
     The waits themselves are bounded by the connection's _TimedReader; this marks
-    the body's first byte, which may wait for prompt processing, and says what a
-    timeout means.
+    the body's first byte (``deadline.waiting``), which may wait for prompt
+    processing, and says what a timeout means.
     """
 
     def __init__(self, response: Any, deadline: _Deadline, max_bytes: float,
                  timeout: float) -> None:
         self._read = getattr(response, "read1", None) or response.read
-        # set by _TimedConnection; absent from a fake
-        self._reader = getattr(response, "agent_reader", None)
         self._deadline, self._max_bytes, self._timeout = deadline, max_bytes, timeout
         self.size = 0
 
@@ -2555,8 +2576,7 @@ class _Body:
         import socket
 
         self._deadline.left()
-        if self._reader is not None:
-            self._reader.first_byte = self.size == 0
+        self._deadline.waiting = self.size == 0
         try:
             piece = self._read(_READ_CHUNK)
         except socket.timeout:
@@ -2575,13 +2595,15 @@ class _Body:
 
 
 class _Retryable(Exception):
-    """A failure worth another attempt (internal)."""
+    """A failure worth another attempt (internal); ``kind`` is the LLMError's kind when it is the
+    last."""
 
     def __init__(self, message: str, status: Optional[int] = None,
-                 retry_after: Optional[float] = None) -> None:
+                 retry_after: Optional[float] = None, kind: Optional[str] = None) -> None:
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
+        self.kind = kind
 
 
 _MAX_ERROR_BYTES = 65536    # bytes of an error body read to quote its message
@@ -2644,8 +2666,8 @@ class _EventStream:
         return events
 
 
-# the end of a streamed reply that the loop check looks at (>= 10 copies of the longest)
-_TAIL_CHARS = 4096
+# the end of a streamed reply that the loop check looks at
+_TAIL_CHARS = _REPEAT_WINDOW
 
 
 class _StreamState:
@@ -2713,7 +2735,7 @@ class _TimedReader(io.RawIOBase):
     """What http.client reads a response from: each receive waits at most what is allowed
     (internal).
 
-    The status line, and the body's first byte (``first_byte``, set by _Body), wait
+    The status line, and the body's first byte (while ``deadline.waiting``), wait
     for prompt processing: only the request's deadline bounds them. Every other
     receive, headers and chunk-size lines included, must come within ``timeout``
     and the deadline. It holds the socket itself: http.client lets go of it when
@@ -2725,7 +2747,7 @@ class _TimedReader(io.RawIOBase):
         # keeps the socket open until the response closes
         self._raw = sock.makefile("rb", buffering=0)
         self._sock, self._timeout, self._deadline = sock, timeout, deadline
-        self.first_byte = True
+        deadline.waiting = True  # a new answer (a proxy's to CONNECT, then the server's)
 
     # http.client's response asks its "socket" for this
     def makefile(self, mode: str = "rb") -> Any:
@@ -2740,15 +2762,39 @@ class _TimedReader(io.RawIOBase):
         left = self._deadline.end - time.monotonic()
         if left <= 0:
             raise socket.timeout("the request's deadline has passed")
-        self._sock.settimeout(min(left if self.first_byte else min(self._timeout, left),
+        waiting = self._deadline.waiting
+        self._sock.settimeout(min(left if waiting else min(self._timeout, left),
                                   threading.TIMEOUT_MAX))
         count = self._raw.readinto(buffer)
-        self.first_byte = self.first_byte and not count
+        self._deadline.waiting = waiting and not count
         return count
 
     def close(self) -> None:
         self._raw.close()
         super().close()
+
+
+class _TimedResponse:
+    """Mixed into http.client's response: read through a _TimedReader, past informational answers
+    (internal)."""
+
+    def __init__(self, sock: Any, *args: Any, timing: Optional[tuple] = None,
+                 **kwargs: Any) -> None:
+        # timing: (timeout, deadline) of the request
+        self.deadline = timing[1] if timing else None
+        super().__init__(_TimedReader(sock, *timing) if timing else sock, *args, **kwargs)
+
+    def _read_status(self) -> tuple:
+        """The status line after any informational ones (http.client skips only 100)."""
+        import http.client
+
+        while True:
+            version, status, reason = super()._read_status()
+            if not 101 < status < 200:  # 101 switches protocols, which agent.py never asks for
+                return version, status, reason
+            http.client.parse_headers(self.fp)  # a 102's or 103's headers: not needed
+            if self.deadline is not None:
+                self.deadline.waiting = True  # the real answer may still wait for prompt processing
 
 
 class _TimedConnection:
@@ -2760,17 +2806,16 @@ class _TimedConnection:
 
     def __init__(self, *args: Any, timing: Optional[tuple] = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if timing is None:  # timing: (timeout, deadline) of the request
-            return
-        base = type(self).response_class
+        if timing is not None:
+            self.response_class = functools.partial(type(self).response_class, timing=timing)
 
-        def response_class(sock: Any, *args: Any, **kwargs: Any) -> Any:
-            reader = _TimedReader(sock, *timing)
-            response = base(reader, *args, **kwargs)
-            response.agent_reader = reader                  # _Body marks the body's first byte
-            return response
 
-        self.response_class = response_class
+class _TimedHandler:
+    """Mixed into urllib's HTTP(S) handlers: the timing its connections read with (internal)."""
+
+    def __init__(self, timing: Optional[tuple]) -> None:
+        super().__init__()
+        self.timing = timing  # (timeout, deadline) of the one request this opener sends, or None
 
 
 # urllib handler classes, made on first use: importing urllib costs more than agent.py
@@ -2783,17 +2828,9 @@ def _handler_classes() -> list:
         return _HANDLERS
     import http.client
     import urllib.request
-    class Response(http.client.HTTPResponse):
-        def _read_status(self) -> tuple:
-            """The status line after any informational ones (http.client skips only 100)."""
-            while True:
-                version, status, reason = super()._read_status()
-                if not 101 < status < 200:  # 101 switches protocols, which agent.py never asks for
-                    return version, status, reason
-                http.client.parse_headers(self.fp)  # a 102's or 103's headers: not needed
-                reader = getattr(self, "agent_reader", None)
-                if reader is not None:
-                    reader.first_byte = True  # the real answer may still wait for prompt processing
+
+    class Response(_TimedResponse, http.client.HTTPResponse):
+        pass
 
     class HTTPConnection(_TimedConnection, http.client.HTTPConnection):
         response_class = Response
@@ -2801,14 +2838,13 @@ def _handler_classes() -> list:
     class HTTPSConnection(_TimedConnection, http.client.HTTPSConnection):
         response_class = Response
 
-    class HTTPHandler(urllib.request.HTTPHandler):
+    class HTTPHandler(_TimedHandler, urllib.request.HTTPHandler):
         def http_open(self, req: Any) -> Any:
-            return self.do_open(functools.partial(HTTPConnection,
-                                                  timing=getattr(req, "timing", None)), req)
+            return self.do_open(functools.partial(HTTPConnection, timing=self.timing), req)
 
-    class HTTPSHandler(urllib.request.HTTPSHandler):
+    class HTTPSHandler(_TimedHandler, urllib.request.HTTPSHandler):
         def https_open(self, req: Any) -> Any:
-            connection = functools.partial(HTTPSConnection, timing=getattr(req, "timing", None))
+            connection = functools.partial(HTTPSConnection, timing=self.timing)
             return self.do_open(connection, req, context=self._context)
 
     class NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -2819,12 +2855,20 @@ def _handler_classes() -> list:
     return _HANDLERS
 
 
-def _build_opener(url: str) -> Any:
-    """The client's urllib opener; a loopback server is never reached through HTTP(S)_PROXY."""
+def _build_opener(url: str, timeout: Optional[float] = None,
+                  deadline: Optional[_Deadline] = None) -> Any:
+    """A urllib opener for one request to url; a loopback server is never reached through
+    HTTP(S)_PROXY.
+
+    With a deadline, every receive must come within timeout and the deadline (see _TimedReader);
+    without, only the socket timeout given to ``open`` bounds each.
+    """
     import urllib.request
 
     proxies = urllib.request.ProxyHandler({} if _is_loopback(url) else None)
-    return urllib.request.build_opener(proxies, *(handler() for handler in _handler_classes()))
+    http, https, no_redirect = _handler_classes()
+    timing = None if deadline is None else (timeout, deadline)
+    return urllib.request.build_opener(proxies, http(timing), https(timing), no_redirect())
 
 
 def _is_loopback(url: str) -> bool:
@@ -3008,11 +3052,10 @@ def _overflow_again(budget: int) -> Callable[[list[dict]], str]:
     """A scripted reply that overflows as a recorded call did, with counts that make the agent set
     the same budget."""
     def reply(messages: list[dict]) -> str:
-        exc = LLMError("replayed: the request exceeds the available context size", 400,
-                       "context_overflow")
-        # sent * n_ctx / n_prompt
-        exc.n_ctx, exc.n_prompt_tokens = budget, sum(len(m["content"]) for m in messages)
-        raise exc
+        # the agent's budget is sent * n_ctx / n_prompt_tokens
+        raise LLMError("replayed: the request exceeds the available context size", 400,
+                       "context_overflow", n_ctx=budget,
+                       n_prompt_tokens=sum(len(m["content"]) for m in messages))
     return reply
 
 
@@ -3027,7 +3070,13 @@ def _recorded_reason(record: dict) -> Optional[str]:
 
 class _PerThread:
     """A client attribute kept per thread: what the last call on this thread left behind
-    (internal)."""
+    (internal).
+
+    A client's per-thread values live in one ``threading.local``, which the first use makes and
+    keeps in the client's ``__dict__`` (as ``functools.cached_property`` keeps its value).
+    """
+
+    _SLOT = "_per_thread"
 
     def __init__(self, default: Any = None) -> None:
         self.default = default
@@ -3036,29 +3085,127 @@ class _PerThread:
         self.name = name
 
     def __get__(self, client: Any, owner: Optional[type] = None) -> Any:
-        return self if client is None else getattr(client._local, self.name, self.default)
+        return self if client is None else getattr(self._values(client), self.name, self.default)
 
     def __set__(self, client: Any, value: Any) -> None:
-        setattr(client._local, self.name, value)
+        setattr(self._values(client), self.name, value)
+
+    def _values(self, client: Any) -> threading.local:
+        values = vars(client).get(self._SLOT)
+        # setdefault: two threads that both make one keep the same
+        return values if values is not None else vars(client).setdefault(self._SLOT,
+                                                                          threading.local())
 
 
 _RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504}
-# Optional parameters a server may reject by name: each is dropped (max_tokens: renamed, when the
-# server asks) once.
-_ADAPTABLE_PARAMS = {
-    "stream_options": re.compile(r"\bstream_options\b"),
-    "stream": re.compile(r"['\"`]stream['\"`]"),
-    "stop": re.compile(r"['\"`]stop['\"`]"),
-    "temperature": re.compile(r"['\"`]temperature['\"`]"),
-    "max_tokens": re.compile(r"['\"`]max_tokens['\"`]"),
-    "frequency_penalty": re.compile(r"\bfrequency_penalty\b"),
-}
+
+
+@dataclass(frozen=True)
+class _Adaptation:
+    """A part of the request that a server may reject by name, how its refusal reads, and what
+    every later request does instead (internal)."""
+
+    rejected: str                       # what the server rejected, as the log names it
+    refusal: re.Pattern                 # the server's message (without the URL) names it
+    held: Callable[[dict], bool]        # the refused body held it: the refusal is about that body
+    instead: Callable[[dict], None]     # changes a body, in place, to do without it
+    statuses: tuple = (400, 422)        # the HTTP statuses such a refusal comes with
+    cuts_stops: bool = False            # the client cuts each reply at its stop strings itself
+
+
+def _holds(key: str) -> Callable[[dict], bool]:
+    return lambda body: key in body
+
+
+def _without(*keys: str) -> Callable[[dict], None]:
+    def instead(body: dict) -> None:
+        for key in keys:
+            body.pop(key, None)
+    return instead
+
+
+def _quoted(name: str) -> re.Pattern:
+    """A parameter named in quotes ('stop', "stream", `temperature`): bare, the word is common."""
+    return re.compile(rf"['\"`]{name}['\"`]")
+
+
+def _format_type(body: dict) -> Any:
+    given = body.get("response_format")
+    return given.get("type") if isinstance(given, dict) else None
+
+
+def _renamed(body: dict) -> None:
+    if "max_tokens" in body:
+        body["max_completion_tokens"] = body.pop("max_tokens")
+
+
+def _as_json_object(body: dict) -> None:
+    if "response_format" in body:
+        body["response_format"] = {"type": "json_object"}
+
+
+def _has_system(body: dict) -> bool:
+    return any(isinstance(m, dict) and m.get("role") == "system" for m in body["messages"])
+
+
+def _fold_system(body: dict) -> None:
+    """Fold the system messages into the first user message, for chat templates without a system
+    role."""
+    messages = body["messages"]
+    system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system"
+                         and m.get("content"))
+    rest = [dict(m) for m in messages if m.get("role") != "system"]
+    for message in rest:
+        if message.get("role") == "user":
+            message["content"] = (f"{system}\n\n{message.get('content') or ''}" if system
+                                  else message.get("content"))
+            body["messages"] = rest
+            return
+    body["messages"] = [{"role": "user", "content": system}] + rest
+
+
 _FORMAT_REJECTED = re.compile(r"response_format|json_schema|json_object", re.I)
-# Gemma-style templates; Mistral's old ones say "roles must alternate"
-_SYSTEM_REJECTED = re.compile(
-    r"system[ _](?:role|message|prompt)s?\b[^.]{0,40}\b(?:not supported|unsupported|not allowed)"
-    r"|roles must alternate|(?:not supported|unsupported|invalid)\b[^.]{0,20}\brole[ "
-    r":'\"`]+system\b", re.I)
+# Every adaptation to a server, in the order a refusal is matched: the first row whose refusal the
+# message shows, about a part the refused body held, is adapted to once and remembered; every
+# later body then does without that part, whatever extra_body says.
+_ADAPTATIONS = (
+    _Adaptation("stream_options", re.compile(r"\bstream_options\b"), _holds("stream_options"),
+                _without("stream_options")),
+    _Adaptation("stream", _quoted("stream"), _holds("stream"),
+                _without("stream", "stream_options")),
+    _Adaptation("stop", _quoted("stop"), _holds("stop"), _without("stop"), cuts_stops=True),
+    _Adaptation("temperature", _quoted("temperature"), _holds("temperature"),
+                _without("temperature")),
+    # "'max_tokens' is not supported ... Use 'max_completion_tokens' instead"
+    _Adaptation("max_tokens (renamed max_completion_tokens)",
+                re.compile(r"(?s)^(?=.*max_completion_tokens).*['\"`]max_tokens['\"`]"),
+                _holds("max_tokens"), _renamed),
+    _Adaptation("max_tokens", _quoted("max_tokens"), _holds("max_tokens"), _without("max_tokens")),
+    _Adaptation("frequency_penalty", re.compile(r"\bfrequency_penalty\b"),
+                _holds("frequency_penalty"), _without("frequency_penalty")),
+    # first json_schema falls back to json_object, then any format to none
+    _Adaptation("response_format json_schema", _FORMAT_REJECTED,
+                lambda body: _format_type(body) == "json_schema", _as_json_object),
+    _Adaptation("response_format", _FORMAT_REJECTED, _holds("response_format"),
+                _without("response_format")),
+    # Gemma-style templates, often as llama.cpp's 500 "Jinja exception"; Mistral's old ones say
+    # "roles must alternate"
+    _Adaptation("the system role", re.compile(
+        r"system[ _](?:role|message|prompt)s?\b[^.]{0,40}\b"
+        r"(?:not supported|unsupported|not allowed)"
+        r"|roles must alternate|(?:not supported|unsupported|invalid)\b[^.]{0,20}\brole[ "
+        r":'\"`]+system\b", re.I), _has_system, _fold_system, statuses=(400, 422, 500)),
+)
+
+
+def _refused(status: Optional[int], message: str, body: Optional[dict] = None
+             ) -> Optional[_Adaptation]:
+    """The row of _ADAPTATIONS a refusal asks for (with body: about a part that body held), or
+    None."""
+    return next((row for row in _ADAPTATIONS if status in row.statuses
+                 and row.refusal.search(message) and (body is None or row.held(body))), None)
+
+
 # http.client refuses these, quoting the whole header value
 _HEADER_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _BOM = b"\xef\xbb\xbf"         # UTF-8's byte-order mark, which a few servers send before an answer
@@ -3078,8 +3225,8 @@ class OpenAICompatLLM:
     Streams by default (server-sent events) and stops reading as soon as the reply's
     first action is complete, or when the reply repeats itself. Retries the statuses
     in ``_RETRY_STATUSES``, network errors and broken streams with exponential backoff
-    and jitter, honouring ``Retry-After``; fails fast on other 4xx answers and
-    redirects. Adapts once to a parameter the server rejects by name. Raises only
+    and jitter, honouring ``Retry-After``; fails fast on every other error status and
+    on redirects. Adapts once to a parameter the server rejects by name. Raises only
     ``LLMError``, with the status and the server's own message. The API key is sent
     only in the Authorization header and never appears in an exception, a ``repr``
     or a log line. ``opener`` (anything with ``open(request, timeout=...)``) and
@@ -3244,11 +3391,9 @@ class OpenAICompatLLM:
 
     def _start_state(self) -> None:
         """What the client learns and keeps while it runs (shared by every thread that uses it)."""
-        self._adapted: set = set()  # what this server rejected by name, each adapted to once
-        self._max_tokens_key = "max_tokens"  # or max_completion_tokens, when the server asks for it
+        self._adapted: set = set()  # rows of _ADAPTATIONS: what this server rejected by name
         self._key_withheld = False  # from_env: a key not sent over plain http:// to another host
-        # one client may serve many threads
-        self._lock, self._local = threading.Lock(), threading.local()
+        self._lock = threading.Lock()  # one client may serve many threads
         self._not_before = 0.0  # time.monotonic() before which no request starts (Retry-After)
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
 
@@ -3286,7 +3431,7 @@ class OpenAICompatLLM:
             finally:
                 response.close()
         except _Retryable as exc:
-            raise LLMError(str(exc), exc.status) from None
+            raise LLMError(str(exc), exc.status, exc.kind) from None
         except LLMError:
             raise
         # anything unforeseen may carry the key: scrub it and say what it was
@@ -3305,47 +3450,27 @@ class OpenAICompatLLM:
                 and isinstance(entry.get("id"), str)]
 
     def _adapt(self, exc: LLMError, body: dict) -> bool:
-        """Change what is sent after the server rejected part of it by name; True to try again.
+        """Adapt to a refusal of part of what was sent (a row of _ADAPTATIONS); True to try again.
 
         Some servers refuse ``stream``, ``stream_options``, ``stop`` (then replies are
         cut client-side), a non-default ``temperature``, ``max_tokens`` (renamed to
         ``max_completion_tokens`` when the server asks), ``response_format`` (then
         ``json_object``, then none) or the ``system`` role (then folded into the first
         user message). Each change is made once and remembered, whatever extra_body says.
-        When another thread already made the change this body still had, it is tried again.
+        True only when the next body differs from the refused one: a body built before
+        another thread made the change is tried again, and no body is sent twice.
         """
-        if exc.status not in (400, 422, 500) or exc.kind is not None:
+        if exc.kind is not None:
             return False
-        message = str(exc).replace(self.url, "")
+        row = _refused(exc.status, str(exc).replace(self.url, ""), body)
+        if row is None:
+            return False
         with self._lock:
-            change = self._adaptation(message, body, exc.status)
-            if change is None:
-                return False
-            # made by another thread since this body was built: the next has it
-            if change in self._adapted:
-                return True
-            if change == "max_tokens" and "max_completion_tokens" in message:
-                self._max_tokens_key = "max_completion_tokens"
-            self._adapted.add(change)
-        _log.info("the server rejected %s; adapting (once) and trying again", change)
-        return True
-
-    def _adaptation(self, message: str, body: dict, status: int) -> Optional[str]:
-        """The change a refusal asks for, read from the body that was refused (not from what is
-        adapted since)."""
-        if status != 500:
-            for param, pattern in _ADAPTABLE_PARAMS.items():
-                if param in body and pattern.search(message):
-                    return param
-            if "response_format" in body and _FORMAT_REJECTED.search(message):
-                given = body["response_format"]
-                return ("json_object" if isinstance(given, dict)
-                        and given.get("type") == "json_schema" else "no_format")
-        has_system = any(isinstance(m, dict) and m.get("role") == "system"
-                         for m in body["messages"])
-        if has_system and _SYSTEM_REJECTED.search(message):
-            return "system"
-        return None
+            new = row not in self._adapted
+            self._adapted.add(row)
+        if new:
+            _log.info("the server rejected %s; adapting (once) and trying again", row.rejected)
+        return self._adapted_body(dict(body)) != body
 
     def _body(self, messages: list, response_schema: Optional[dict], temperature: Optional[float],
               frequency_penalty: Optional[float] = None) -> dict:
@@ -3365,30 +3490,26 @@ class OpenAICompatLLM:
         if schema is not None:
             body["response_format"] = {"type": "json_schema",
                                        "json_schema": {"name": "action", "schema": schema}}
-            if "no_format" not in self._adapted and "stop" not in self.extra_body:
-                # The grammar already ends the reply after the object; a stop sequence could only
-                # cut a string that quotes it (a small model copies "[OBSERVATION]" into its
-                # thought).
-                body.pop("stop", None)
-        return self._adapted_body(body)
+        body = self._adapted_body(body)
+        if schema is not None and "response_format" in body and "stop" not in self.extra_body:
+            # The grammar already ends the reply after the object; a stop sequence could only cut a
+            # string that quotes it (a small model copies "[OBSERVATION]" into its thought).
+            body.pop("stop", None)
+        return body
 
     def _adapted_body(self, body: dict) -> dict:
-        """The body as this server takes it: what it rejected is dropped or replaced, whatever
-        extra_body says."""
-        for param in ("stream_options", "stream", "stop", "temperature", "frequency_penalty"):
-            if param in self._adapted or (param == "stream_options" and "stream" in self._adapted):
-                body.pop(param, None)
-        if "max_tokens" in self._adapted and "max_tokens" in body:
-            value = body.pop("max_tokens")
-            if self._max_tokens_key == "max_completion_tokens":
-                body["max_completion_tokens"] = value
-        if "response_format" in body and "json_object" in self._adapted:
-            body["response_format"] = {"type": "json_object"}
-            if "no_format" in self._adapted:
-                del body["response_format"]
-        if "system" in self._adapted:
-            body["messages"] = _fold_system(body["messages"])
+        """The body as this server takes it: each row of _ADAPTATIONS adapted to changes it, in
+        the table's order."""
+        for row in _ADAPTATIONS:
+            if row in self._adapted:
+                row.instead(body)
         return body
+
+    def _client_stops(self) -> list:
+        """The stop strings the client cuts each reply at itself: all of them, once the server
+        refused ``stop``."""
+        cuts = any(row.cuts_stops and row in self._adapted for row in _ADAPTATIONS)
+        return self.stop if cuts else []
 
     def _post(self, body: dict, call_end: float) -> _Reply:
         data = json.dumps(body).encode("utf-8")
@@ -3402,11 +3523,12 @@ class OpenAICompatLLM:
             except _Retryable as exc:
                 failure = exc
             if attempt == self.max_retries:
-                raise LLMError(f"{failure} (gave up after {attempt + 1} attempts)", failure.status)
+                raise LLMError(f"{failure} (gave up after {attempt + 1} attempts)", failure.status,
+                               failure.kind)
             delay = failure.retry_after if failure.retry_after is not None else _backoff(attempt)
             if time.monotonic() + delay >= call_end:
                 raise LLMError(f"{failure} (no time left to retry within max_seconds)",
-                               failure.status)
+                               failure.status, failure.kind)
             _log.info("model request failed (%s); retrying in %.1f s", failure, delay)
             # the server's "slow down" holds back every thread of this client
             if failure.retry_after is not None:
@@ -3474,9 +3596,8 @@ class OpenAICompatLLM:
         request = urllib.request.Request(deadline.url, data=data,
                                          headers=self._request_headers(stream),
                                          method="GET" if data is None else "POST")
-        # a fresh Request per attempt: urllib's proxy code edits it
-        request.timing = (self.timeout, deadline)
-        opener = self._opener or _build_opener(deadline.url)
+        # a fresh Request (and opener) per attempt: urllib's proxy code edits the request
+        opener = self._opener or _build_opener(deadline.url, self.timeout, deadline)
         try:
             return opener.open(request, timeout=min(self.timeout, deadline.left(),
                                                     threading.TIMEOUT_MAX))
@@ -3498,7 +3619,9 @@ class OpenAICompatLLM:
         if isinstance(reason, socket.timeout) and deadline.passed():
             return deadline.expired()
         return _Retryable(f"could not reach {deadline.url}: "
-                          f"{self._scrub(str(reason)) or type(exc).__name__}")
+                          f"{self._scrub(str(reason)) or type(exc).__name__}",
+                          kind="connection_refused" if isinstance(reason, ConnectionRefusedError)
+                          else None)
 
     def _read_response(self, response: Any, deadline: _Deadline) -> _Reply:
         status = getattr(response, "status", None)
@@ -3531,7 +3654,7 @@ class OpenAICompatLLM:
 
     def _read_events(self, body: _Body, first: bytes) -> _Reply:
         """Read a server-sent event stream until its end, an early stop or a loop."""
-        stops = self.stop if "stop" in self._adapted else []
+        stops = self._client_stops()
         scanner = _ActionScanner() if self.early_stop else None
         state = _StreamState(self.on_delta, scanner, self.repetition_stop, stops)
         events = _EventStream()
@@ -3611,17 +3734,17 @@ class OpenAICompatLLM:
         where = f"HTTP {status} from {url}" if status else f"{url} returned an error"
         overflow = _overflow(message, details)
         if overflow is not None:
-            error = LLMError(f"{where}: {message} (the conversation does not fit the model's "
-                             "context window)",
-                             status, kind="context_overflow")
-            error.n_ctx, error.n_prompt_tokens = overflow
-            raise error
+            n_ctx, n_prompt_tokens = overflow
+            raise LLMError(f"{where}: {message} (the conversation does not fit the model's "
+                           "context window)", status, kind="context_overflow", n_ctx=n_ctx,
+                           n_prompt_tokens=n_prompt_tokens)
         if status is not None and 300 <= status < 400:
             location = self._scrub(str(headers.get("Location") if headers else None))
             raise LLMError(f"HTTP {status} from {url}: redirected to {location} (agent.py follows "
                            "no redirect, which would carry the API key elsewhere; fix the "
                            "base URL)", status)
-        if status in _RETRY_STATUSES and not _SYSTEM_REJECTED.search(message):
+        # a refusal that an adaptation answers is not retried as it is
+        if status in _RETRY_STATUSES and _refused(status, message) is None:
             retry_after = _retry_after(headers.get("Retry-After") if headers else None)
             raise _Retryable(f"{where}: {message}", status, retry_after)
         raise LLMError(f"{where}: {message}" + (f" ({self._hint(status, message)})" if status
@@ -3639,9 +3762,8 @@ class OpenAICompatLLM:
         """Record what the call left behind (per thread), add its usage to the total; return the
         text."""
         text = reply.text
-        if "stop" in self._adapted:
-            for stop in self.stop:
-                text = text.split(stop, 1)[0]
+        for stop in self._client_stops():
+            text = text.split(stop, 1)[0]
         self.last_finish_reason, self.last_stopped_early = reply.finish_reason, reply.stopped_early
         self.last_reasoning, self.last_usage = reply.reasoning or None, reply.usage
         self.last_model = reply.model
@@ -3780,11 +3902,12 @@ def _scrubbed(text: str, secrets: Iterable[Optional[str]]) -> str:
     """text with every secret shown as ``***``: the one scrubber, for keys, passwords and header
     credentials.
 
-    A run of 8 or more characters that starts or ends a secret is hidden too (a server
-    that echoes all but the last 4 characters of a key). A server may echo a secret
-    escaped (``\\u0073k-...``, PHP's ``\\/``, ``%2F`` in a Location, escaped twice): when an
-    unescaped reading of the text holds one, that reading is shown, scrubbed. Secrets
-    shorter than 8 characters are placeholders (``"x"``, ``"none"``) and are left alone.
+    A run of ``_MIN_SECRET_CHARS`` or more characters that starts or ends a secret is
+    hidden too (a server that echoes all but the last 4 characters of a key). A server
+    may echo a secret escaped (``\\u0073k-...``, PHP's ``\\/``, ``%2F`` in a Location,
+    escaped twice): when an unescaped reading of the text holds one, that reading is
+    shown, scrubbed. Shorter secrets are placeholders (``"x"``, ``"none"``) and are
+    left alone.
 
     >>> _scrubbed("bad key sk-abcdefghij12345678 (sk-abcdefghij1234...)", ["sk-abcdefghij12345678"])
     'bad key *** (***...)'
@@ -3808,8 +3931,8 @@ def _scrubbed(text: str, secrets: Iterable[Optional[str]]) -> str:
 
 
 def _secret_spans(text: str, secret: str) -> list:
-    """(start, end) of each run of text that is secret, or 8 or more characters that start or end
-    it."""
+    """(start, end) of each run of text that is secret, or _MIN_SECRET_CHARS or more characters
+    that start or end it."""
     spans, size = [], _MIN_SECRET_CHARS
     at = text.find(secret[:size])
     while at >= 0:  # from a match of its first characters, as far as it goes on
@@ -3958,7 +4081,8 @@ def _reported_usage(usage: Any) -> Optional[dict]:
     """prompt_tokens and completion_tokens from a usage object; None when it reports neither.
 
     A count that is not a whole number from 0 to _MAX_USAGE_COUNT (a float, a bool, a
-    negative, a 4,300-digit number) is not a count any server can mean: it reads as 0.
+    negative, a number thousands of digits long) is not a count any server can mean: it
+    reads as 0.
     """
     if not isinstance(usage, dict):
         return None
@@ -3968,20 +4092,6 @@ def _reported_usage(usage: Any) -> Optional[dict]:
     if all(v is None for v in counts.values()):
         return None
     return {key: v or 0 for key, v in counts.items()}
-
-
-def _fold_system(messages: list) -> list:
-    """The conversation with its system messages folded into the first user message, for templates
-    without one."""
-    system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system"
-                         and m.get("content"))
-    rest = [dict(m) for m in messages if m.get("role") != "system"]
-    for message in rest:
-        if message.get("role") == "user":
-            message["content"] = (f"{system}\n\n{message.get('content') or ''}" if system
-                                  else message.get("content"))
-            return rest
-    return [{"role": "user", "content": system}] + rest
 
 
 # -- MCP -------------------------------------------------------------------------------
@@ -4030,10 +4140,11 @@ def add_mcp(self, server: Union[str, list], *, name: Optional[str] = None,
     in ``cwd``; or an ``http(s)://`` URL (Streamable HTTP), sent ``headers`` (its credentials,
     which no message shows). ``tools`` keeps only the tools so named; ``name`` prefixes every
     tool name (``name_tool``) when two servers would collide. ``timeout`` bounds each request
-    (default: the registry's ``default_timeout``, or 30 s). A tool the server marks
-    ``destructiveHint`` asks ``confirm`` first. Every failure of a call is an ``ERROR:`` result.
-    ToolError when the server cannot be started, reached or read, or a tool cannot be
-    registered (its schema, its name): then nothing is registered and the server is stopped.
+    (default: the registry's ``default_timeout``, or ``_MCP_DEFAULT_TIMEOUT`` seconds). A tool
+    the server marks ``destructiveHint`` asks ``confirm`` first. Every failure of a call is an
+    ``ERROR:`` result. ToolError when the server cannot be started, reached or read, or a tool
+    cannot be registered (its schema, its name): then nothing is registered and the server is
+    stopped.
     """
     before = set(self._tools)
     _add_mcp(self, server, name=name, env=env, cwd=cwd, tools=tools, timeout=timeout,
@@ -4715,10 +4826,9 @@ class _McpHttp:
 
         request = urllib.request.Request(self.url, data=json.dumps(message).encode("utf-8"),
                                          headers=self._headers(message), method="POST")
-        request.timing = (deadline.left(), deadline)
         try:
-            return _build_opener(self.url).open(request,
-                                                timeout=min(deadline.left(), threading.TIMEOUT_MAX))
+            opener = _build_opener(self.url, deadline.left(), deadline)
+            return opener.open(request, timeout=min(deadline.left(), threading.TIMEOUT_MAX))
         except urllib.error.HTTPError as exc:
             self._http_error(exc, deadline)
         except (OSError, http.client.HTTPException) as exc:
@@ -5630,7 +5740,7 @@ class Agent:
             raise LLMError(f"{exc} (the conversation still does not fit the model's context "
                            "window; set a smaller max_context_chars)", exc.status,
                            exc.kind) from None
-        n_ctx, n_prompt = getattr(exc, "n_ctx", None), getattr(exc, "n_prompt_tokens", None)
+        n_ctx, n_prompt = exc.n_ctx, exc.n_prompt_tokens
         if all(_is_int(n) and n > 0 for n in (n_ctx, n_prompt)):
             state.budget = sent * n_ctx // n_prompt
         else:
@@ -6212,14 +6322,16 @@ _OPENERS, _CLOSERS = ("(", "[", "{"), (")", "]", "}")
 def safe_eval(expr: str) -> int | float:
     """Evaluate an arithmetic expression without eval: ``ast`` plus a whitelist.
 
-    Allowed: int and float literals, ``+ - * / // % **``, unary ``+ -``, parentheses,
-    the functions in ``_FUNCTIONS`` and the constants ``pi e tau``. Exact division of
-    integers stays an integer. Everything else -- names, attributes, strings, booleans,
-    complex numbers, comparisons, lambdas, comprehensions -- raises
-    ``UnsafeExpression`` naming the offending part, as do division by zero, overflow,
-    ``inf``/``nan`` results, integers over 4,300 digits, input over 10,000 characters
-    and nesting over 100 levels. Nothing else is ever raised.
+    Allowed: int and float literals, ``+ - * / // % **``, unary ``+ -``, parentheses, the
+    functions in ``_FUNCTIONS`` and the constants ``pi e tau``. Exact division of integers stays
+    an integer. Everything else -- names, attributes, strings, booleans, complex numbers,
+    comparisons, lambdas, comprehensions -- raises ``UnsafeExpression`` naming the offending
+    part, as do division by zero, overflow, ``inf``/``nan`` results, integers over
+    ``_MAX_INT_DIGITS`` digits, input over ``_MAX_EXPR_CHARS`` characters and nesting over
+    ``_MAX_NESTING`` levels. Nothing else is ever raised.
 
+    >>> _MAX_INT_DIGITS, _MAX_EXPR_CHARS, _MAX_NESTING
+    (4300, 10000, 100)
     >>> safe_eval("2 * (3 + 4)")
     14
     >>> safe_eval("(128*3+40)/4")
@@ -6845,7 +6957,7 @@ def _cli_served_model(llm: OpenAICompatLLM, args: argparse.Namespace) -> str:
         # the client's own key rule, proxy rule, opener, deadlines
         names = llm._served_models(args.max_seconds)
     except LLMError as exc:
-        if "Connection refused" in str(exc):
+        if exc.kind == "connection_refused":
             raise ValueError(f"no server is listening at {llm.base_url} ({exc}): start it, or "
                              "check the port (--base-url, OPENAI_BASE_URL)") from None
         raise ValueError(f"no model named, and asking {url} failed ({exc}): pass --model NAME or "
@@ -6985,7 +7097,7 @@ def _cli_progress(step: Step) -> str:
     if step.raw is None:
         what = f"model failed: {_short(step.error, 200)}"
     elif action is None:
-        reason = (step.error or "").split(f". {_ASK_FOR_SHAPE}", 1)[0]
+        reason = _asked_problem(step.error or "")
         what = f"unparseable reply {_short(step.raw, 50)!r}: {_short(reason, 90)}"
     elif action.kind == "final":
         what = f"final answer: {_short(action.answer)}"
@@ -7092,9 +7204,19 @@ class _StatusLine:
 
 class _CliAgent(Agent):
     """The Agent, telling the CLI's status line when a model call or a tool starts and ends (the
-    loop never prints)."""
+    loop never prints), and keeping the error of the last model call for the CLI's hint."""
 
     status: Optional[_StatusLine] = None
+    # the LLMError of this thread's last model call, None when it answered: what _cli_hint reads
+    failure = _PerThread()
+
+    def _chat(self, state: _RunState, step: Step) -> Any:
+        self.failure = None
+        try:
+            return super()._chat(state, step)
+        except LLMError as exc:
+            self.failure = exc
+            raise
 
     def _query(self, state: _RunState, step: Step) -> Optional[str]:
         if self.status is None:
@@ -7216,14 +7338,14 @@ def _cli_while(result: AgentResult) -> str:
     return f", while {last.action.name} ran" if last.tool_seconds or last.error else ""
 
 
-def _cli_hint(agent: Agent, result: AgentResult) -> Optional[str]:
-    """The likely cause of a failed run, when the error names one."""
-    error = (result.steps[-1].error or "") if result.steps else ""
-    model = getattr(agent.llm, "model", None)
-    if result.stop_reason == "llm_error" and _names_model(error, model) and (
-            "HTTP 404" in error or ("HTTP 400" in error and _NOT_SERVED.search(error))):
+def _cli_hint(agent: _CliAgent, result: AgentResult) -> Optional[str]:
+    """The likely cause of a failed run, from the status and kind of the error that ended it."""
+    failure = agent.failure if result.stop_reason == "llm_error" else None
+    error, model = str(failure or ""), getattr(agent.llm, "model", None)
+    if failure is not None and _names_model(error, model) and (
+            failure.status == 404 or (failure.status == 400 and _NOT_SERVED.search(error))):
         return f"unknown model {model!r}: the server does not serve it ({_cli_served(agent.llm)})"
-    if result.stop_reason == "llm_error" and "Connection refused" in error:
+    if failure is not None and failure.kind == "connection_refused":
         return "nothing answers at that address: is the server running, and is the port right?"
     if result.stop_reason == "format_errors":
         return ("the model could not write the JSON action: try --constrain always, or a "

@@ -268,6 +268,44 @@ def test_connection_refused_without_a_model_says_nothing_listens_not_pass_model(
     assert f"no server is listening at {url}" in err and "--model" not in err
 
 
+def closed_port(serve):
+    server = serve(chat_answer("x"))
+    server.close()
+    return server.base_url
+
+
+def test_a_refused_connection_is_an_llm_error_of_its_own_kind(serve):
+    llm = agent.OpenAICompatLLM("m", closed_port(serve), max_retries=1, sleep=lambda s: None)
+    with pytest.raises(LLMError) as info:
+        llm.chat([{"role": "user", "content": "t"}])
+    assert info.value.kind == "connection_refused" and info.value.status is None
+
+
+def test_a_run_whose_server_refuses_connections_gets_the_hint(capsys, serve, monkeypatch):
+    monkeypatch.setattr(agent, "_backoff", lambda attempt: 0.0)
+    assert main(["--model", "m", "--base-url", closed_port(serve), "t"]) == 3
+    assert "agent.py: hint: nothing answers at that address" in capsys.readouterr().err
+
+
+def test_a_gateway_whose_upstream_refused_is_not_taken_for_no_server(capsys, serve, monkeypatch):
+    # issue 19: the CLI matched "Connection refused" in any message, a gateway's 502 included
+    monkeypatch.setattr(agent, "_backoff", lambda attempt: 0.0)
+    server = serve(error_answer(502, "upstream connect error: Connection refused"))
+    assert main(["--model", "m", "--base-url", server.base_url, "t"]) == 3
+    assert "hint: nothing answers" not in capsys.readouterr().err
+    assert main(["--base-url", server.base_url, "t"]) == 2
+    err = capsys.readouterr().err
+    assert "no server is listening" not in err and "no model named, and asking" in err
+
+
+def test_a_refusal_that_quotes_the_request_for_a_shape_is_shown_whole(tmp_path, capsys):
+    # issue 19: the progress line cut the problem at the first ". Reply with exactly one JSON object: "
+    path = replay_file(tmp_path, '{"x. Reply with exactly one JSON object: ": 1}', final("42"))
+    assert main(["--replay", path, "t"]) == 0
+    line = step_lines(capsys.readouterr().err)[0]
+    assert '(keys: x. Reply with exactly one' in line and "<tool name>" not in line
+
+
 # -- item 4: a model name the server did not use is noticed ----------------------------------------
 
 def answered_as(name, stream):

@@ -11,6 +11,7 @@ from urllib.parse import quote
 import pytest
 from _http_servers import KEY, chat_answer, client, completion, drips, error_answer, json_answer, llama_cpp_stream
 
+import agent
 from agent import Agent, LLMError, MockLLM, OpenAICompatLLM, _reported_usage
 from conftest import final
 
@@ -186,6 +187,18 @@ def test_a_proxy_that_drips_its_connect_answer_cannot_hold_the_call(serve, monke
 
 # -- 15. Two threads adapting the same parameter ---------------------------------------
 
+def test_a_per_thread_attribute_keeps_its_own_values_without_help_from_its_class():
+    class Holder:
+        last = agent._PerThread("none yet")
+
+    holder, seen = Holder(), []
+    holder.last = "main"
+    thread = threading.Thread(target=lambda: seen.append(holder.last))
+    thread.start()
+    thread.join(5)
+    assert seen == ["none yet"] and holder.last == "main"
+
+
 def refused_in_two_threads(serve, message, **options):
     """Two threads ask one client; the server refuses both requests with message while both are in flight.
 
@@ -300,6 +313,17 @@ def test_informational_answers_are_skipped(serve, status, stream):
 
     server = serve(script)
     assert client(server, stream=stream).chat(MESSAGES) == "hi"
+
+
+def test_after_an_informational_answer_the_real_one_may_wait_past_the_timeout(serve):
+    # prompt processing comes after a 103: the status line that follows waits like a first byte
+    def script(ex):
+        ex.write_raw(b"HTTP/1.1 103 Early Hints\r\n\r\n")
+        time.sleep(0.6)
+        chat_answer("hi")(ex)
+
+    server = serve(script)
+    assert client(server, timeout=0.2, max_retries=0).chat(MESSAGES) == "hi"
 
 
 def test_informational_answers_do_not_hold_the_call_past_its_deadline(serve):

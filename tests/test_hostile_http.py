@@ -9,6 +9,7 @@ from _http_servers import KEY, chat_answer, client, completion, error_answer, js
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import agent
 from agent import LLMError, OpenAICompatLLM, _repeating_tail, _retry_after, _StreamState
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello"}]
@@ -193,6 +194,32 @@ def test_a_template_without_a_system_role_gets_it_folded_in_once(serve):
     assert server.requests[1]["body"]["messages"] == [{"role": "user", "content": "Be brief.\n\nhello"}]
     assert server.requests[2]["body"]["messages"] == server.requests[1]["body"]["messages"]
     assert MESSAGES[0]["role"] == "system"   # the caller's list is untouched
+
+
+def test_a_refused_format_from_extra_body_is_dropped_not_sent_again(serve):
+    # issue 19: "no_format" was remembered but applied only after a json_object fallback
+    server = serve(error_answer(400, "response_format json_object is not supported"), chat_answer("a"))
+    llm = client(server, extra_body={"response_format": {"type": "json_object"}}, stream=False)
+    assert llm.chat(MESSAGES) == "a"
+    assert [r["body"].get("response_format") for r in server.requests] == [{"type": "json_object"}, None]
+
+
+def test_a_503_naming_the_system_role_is_retried_like_any_503(serve):
+    # issue 19: it was neither retried (_fail) nor adapted to (_adapt takes 400, 422 and 500)
+    server = serve(error_answer(503, "System role not supported"), chat_answer("a"))
+    assert client(server).chat(MESSAGES) == "a"
+    assert server.requests[1]["body"]["messages"] == MESSAGES
+
+
+@pytest.mark.parametrize("row", agent._ADAPTATIONS, ids=lambda row: row.rejected)
+def test_every_adaptation_changes_a_body_that_held_what_was_rejected(row):
+    body = {"model": "m", "messages": [dict(m) for m in MESSAGES], "stream": True,
+            "stream_options": {"include_usage": True}, "stop": ["x"], "temperature": 1.0,
+            "max_tokens": 9, "frequency_penalty": 0.5,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema": {}}}}
+    assert row.held(body)
+    row.instead(body)
+    assert not row.held(body)   # so an adapted body is never refused for the same part again
 
 
 # -- 8. Any 200 body gives text or an LLMError -----------------------------------------
@@ -446,6 +473,15 @@ def test_legitimate_long_text_is_not_a_loop(text):
 def streamed_fires(text, size):
     state = _StreamState(None, None, True, [])
     return any(state.add(text[i:i + size]) for i in range(0, len(text), size))
+
+
+def test_the_streamed_tail_holds_the_copies_of_the_longest_unit_the_check_looks_for():
+    # issue 19: the tail was 4096 characters, worked out by hand from two other constants
+    longest = agent._REPEAT_MAX_UNIT
+    unit = "".join(f"step {i} says: the same again. " for i in range(longest))[:longest - 1] + "\n"
+    assert _repeating_tail(unit * agent._REPEAT_MIN_TIMES)
+    assert streamed_fires("Thought: " + unit * agent._REPEAT_MIN_TIMES, 97)
+    assert agent._TAIL_CHARS == max(agent._REPEAT_MIN_CHARS, agent._REPEAT_MIN_TIMES * longest)
 
 
 @pytest.mark.parametrize("size", [1, 4, 7])

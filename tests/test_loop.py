@@ -676,6 +676,16 @@ def test_a_context_overflow_sets_a_budget_and_retries_once():
     assert_alternating(retried)
 
 
+def test_the_token_counts_of_an_overflow_are_declared_fields_of_the_error():
+    assert (LLMError("x", 400).n_ctx, LLMError("x", 400).n_prompt_tokens) == (None, None)
+    error = LLMError("the request exceeds the available context size", 400, "context_overflow",
+                     n_ctx=1000, n_prompt_tokens=2000)
+    llm = MockLLM([call("add", a=i, b=10 ** 40) for i in range(30)] + [error, final("done")])
+    result = Agent(llm, make_tools(), max_steps=40).run("t")
+    budget = sent_chars(llm.calls[30]) // 2   # scaled by n_ctx / n_prompt_tokens, not by 3/4
+    assert result.steps[30].notes == [f"context overflow: max_context_chars={budget} for the rest of this run; retried"]
+
+
 def test_a_reply_that_filled_the_context_is_sent_back_shortened_and_kept_whole():
     # Seen on llama.cpp: a free-text reply ran to the context limit, and the next request overflowed.
     runaway = "The answer is " + "very " * 3000
