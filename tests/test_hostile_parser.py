@@ -314,6 +314,13 @@ def refused_beside_a_call(obj, key):
         refused(json.dumps(obj), '"arguments"', json.dumps(key, ensure_ascii=False)[:20])
 
 
+@pytest.mark.parametrize("key", ["index", "INDEX", "id", "call_id"])
+def test_an_object_under_a_call_metadata_key_is_not_metadata(key):
+    """OpenAI's id, index and call_id are text or numbers; an object there may be the arguments."""
+    refused_beside_a_call({"type": "tool_call", "name": "f", "arguments": None, key: {"x": 1}}, key)
+    assert parse_action(json.dumps({"type": "tool_call", "name": "f", key: 0})).arguments == {}
+
+
 @DEEP
 @given(st.text(min_size=1, max_size=12).filter(lambda k: k not in ("type", "name", "arguments", "answer", "thought")),
        st.dictionaries(st.text(max_size=4), st.integers(), min_size=1, max_size=2),
