@@ -276,6 +276,7 @@ _COPIED_CALL = ("you copied the call of the instructions' example; call one of t
 # Tools (ToolRegistry.call): each failure, and what to do next. Validation's one-off problems
 # ("parameter 'a' must be integer, got string") are written beside their checks, and fill
 # {problem}.
+_FAILURE_PREFIX = "ERROR:"   # every failure's text starts with it (read only of an overridden call)
 _UNKNOWN_TOOL = "ERROR: unknown tool {name}.{hint} Available tools: {available}."
 _DID_YOU_MEAN = " Did you mean {close!r}?"   # its {hint}, when a registered name is close
 _NOT_AN_OBJECT = "ERROR: the arguments for {name!r} must be a JSON object, got {got}."
@@ -433,6 +434,16 @@ class ToolRegistry:
         except BaseException as exc:  # a last resort: call() must never raise
             return _failed(_BROKE.format(name=_text(name, repr), kind=type(exc).__name__,
                                          message=_text(exc)))
+
+    def _loop_result(self, name: str, arguments: Any, **options: Any) -> _ToolResult:
+        """What the loop runs: ``_result``; or, when ``call`` is overridden (in a subclass or on the
+        instance, say to audit or refuse calls), that ``call``, so the override sees every call the
+        agent makes. Its text is all an override gives: a failure is text starting with ``ERROR:``.
+        """
+        if "call" not in vars(self) and type(self).call is ToolRegistry.call:
+            return self._result(name, arguments, **options)
+        text = self.call(name, arguments, **options)
+        return _ToolResult(text, failed=text.startswith(_FAILURE_PREFIX))
 
     def _call(self, name: Any, arguments: Any, confirm: Optional[Callable],
               timeout: Optional[float]) -> _ToolResult:
@@ -5822,9 +5833,9 @@ class Agent:
 
     def _run_tool(self, state: _RunState, step: Step, action: Action) -> _ToolResult:
         started = _now()
-        result = self.tools._result(action.name, action.arguments, confirm=self.confirm,
-                                    max_chars=self.max_observation_chars,
-                                    timeout=self._time_left(state))
+        result = self.tools._loop_result(action.name, action.arguments, confirm=self.confirm,
+                                         max_chars=self.max_observation_chars,
+                                         timeout=self._time_left(state))
         step.tool_seconds = _now() - started
         _log.debug("step %d: tool %s took %.3f s", step.index, action.name, step.tool_seconds)
         if result.failed:

@@ -201,6 +201,42 @@ def test_a_failed_call_is_a_failed_step_with_the_same_text(reply, text):
     assert registry._result(name, arguments) == (text, True)
 
 
+
+class _Sandboxed(ToolRegistry):
+    """A registry that audits every call and refuses one tool, by overriding the public call()."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def call(self, name, arguments, **options):
+        self.seen.append(name)
+        if name == "boom":
+            return "ERROR: sandbox: 'boom' is disabled here."
+        return super().call(name, arguments, **options)
+
+
+def test_the_loop_runs_tools_through_an_overridden_call():
+    # A subclass (or an instance attribute) that wraps call() to audit or refuse calls sees the
+    # agent's calls, as before the failed flag; its text is all it gives, so ERROR: marks a failure.
+    registry = _Sandboxed()
+    registry.register(_failing_tools().get("boom"))
+    registry.register(_failing_tools().get("add"))
+    result = Agent(MockLLM([call("boom"), call("add", a=1, b=2), final("x")]), registry,
+                   constrain="never").run("t")
+    refused, added = result.steps[:2]
+    assert registry.seen == ["boom", "add"]
+    assert refused.observation == ("[OBSERVATION] ERROR: sandbox: 'boom' is disabled here.\n"
+                                   "(step 1 of 10)")
+    assert refused.error == "ERROR: sandbox: 'boom' is disabled here."
+    assert (added.observation, added.error) == ("[OBSERVATION] 3\n(step 2 of 10)", None)
+
+    plain = _failing_tools()
+    calls = []
+    plain.call = lambda name, arguments, **options: calls.append(name) or "patched"
+    result = Agent(MockLLM([call("add", a=1, b=2), final("x")]), plain).run("t")
+    assert calls == ["add"] and result.steps[0].observation.startswith("[OBSERVATION] patched")
+
 # -- stop reasons -----------------------------------------------------------------------
 
 def test_every_stop_reason_is_listed():
