@@ -1829,7 +1829,7 @@ def _read_keys(obj: dict, repairs: list) -> _Keys:
         if meant is not None and meant == spelling:
             held.add(meant)
         elif spelling not in _CALL_METADATA or isinstance(value, (dict, list)):
-            strays.append(key)     # OpenAI's metadata is text or a number: an object there is a stray
+            strays.append(key)   # OpenAI's metadata is text or a number, never an object
     if held.intersection(stand_ins):   # some key is spelled two ways, both holding a value
         _check_spellings(obj, repairs)
     answer = "answer" in held or "answer" in stand_ins
