@@ -2033,7 +2033,7 @@ def _observation_result(message: str) -> Optional[str]:
         return None
     text = message[len(_OBSERVATION):]
     body, newline, last = text.rpartition("\n")
-    return (body if newline and last.startswith("(step") else text).strip()
+    return (body if newline and last.startswith(_BUDGET.split("{", 1)[0]) else text).strip()
 
 
 # -- Protocol, loop detection: _repeating_tail -----------------------------------------
