@@ -1840,8 +1840,7 @@ def _read_keys(obj: dict, repairs: list) -> _Keys:
         if meant is not None and meant == spelling:
             held.add(meant)
         elif spelling not in _CALL_METADATA or isinstance(value, (dict, list)):
-            # OpenAI's metadata is text or a number: an object there is a stray
-            strays.append(key)
+            strays.append(key)   # OpenAI's metadata is text or a number, never an object
     if held.intersection(stand_ins):   # some key is spelled two ways, both holding a value
         _check_spellings(obj, repairs)
     answer = "answer" in held or "answer" in stand_ins
@@ -2045,7 +2044,7 @@ def _observation_result(message: str) -> Optional[str]:
         return None
     text = message[len(_OBSERVATION):]
     body, newline, last = text.rpartition("\n")
-    return (body if newline and last.startswith("(step") else text).strip()
+    return (body if newline and last.startswith(_BUDGET.split("{", 1)[0]) else text).strip()
 
 
 # -- Protocol, loop detection: _repeating_tail -----------------------------------------
