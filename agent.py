@@ -436,11 +436,11 @@ class ToolRegistry:
                                          message=_text(exc)))
 
     def _loop_result(self, name: str, arguments: Any, **options: Any) -> _ToolResult:
-        """What the loop runs: ``_result``; or, when ``call`` is overridden (in a subclass or on the
-        instance, say to audit or refuse calls), that ``call``, so the override sees every call the
-        agent makes. Its text is all an override gives: a failure is text starting with ``ERROR:``.
+        """What the loop runs: ``_result``; or, when ``call`` is overridden (in a subclass, on the
+        instance or patched onto the class, say to audit or refuse calls), that ``call``, so it sees
+        every call the agent makes. Its text is all it gives: a failure is text starting ``ERROR:``.
         """
-        if "call" not in vars(self) and type(self).call is ToolRegistry.call:
+        if getattr(self.call, "__func__", None) is _PLAIN_CALL:
             return self._result(name, arguments, **options)
         text = self.call(name, arguments, **options)
         return _ToolResult(text, failed=text.startswith(_FAILURE_PREFIX))
@@ -597,6 +597,9 @@ class ToolRegistry:
         self.close()
 
 
+# ToolRegistry.call as defined here: when self.call is another (a subclass's, the instance's, a
+# wrapper patched onto the class), the loop calls that
+_PLAIN_CALL = ToolRegistry.call
 # what Agent and run take as tools
 _Tools = Union[ToolRegistry, Iterable[Union[Tool, Callable[..., Any]]], None]
 

@@ -237,6 +237,21 @@ def test_the_loop_runs_tools_through_an_overridden_call():
     result = Agent(MockLLM([call("add", a=1, b=2), final("x")]), plain).run("t")
     assert calls == ["add"] and result.steps[0].observation.startswith("[OBSERVATION] patched")
 
+
+def test_the_loop_runs_tools_through_a_call_patched_on_the_class(monkeypatch):
+    # instrumentation wraps ToolRegistry.call on the class itself; the agent's calls go through it
+    seen = []
+    plain_call = ToolRegistry.call
+
+    def traced(self, name, arguments, **options):
+        seen.append(name)
+        return plain_call(self, name, arguments, **options)
+
+    monkeypatch.setattr(ToolRegistry, "call", traced)
+    result = Agent(MockLLM([call("boom"), final("x")]), _failing_tools(), constrain="never").run("t")
+    assert seen == ["boom"]
+    assert result.steps[0].error.startswith("ERROR: 'boom' raised RuntimeError: disk on fire.")
+
 # -- stop reasons -----------------------------------------------------------------------
 
 def test_every_stop_reason_is_listed():
