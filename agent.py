@@ -28,7 +28,7 @@ Map of this file, in the order the data flows. Each section uses only the ones a
 section, and a part whose ruler says "skip on first read" is machinery the rest can be read without:
 
 - Errors and settings: ``AgentError`` and its four children; ``_check_setting`` checks numeric
-  options; then the table of every text the model is told but the system prompt (shapes, ``_ask``,
+  options; ``_cut`` shortens a text with "…"; then the table of every text the model is told but the system prompt (shapes, ``_ask``,
   observations, the loop's nudges, tools' and MCP's ``ERROR:`` texts, memory's notes).
 - Tools: ``Tool.from_function`` describes a function; ``ToolRegistry.call`` validates the arguments
   and runs the tool; ``action_schema`` describes every valid reply; then how a signature becomes a
@@ -164,6 +164,16 @@ def _text(value: Any, show: Callable[[Any], str] = str) -> str:
         return f"<{type(value).__name__} that cannot be shown>"
 
 
+def _cut(text: str, limit: int) -> str:
+    """text, or its first ``limit - 1`` characters and "…": at most limit characters, and the cut
+    is shown (the one way agent.py shortens a text for a message or a line).
+
+    >>> _cut("abcdef", 4)
+    'abc…'
+    """
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+
+
 def _is_int(value: Any) -> bool:
     """An int that is not a bool (``True`` is an int to Python, never a count or a status to us)."""
     return isinstance(value, int) and not isinstance(value, bool)
@@ -209,8 +219,7 @@ def _check_setting(name: str, value: Any, optional: bool = False) -> None:
             and (value >= low if inclusive else value > low) and value <= sys.float_info.max):
         return
     rule = f"{'an integer' if integer else 'a finite number'} {'>=' if inclusive else '>'} {low}"
-    shown = _text(value, repr)
-    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    shown = _cut(_text(value, repr), 40)
     raise ValueError(f"invalid {name} {shown} (must be {rule}{', or None' if optional else ''})")
 
 
@@ -992,7 +1001,7 @@ def _json_type(value: Any) -> str:
 
 def _shown(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, default=str)
-    return f"{_json_type(value)} {text if len(text) <= 60 else text[:57] + '...'}"
+    return f"{_json_type(value)} {_cut(text, 60)}"
 
 
 def _is_type(value: Any, kind: str) -> bool:
@@ -1092,8 +1101,8 @@ def _validate_combined(value: Any, schema: dict, path: str, root: Any, depth: in
             _validate(value, schema["not"], path, root, depth + 1)
         except _ArgumentError:
             return value
-        raise _ArgumentError(f"{_parameter(path)} must not match {json.dumps(schema['not'])[:80]}, "
-                             f"got {_shown(value)}")
+        shown = _cut(json.dumps(schema["not"]), 80)
+        raise _ArgumentError(f"{_parameter(path)} must not match {shown}, got {_shown(value)}")
     return value
 
 
@@ -1870,7 +1879,7 @@ def _check_spellings(obj: dict, repairs: list) -> None:
         if len({_canonical(obj[key]) for key in keys}) > 1:
             shown = " and ".join(json.dumps(key, ensure_ascii=False) for key in keys)
             raise _refuse(f'the key "{meant}" appears twice with different values (as '
-                          f'{shown[:80]}); write each key once')
+                          f'{_cut(shown, 80)}); write each key once')
         _note(repairs, "duplicate_key")
 
 
@@ -1881,7 +1890,7 @@ def _action_kind(obj: dict, answer: bool, stand_ins: dict, repairs: list) -> str
         kind = obj["type"]
         normal = _spelling(kind)
         if normal not in ("tool_call", "final"):
-            raise _refuse(f'unknown "type" {json.dumps(kind, ensure_ascii=False)[:40]}: use '
+            raise _refuse(f'unknown "type" {_cut(json.dumps(kind, ensure_ascii=False), 40)}: use '
                           '"tool_call" or "final"')
         if normal != kind:
             _note(repairs, "type_spelling")
@@ -1898,7 +1907,7 @@ def _action_kind(obj: dict, answer: bool, stand_ins: dict, repairs: list) -> str
                           f'{json.dumps(key, ensure_ascii=False)}' for key in names)
         raise _refuse(f'"type" is missing and the keys are wrong: {fixes}')
     raise _refuse('the object has no "type", "name" or "answer" (keys: '
-                  f'{", ".join(map(str, obj))[:80] or "none"})')
+                  f'{_cut(", ".join(map(str, obj)), 80) or "none"})')
 
 
 def _answer(obj: dict, keys: _Keys, repairs: list) -> str:
@@ -1977,7 +1986,7 @@ def _check_stray_arguments(obj: dict, keys: _Keys) -> None:
     stray = (keys.stand_ins.get("arguments") or keys.strays or [None])[0]
     if stray is None:
         return
-    shown = json.dumps(stray, ensure_ascii=False)[:60]
+    shown = _cut(json.dumps(stray, ensure_ascii=False), 60)
     if stray in keys.stand_ins.get("arguments", ()) or isinstance(obj[stray], dict):
         raise _refuse(f'use "arguments" instead of {shown}', _CALL_SHAPE)
     raise _refuse(f'the tool call has no "arguments" but has {shown} beside them; put the tool\'s '
@@ -2511,8 +2520,9 @@ def _unique_keys(pairs: list, repairs: list) -> dict:
     for key, value in pairs:
         if key in obj:
             if _canonical(obj[key]) != _canonical(value):
-                raise _refuse(f"the key {json.dumps(key, ensure_ascii=False)[:60]} appears twice "
-                              "with different values; write each key once")
+                shown = _cut(json.dumps(key, ensure_ascii=False), 60)
+                raise _refuse(f"the key {shown} appears twice with different values; write each "
+                              "key once")
             _note(repairs, "duplicate_key")
         obj[key] = value
     return obj
@@ -4642,7 +4652,7 @@ class _McpStdio:
     def __init__(self, argv: list, env: dict, cwd: Any) -> None:
         self.argv, self.env, self.cwd = argv, env, cwd
         label = " ".join([os.path.basename(argv[0]), *argv[1:]])
-        self.label = label if len(label) <= 100 else label[:97] + "..."
+        self.label = _cut(label, 100)
         self.session: Any = None
         self._process: Any = None
         self._failure: Optional[_McpFailure] = None
@@ -5311,7 +5321,7 @@ def _digest_line(step: Step, calls: dict, result_chars: Optional[int]) -> str:
 def _clip(text: str, limit: Optional[int]) -> str:
     """text on one line, cut to limit characters (None: whole) with an ellipsis."""
     text = " ".join(text.split())
-    return text if limit is None or len(text) <= limit else text[:limit - 1] + "…"
+    return text if limit is None else _cut(text, limit)
 
 
 def _keep_ends(lines: list[str], total: int, limit: int) -> str:
@@ -5334,8 +5344,7 @@ def _keep_ends(lines: list[str], total: int, limit: int) -> str:
     while head + tail < len(lines) and used + min(len(lines[-1 - tail]), width) + 1 <= room:
         used += min(len(lines[-1 - tail]), width) + 1
         tail += 1
-    kept = [line if len(line) <= width else line[:width - 1] + "…"
-            for line in lines[:head] + lines[len(lines) - tail:]]
+    kept = [_cut(line, width) for line in lines[:head] + lines[len(lines) - tail:]]
     return "\n".join(kept[:head] + [_DIGEST_GAP.format(n=len(lines) - head - tail)] + kept[head:])
 
 
@@ -6695,7 +6704,7 @@ def _printable(text: str) -> str:
 
 def _short(text: Any, limit: int = 70) -> str:
     text = _printable(" ".join(str(text).split()))
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return _cut(text, limit)
 
 
 def _cli_say(text: str, stream: Any = None) -> None:

@@ -707,3 +707,13 @@ def test_data_beside_the_action_is_judged_alike_in_an_array_and_after_it(opening
             refused(reply, "action")   # "two different actions", or "more than one action" when escaped
         else:
             assert "extra_actions" in parse_action(reply).repairs
+
+
+@pytest.mark.parametrize("reply", [
+    '{"type": "' + "abcdefghij" * 6 + '"}',
+    '{"type": "tool_call", "name": "f", "' + "k" * 80 + '": 1}',
+])
+def test_a_value_cut_short_in_a_refusal_shows_the_cut(reply):
+    """A long value quoted in a refusal is cut with an ellipsis, so the model sees it was shortened."""
+    message = refused(reply)
+    assert "\u2026" in message
