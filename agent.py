@@ -28,8 +28,9 @@ Map of this file, in the order the data flows. Each section uses only the ones a
 section, and a part whose ruler says "skip on first read" is machinery the rest can be read without:
 
 - Errors and settings: ``AgentError`` and its four children; ``_check_setting`` checks numeric
-  options; ``_cut`` shortens a text with "…"; then the table of every text the model is told but the system prompt (shapes, ``_ask``,
-  observations, the loop's nudges, tools' and MCP's ``ERROR:`` texts, memory's notes).
+  options; ``_cut`` shortens a text with "…"; then the table of every text the model is told but
+  the system prompt (shapes, ``_ask``, observations, the loop's nudges, tools' and MCP's ``ERROR:``
+  texts, memory's notes).
 - Tools: ``Tool.from_function`` describes a function; ``ToolRegistry.call`` validates the arguments
   and runs the tool; ``action_schema`` describes every valid reply; then how a signature becomes a
   schema, and the schema keywords that are enforced. The worker pool that runs a call under its time
