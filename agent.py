@@ -7114,9 +7114,10 @@ def _cli_replayed(path: str, registry: ToolRegistry, task: Optional[str]) -> Opt
     return None
 
 
-def _cli_progress(step: Step) -> str:
+def _cli_progress(step: Step, first: Optional[int] = None) -> str:
     """The step's line: what the model did (its thought and call, or the reply it could not read),
-    never the reply; after a call, ``→`` and the start of what came back, an error as such."""
+    never the reply; after a call, ``→`` and the start of what came back, an error as such, or, for
+    a repeat of the call of step ``first``, that it was not run again (never the agent's nudge)."""
     action = step.action
     if step.raw is None:
         what = f"model failed: {_short(step.error, 200)}"
@@ -7126,8 +7127,10 @@ def _cli_progress(step: Step) -> str:
     elif action.kind == "final":
         what = f"final answer: {_short(action.answer)}"
     else:
-        what = (f"{action.name} {_short(json.dumps(action.arguments, ensure_ascii=False), 60)} → "
-                f"{_cli_result(step)}")
+        came = _cli_result(step) if first in (None, step.index) else (
+            f"the call of step {first} again: not run again")
+        arguments = _short(json.dumps(action.arguments, ensure_ascii=False), 60)
+        what = f"{action.name} {arguments} → {came}"
     thought = f" {_short(action.thought, 60)} |" if action and action.thought else ""
     seconds = step.llm_seconds + step.tool_seconds
     return f"[step {step.index}]{thought} {what} ({seconds:.2f} s)"
@@ -7297,13 +7300,20 @@ def _cli_on_step(args: argparse.Namespace, trace: Optional[_Trace], status: Opti
                  llm: Any) -> Callable[[Step], None]:
     # the one model name the server answered as, when it was not the one asked for
     warned: list = []
+    firsts: dict = {}   # this run's calls: (name, canonical arguments) -> the step that made it
 
     def on_step(step: Step) -> None:
         # one whole line per step, flushed, so an interrupted run keeps its steps
         if trace is not None:
             trace.write("step", step.to_dict())
+        if step.index == 1:
+            firsts.clear()
+        first = None
+        if step.action is not None and step.action.kind == "tool_call":
+            key = (step.action.name, _canonical(step.action.arguments))
+            first = firsts.setdefault(key, step.index)
         if status is not None:
-            status.say(_cli_progress(step))
+            status.say(_cli_progress(step, first))
         served = getattr(llm, "last_model", None) if step.raw is not None else None
         if (isinstance(served, str) and not warned
             and not served.startswith(getattr(llm, "model", ""))):

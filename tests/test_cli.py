@@ -188,6 +188,18 @@ def test_progress_shows_what_the_model_did_never_what_was_sent_back(tmp_path, ca
     assert not any("OBSERVATION" in line or "attempts left" in line or "Reply with" in line for line in lines)
 
 
+def test_a_repeated_call_shows_it_was_not_run_again_never_the_nudge(tmp_path, capsys):
+    repeat = call("calculator", "Again.", expression="6*7")
+    path = replay_file(tmp_path, call("calculator", "I will multiply.", expression="6*7"), repeat,
+                       final("42"))
+    assert main(["--replay", path, "What is 6*7?"]) == 0
+    lines = progress_lines(capsys.readouterr().err)
+    assert lines[0].startswith('[step 1] I will multiply. | calculator {"expression": "6*7"} → 42 (')
+    assert lines[1].startswith('[step 2] Again. | calculator {"expression": "6*7"} → the call of step 1 '
+                               "again: not run again (")
+    assert not any("You already made" in line for line in lines)
+
+
 class StreamingClient:
     """A scripted client that streams each reply through on_delta, as the real one does."""
 
