@@ -2107,18 +2107,15 @@ _ROW_SEPARATORS = re.compile(r"[,;|\n\t]")
 _WORD = re.compile(r"[^\W\d_]{2,}")                            # two or more letters, in any script
 _LITERALS = {"null", "true", "false", "None", "True", "False", "NaN"}
 _TOKEN = re.compile(r"[A-Za-z0-9+/=_-]+")  # digits, base64, a banner: one unspaced token
-_SENTENCE = re.compile(r"[^\W\d_]{2,}(?:\s+\S+){2,}")  # a word and two more: something said
 
 
 def _lists_values(unit: str) -> bool:
     """True when a repeated unit is data, not something the model says: a row or an unspaced token.
 
-    A row holds a separator (``,;|``, a line break or a tab), no word outside quotes but
-    JSON literals, and no sentence inside them: ``0.0, ``, ``null, ``, ``{"status": "ok"}, ``,
-    ``| 0 | 0 |``. An unspaced token is digits, base64 or a banner: ``0123456789``,
-    ``yB4e``, ``+---``. Units of whitespace, prose, arithmetic (``= 24*3 + 40``,
-    ``.000000000``) and quoted sentences (SmolLM2's ``"The answer is 128",`` line after line
-    inside an argument) are not data.
+    A row holds a separator (``,;|``, a line break or a tab) and no word outside quotes
+    but JSON literals: ``0.0, ``, ``null, ``, ``{"status": "ok"}, ``, ``| 0 | 0 |``. An
+    unspaced token is digits, base64 or a banner: ``0123456789``, ``yB4e``, ``+---``.
+    Units of whitespace, prose, and arithmetic (``= 24*3 + 40``, ``.000000000``) are not data.
     """
     if _TOKEN.fullmatch(unit):
         return True
@@ -2130,9 +2127,8 @@ def _lists_values(unit: str) -> bool:
     # it may start inside a string: try both
     readings = (unit, '"' + unit) if '"' in unit else (unit,)
     for reading in readings:
-        parts = reading.split('"')
-        if (all(word in _LITERALS for word in _WORD.findall("".join(parts[::2])))
-                and not any(_SENTENCE.search(part) for part in parts[1::2])):
+        outside = "".join(reading.split('"')[::2])
+        if all(word in _LITERALS for word in _WORD.findall(outside)):
             return True
     return False
 

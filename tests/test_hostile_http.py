@@ -433,10 +433,6 @@ LOOPS = [
     "The committee reviewed the proposal in great detail and decided that the budget should be revised before the "
     "next meeting, because the costs had grown far beyond what anyone had expected at the start of the fiscal year. "
     * 40,                                  # a 220-character sentence: units up to 400 are looked for
-    # SmolLM2-135M on llama.cpp, 2026-12-02: a list of one quoted sentence inside an argument, which
-    # ran to the token limit (9,319 characters, 129 s) while it was read as a row of data
-    '{\n  "type": "tool_call",\n  "thought": "The answer is 128",\n  "name": "get_stock",\n  '
-    '"arguments": {\n    "item": "["' + '\n      "The answer is 128",' * 40,
 ]
 LEGITIMATE = [
     "| id | name | score |\n|----|------|-------|\n"
@@ -453,8 +449,6 @@ LEGITIMATE = [
     '{"type": "final", "answer": "' + json.dumps([0.0] * 120) + '"}',
     json.dumps({"type": "tool_call", "name": "save", "arguments": {"mask": [None] * 100}}),
     json.dumps({"type": "final", "answer": [{"status": "ok"}] * 40}),
-    json.dumps({"type": "final", "answer": ["New York", "not found"] * 40}),   # short labels are data
-    json.dumps({"type": "final", "answer": [{"city": "New York", "state": "NY"}] * 30}),
     json.dumps({"type": "tool_call", "name": "write",
                 "arguments": {"data": __import__("base64").b64encode(bytes([200, 30, 30]) * 300).decode()}}),
     json.dumps([False] * 80),
