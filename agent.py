@@ -457,7 +457,7 @@ class ToolRegistry:
 
     def _call(self, name: Any, arguments: Any, confirm: Optional[Callable],
               timeout: Optional[float]) -> _ToolResult:
-        # fixed now: confirm may be slow
+        # the deadline starts now: confirm, asked before the run, may be slow
         deadline = None if timeout is None else time.monotonic() + timeout
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
