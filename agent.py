@@ -1432,40 +1432,52 @@ Each tool result comes back in a user message that starts with {observation}. Ne
 write {observation} yourself; send one action and wait for it.
 
 Example (another task, with a tool you may not have):
-user: {example_task}
-you: {example_call}
-user: {observation} {example_result}
-you: {example_final}
+{example}
 
 Tools (name: description; arguments as JSON Schema):
 {tools}"""
 
 
 class _Example(typing.NamedTuple):
-    """The worked example of the prompt: a task, its call, the tool's result and the final answer
-    from it."""
+    """The worked example of the prompt: a task, its calls with the tool's results, and the final
+    answer built from them."""
 
     task: str
-    call: dict
-    result: str
+    calls: tuple[tuple[dict, str], ...]   # (the call, its result), in order
     final: dict
+
+    def lines(self) -> str:
+        """The example as the prompt shows it: the task, each call and its observation, the
+        answer."""
+        shown = [f"user: {self.task}"]
+        for call, result in self.calls:
+            shown += [f"you: {json.dumps(call, ensure_ascii=False)}",
+                      f"user: {_OBSERVATION} {result}"]
+        return "\n".join(shown + [f"you: {json.dumps(self.final, ensure_ascii=False)}"])
 
 
 def _example(registry: ToolRegistry) -> _Example:
     """The prompt's worked example, with a made-up tool that the registry does not have.
 
-    A model that copies it calls a tool that does not exist, which runs nothing and
-    is answered with the real names (and the action schema, in the loop), so a copy
-    never runs a wrong call unnoticed. Its answer copied as the final answer is refused.
+    Two calls, then an answer from both results: with one call, Qwen2.5-Coder-0.5B answered
+    every two-lookup task after its first call (README, "The prompt"). A model that copies a
+    call calls a tool that does not exist, which runs nothing and is answered with the real
+    names (and the action schema, in the loop), so a copy never runs a wrong call unnoticed;
+    a copied call or answer is refused as a copy.
     """
     name = next(n for n in ("lookup", "look_up", "search_facts", "find_fact") if n not in registry)
+
+    def call(thought: str, query: str) -> dict:
+        return {"type": "tool_call", "thought": thought, "name": name,
+                "arguments": {"query": query}}
+
     return _Example(
-        task="How tall is the Eiffel Tower?",
-        call={"type": "tool_call", "thought": "A tool can look this up.", "name": name,
-              "arguments": {"query": "Eiffel Tower height"}},
-        result="330 m",
-        final={"type": "final", "thought": "The tool says 330 m.",
-               "answer": "The Eiffel Tower is 330 m tall."})
+        task="How much taller is the Eiffel Tower than Big Ben?",
+        calls=((call("I need two heights: the tower's and Big Ben's. First the tower's.",
+                     "Eiffel Tower height"), "330 m"),
+               (call("Now Big Ben's height.", "Big Ben height"), "96 m")),
+        final={"type": "final", "thought": "330 m - 96 m = 234 m.",
+               "answer": "The Eiffel Tower is 234 m taller."})
 
 
 def _render_prompt(template: Optional[str], registry: ToolRegistry) -> str:
@@ -1474,11 +1486,8 @@ def _render_prompt(template: Optional[str], registry: ToolRegistry) -> str:
     listing = "\n".join(lines) or "(none: answer directly with the final shape)"
     if template is not None:
         return template.replace("{tools}", listing)
-    example = _example(registry)
-    return SYSTEM_PROMPT.format(
-        tools=listing, call_shape=_CALL_SHAPE, final_shape=_FINAL_SHAPE, observation=_OBSERVATION,
-        example_task=example.task, example_call=json.dumps(example.call, ensure_ascii=False),
-        example_result=example.result, example_final=json.dumps(example.final, ensure_ascii=False))
+    return SYSTEM_PROMPT.format(tools=listing, call_shape=_CALL_SHAPE, final_shape=_FINAL_SHAPE,
+                                observation=_OBSERVATION, example=_example(registry).lines())
 
 
 @dataclass(frozen=True)
@@ -5428,8 +5437,8 @@ def _copied(action: Action, example: Optional[_Example]) -> Optional[str]:
             return _COPIED_PLACEHOLDER.format(where=where, value=value.strip())
     if example is not None and action.kind == "final" and action.answer == example.final["answer"]:
         return _COPIED_ANSWER
-    if example is not None and (action.name, action.arguments) == (example.call["name"],
-                                                                    example.call["arguments"]):
+    if example is not None and any((action.name, action.arguments) == (c["name"], c["arguments"])
+                                   for c, _ in example.calls):
         return _COPIED_CALL
     return None
 

@@ -776,9 +776,10 @@ def test_when_the_task_alone_does_not_fit_the_run_stops_at_once():
 
 
 def test_a_second_overflow_ends_the_run_naming_max_context_chars():
-    replies = [call("add", a=i, b=1) for i in range(4)] + [overflow(), call("add", a=9, b=9), overflow(), final("x")]
-    result = Agent(MockLLM(replies), make_tools()).run("t")
-    assert result.stop_reason == "llm_error" and len(result.steps) == 6
+    # enough steps that three quarters of what was sent still hold the system prompt and the task
+    replies = [call("add", a=i, b=1) for i in range(10)] + [overflow(), call("add", a=9, b=9), overflow(), final("x")]
+    result = Agent(MockLLM(replies), make_tools(), max_steps=20).run("t")
+    assert result.stop_reason == "llm_error" and len(result.steps) == 12
     assert "set a smaller max_context_chars" in result.steps[-1].error
 
 

@@ -32,20 +32,22 @@ def action_schema(body):
 
 # -- the prompt ------------------------------------------------------------------------
 
-def test_the_prompt_teaches_a_call_its_observation_and_an_answer_from_it():
+def test_the_prompt_teaches_two_calls_their_observations_and_an_answer_from_both():
     prompt = Agent(MockLLM([]), make_tools()).system_prompt
     example = prompt[prompt.index("Example"):prompt.index("Tools (")]
     lines = [line for line in example.splitlines() if line.startswith(("user:", "you:"))]
-    assert [line.split(":")[0] for line in lines] == ["user", "you", "user", "you"]
-    called, result, answered = json.loads(lines[1][4:]), lines[2], json.loads(lines[3][4:])
-    assert called["type"] == "tool_call" and called["name"] not in make_tools()
-    assert result.startswith("user: [OBSERVATION] 330 m") and "330 m" in answered["answer"]
+    assert [line.split(":")[0] for line in lines] == ["user", "you", "user", "you", "user", "you"]
+    first, second, answered = (json.loads(lines[i][4:]) for i in (1, 3, 5))
+    assert {first["name"], second["name"]} == {"lookup"} and "lookup" not in make_tools()
+    assert first["arguments"] != second["arguments"]
+    assert lines[2] == "user: [OBSERVATION] 330 m" and lines[4] == "user: [OBSERVATION] 96 m"
+    assert "330 m - 96 m" in answered["thought"] and "234 m" in answered["answer"]
 
 
 def test_the_example_tool_is_never_one_the_registry_has():
     registry = agent.ToolRegistry()
     registry.register(lambda query: query, name="lookup", description="Look up.")
-    assert agent._example(registry).call["name"] != "lookup"
+    assert {call["name"] for call, _ in agent._example(registry).calls} == {"look_up"}
 
 
 @pytest.mark.parametrize("count", [3, 5])
@@ -85,11 +87,14 @@ def test_a_reply_that_copies_a_placeholder_is_a_format_error_that_says_so(serve,
     assert result.answer == "5" and result.steps[1].action.answer == "5"
 
 
-def test_the_examples_answer_and_call_are_refused_as_copies(serve):
+def test_the_examples_answer_and_each_of_its_calls_are_refused_as_copies(serve):
     example = agent._example(make_tools())
-    result, _ = run_on_server(serve, [json.dumps(example.call), json.dumps(example.final), final("5")],
-                              constrain="never")
-    assert "example" in result.steps[0].error and "example" in result.steps[1].error
+    replies = [json.dumps(c) for c, _ in example.calls] + [json.dumps(example.final), final("5")]
+    result, bodies = run_on_server(serve, replies, constrain="never")
+    assert all("example" in step.error for step in result.steps[:3])
+    assert "copied the call of the instructions' example" in bodies[1]["messages"][-1]["content"]
+    assert "copied the call of the instructions' example" in bodies[2]["messages"][-1]["content"]
+    assert "the one of the instructions' example" in bodies[3]["messages"][-1]["content"]
     assert result.answer == "5"
 
 
