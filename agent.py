@@ -1465,7 +1465,9 @@ def _example(registry: ToolRegistry) -> _Example:
     names (and the action schema, in the loop), so a copy never runs a wrong call unnoticed;
     a copied call or answer is refused as a copy.
     """
-    name = next(n for n in ("lookup", "look_up", "search_facts", "find_fact") if n not in registry)
+    names = itertools.chain(("lookup", "look_up", "search_facts", "find_fact"),
+                            (f"lookup_{n}" for n in itertools.count(2)))
+    name = next(n for n in names if n not in registry)
 
     def call(thought: str, query: str) -> dict:
         return {"type": "tool_call", "thought": thought, "name": name,

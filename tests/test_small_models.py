@@ -48,6 +48,9 @@ def test_the_example_tool_is_never_one_the_registry_has():
     registry = agent.ToolRegistry()
     registry.register(lambda query: query, name="lookup", description="Look up.")
     assert {call["name"] for call, _ in agent._example(registry).calls} == {"look_up"}
+    for name in ("look_up", "search_facts", "find_fact"):
+        registry.register(lambda query: query, name=name, description="Look up.")
+    assert "lookup_2" in Agent(MockLLM([]), registry).system_prompt
 
 
 @pytest.mark.parametrize("count", [3, 5])
