@@ -1459,11 +1459,13 @@ class _Example(typing.NamedTuple):
 def _example(registry: ToolRegistry) -> _Example:
     """The prompt's worked example, with a made-up tool that the registry does not have.
 
-    Two calls, then an answer from both results: with one call, Qwen2.5-Coder-0.5B answered
-    every two-lookup task after its first call (README, "The prompt"). A model that copies a
-    call calls a tool that does not exist, which runs nothing and is answered with the real
-    names (and the action schema, in the loop), so a copy never runs a wrong call unnoticed;
-    a copied call or answer is refused as a copy.
+    Two calls, then an answer from both results and the task's counts: with one call,
+    Qwen2.5-Coder-0.5B answered every two-lookup task after its first call; with a difference
+    of two heights in place of prices and counts, it walked a tool's list of cities on a task
+    that needs no tool (README, "The prompt"). A model that copies a call calls a tool that
+    does not exist, which runs nothing and is answered with the real names (and the action
+    schema, in the loop), so a copy never runs a wrong call unnoticed; a copied call or answer
+    is refused as a copy.
     """
     names = itertools.chain(("lookup", "look_up", "search_facts", "find_fact"),
                             (f"lookup_{n}" for n in itertools.count(2)))
@@ -1474,12 +1476,12 @@ def _example(registry: ToolRegistry) -> _Example:
                 "arguments": {"query": query}}
 
     return _Example(
-        task="How much taller is the Eiffel Tower than Big Ben?",
-        calls=((call("I need two heights: the tower's and Big Ben's. First the tower's.",
-                     "Eiffel Tower height"), "330 m"),
-               (call("Now Big Ben's height.", "Big Ben height"), "96 m")),
-        final={"type": "final", "thought": "330 m - 96 m = 234 m.",
-               "answer": "The Eiffel Tower is 234 m taller."})
+        task="What do 2 Eiffel Tower tickets and 1 Louvre ticket cost?",
+        calls=((call("I need two prices: the tower's ticket and the Louvre's. First the tower's.",
+                     "Eiffel Tower ticket price"), "29 EUR"),
+               (call("Now the Louvre's price.", "Louvre ticket price"), "22 EUR")),
+        final={"type": "final", "thought": "2 * 29 EUR + 22 EUR = 80 EUR.",
+               "answer": "The tickets cost 80 EUR."})
 
 
 def _render_prompt(template: Optional[str], registry: ToolRegistry) -> str:

@@ -40,8 +40,8 @@ def test_the_prompt_teaches_two_calls_their_observations_and_an_answer_from_both
     first, second, answered = (json.loads(lines[i][4:]) for i in (1, 3, 5))
     assert {first["name"], second["name"]} == {"lookup"} and "lookup" not in make_tools()
     assert first["arguments"] != second["arguments"]
-    assert lines[2] == "user: [OBSERVATION] 330 m" and lines[4] == "user: [OBSERVATION] 96 m"
-    assert "330 m - 96 m" in answered["thought"] and "234 m" in answered["answer"]
+    assert lines[2] == "user: [OBSERVATION] 29 EUR" and lines[4] == "user: [OBSERVATION] 22 EUR"
+    assert "2 * 29 EUR + 22 EUR" in answered["thought"] and "80 EUR" in answered["answer"]
 
 
 def test_the_example_tool_is_never_one_the_registry_has():
