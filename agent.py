@@ -282,6 +282,8 @@ _COPIED_ANSWER = ("your answer is the one of the instructions' example, which is
                   "task; answer yours")
 _COPIED_CALL = ("you copied the call of the instructions' example; call one of the listed tools "
                 "for your own task")
+_COPIED_SUBJECT = ("your {where} is about {subject}, the subject of the instructions' example, "
+                   "not of your task; write your own")
 
 # Tools (ToolRegistry.call): each failure, and what to do next. Validation's one-off problems
 # ("parameter 'a' must be integer, got string") are written beside their checks, and fill
@@ -1445,6 +1447,7 @@ class _Example(typing.NamedTuple):
     task: str
     calls: tuple[tuple[dict, str], ...]   # (the call, its result), in order
     final: dict
+    subjects: tuple[str, ...]   # what it is about: in a reply to a task that is not, a copy
 
     def lines(self) -> str:
         """The example as the prompt shows it: the task, each call and its observation, the
@@ -1481,7 +1484,8 @@ def _example(registry: ToolRegistry) -> _Example:
                      "Eiffel Tower ticket price"), "29 EUR"),
                (call("Now the Louvre's price.", "Louvre ticket price"), "22 EUR")),
         final={"type": "final", "thought": "2 * 29 EUR + 22 EUR = 80 EUR.",
-               "answer": "The tickets cost 80 EUR."})
+               "answer": "The tickets cost 80 EUR."},
+        subjects=("Eiffel Tower", "Louvre"))
 
 
 def _render_prompt(template: Optional[str], registry: ToolRegistry) -> str:
@@ -5195,6 +5199,7 @@ class _RunState:
 
     messages: list[dict]
     head: int                             # messages[:head] (system ... task) are always sent
+    task: str
     head_chars: int
     started: float
     steps: list[Step] = field(default_factory=list)
@@ -5428,9 +5433,9 @@ def _chat_options(llm: Any) -> frozenset:
                      and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
-def _copied(action: Action, example: Optional[_Example]) -> Optional[str]:
-    """What of the prompt a reply copied in place of its own content (placeholders, the worked
-    example), or None.
+def _copied(action: Action, example: Optional[_Example], task: str) -> Optional[str]:
+    """What of the prompt a reply to task copied in place of its own content (placeholders, the
+    worked example), or None.
 
     A copied thought is let through: it runs nothing, and refusing it refused calls that were
     right."""
@@ -5439,12 +5444,25 @@ def _copied(action: Action, example: Optional[_Example]) -> Optional[str]:
     for where, value in values:
         if isinstance(value, str) and _is_placeholder(value):
             return _COPIED_PLACEHOLDER.format(where=where, value=value.strip())
-    if example is not None and action.kind == "final" and action.answer == example.final["answer"]:
+    if example is None:
+        return None
+    if action.kind == "final" and action.answer == example.final["answer"]:
         return _COPIED_ANSWER
-    if example is not None and any((action.name, action.arguments) == (c["name"], c["arguments"])
-                                   for c, _ in example.calls):
+    if any((action.name, action.arguments) == (c["name"], c["arguments"])
+           for c, _ in example.calls):
         return _COPIED_CALL
+    # SmolLM2-135M sent get_price({"item": "Eiffel Tower height"}) for the weather in Lima
+    for where, value in values:
+        subject = isinstance(value, str) and _subject_copied(value, example.subjects, task)
+        if subject:
+            return _COPIED_SUBJECT.format(where=where, subject=subject)
     return None
+
+
+def _subject_copied(value: str, subjects: Iterable[str], task: str) -> Optional[str]:
+    """The example's subject that value names while the task does not, or None."""
+    return next((s for s in subjects if s.lower() in value.lower() and s.lower() not in
+                 task.lower()), None)
 
 
 _DOTS = re.compile(r"[.\u2026]{2,}\Z")   # "...", "....", "…": an ellipsis however it is typed
@@ -5586,8 +5604,9 @@ class Agent:
         else:
             messages.append({"role": "user", "content": task})
         head_chars = sum(len(m["content"]) for m in messages)
-        state = _RunState(messages=messages, head=len(messages), head_chars=head_chars,
-                          started=_now(), budget=self.max_context_chars, memory=self.memory)
+        state = _RunState(messages=messages, head=len(messages), task=task,
+                          head_chars=head_chars, started=_now(), budget=self.max_context_chars,
+                          memory=self.memory)
         if self.constrain == "always" and "response_schema" in self._accepts:
             state.schema = self.tools.action_schema()
         return state
@@ -5795,7 +5814,7 @@ class Agent:
         """Parse the reply; answer, or run the call (a repeat gets the earlier result), and send the
         observation."""
         try:
-            action = self._parse(step)
+            action = self._parse(step, state.task)
         except ActionFormatError as exc:
             return self._format_error(state, step, exc)
         state.format_errors = 0
@@ -5839,9 +5858,9 @@ class Agent:
                   if "response_schema" in self._accepts else "")
         self._rung(step, f"{why}: the next call asks for the final answer{schema}")
 
-    def _parse(self, step: Step) -> Action:
+    def _parse(self, step: Step, task: str) -> Action:
         """parse_action, with what the client reported: a reply that repeated itself or was cut off
-        is refused."""
+        is refused, and so is one that copied the prompt."""
         if step.finish_reason == "repetition":
             raise ActionFormatError(_REPEATED, step.raw)
         try:
@@ -5852,7 +5871,7 @@ class Agent:
             if step.finish_reason == "length":
                 raise ActionFormatError(_CUT_OFF, step.raw) from None
             raise
-        copied = _copied(action, self._example)
+        copied = _copied(action, self._example, task)
         if copied is not None:
             raise _refuse(copied, _CALL_SHAPE if action.kind == "tool_call" else _BOTH_SHAPES)
         return action

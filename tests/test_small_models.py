@@ -101,6 +101,32 @@ def test_the_examples_answer_and_each_of_its_calls_are_refused_as_copies(serve):
     assert result.answer == "5"
 
 
+def test_an_argument_or_answer_about_the_examples_subject_is_refused_unless_the_task_is_about_it(serve):
+    tools = make_tools()
+    tools.register(lambda item: f"no price for {item}", name="get_price", description="A price.")
+    replies = [call("get_price", item="Eiffel Tower ticket price"), final("The Louvre: 22 EUR"), final("5")]
+    server = serve(*[chat_answer(reply) for reply in replies])
+    result = Agent(client(server, stream=False), tools, constrain="never").run("What is 2 + 3?")
+    bodies = [r["body"] for r in server.requests]
+    assert result.steps[0].action is None and result.steps[0].observation is not None
+    assert "about Eiffel Tower, the subject of the instructions' example" in bodies[1]["messages"][-1]["content"]
+    assert 'your argument "item"' in bodies[1]["messages"][-1]["content"]
+    assert "your answer is about Louvre" in bodies[2]["messages"][-1]["content"]
+    assert result.answer == "5"
+
+
+def test_a_task_about_the_examples_subject_may_name_it(serve):
+    tools = make_tools()
+    tools.register(lambda item: "29 EUR", name="get_price", description="A price.")
+    replies = [call("get_price", item="Eiffel Tower ticket"), final("An Eiffel Tower ticket costs 29 EUR.")]
+    server = serve(*[chat_answer(reply) for reply in replies])
+    result = Agent(client(server, stream=False), tools, constrain="never").run(
+        "What does a ticket for the eiffel tower cost?")
+    assert [s.error for s in result.steps] == [None, None]
+    assert "29 EUR" in server.requests[1]["body"]["messages"][-1]["content"]
+    assert result.answer == "An Eiffel Tower ticket costs 29 EUR."
+
+
 def test_a_custom_prompt_has_no_example_to_copy(serve):
     example = agent._example(make_tools())
     result, _ = run_on_server(serve, [json.dumps(example.final)], system_prompt="Answer. {tools}",
