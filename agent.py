@@ -282,8 +282,8 @@ _COPIED_ANSWER = ("your answer is the one of the instructions' example, which is
                   "task; answer yours")
 _COPIED_CALL = ("you copied the call of the instructions' example; call one of the listed tools "
                 "for your own task")
-_COPIED_SUBJECT = ("your {where} is about {subject}, the subject of the instructions' example, "
-                   "not of your task; write your own")
+_COPIED_SUBJECT = ("your {where} names {subject}, from the instructions' example, not from your "
+                   "task; write your own")
 
 # Tools (ToolRegistry.call): each failure, and what to do next. Validation's one-off problems
 # ("parameter 'a' must be integer, got string") are written beside their checks, and fill
@@ -1485,7 +1485,7 @@ def _example(registry: ToolRegistry) -> _Example:
                (call("Now the Louvre's price.", "Louvre ticket price"), "22 EUR")),
         final={"type": "final", "thought": "2 * 29 EUR + 22 EUR = 80 EUR.",
                "answer": "The tickets cost 80 EUR."},
-        subjects=("Eiffel Tower", "Louvre"))
+        subjects=("Eiffel", "Louvre"))   # one word each: "la tour Eiffel" names it too
 
 
 def _render_prompt(template: Optional[str], registry: ToolRegistry) -> str:

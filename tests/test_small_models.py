@@ -109,9 +109,9 @@ def test_an_argument_or_answer_about_the_examples_subject_is_refused_unless_the_
     result = Agent(client(server, stream=False), tools, constrain="never").run("What is 2 + 3?")
     bodies = [r["body"] for r in server.requests]
     assert result.steps[0].action is None and result.steps[0].observation is not None
-    assert "about Eiffel Tower, the subject of the instructions' example" in bodies[1]["messages"][-1]["content"]
+    assert "names Eiffel, from the instructions' example" in bodies[1]["messages"][-1]["content"]
     assert 'your argument "item"' in bodies[1]["messages"][-1]["content"]
-    assert "your answer is about Louvre" in bodies[2]["messages"][-1]["content"]
+    assert "your answer names Louvre" in bodies[2]["messages"][-1]["content"]
     assert result.answer == "5"
 
 
@@ -121,7 +121,7 @@ def test_a_task_about_the_examples_subject_may_name_it(serve):
     replies = [call("get_price", item="Eiffel Tower ticket"), final("An Eiffel Tower ticket costs 29 EUR.")]
     server = serve(*[chat_answer(reply) for reply in replies])
     result = Agent(client(server, stream=False), tools, constrain="never").run(
-        "What does a ticket for the eiffel tower cost?")
+        "Combien coûte un billet pour la tour Eiffel ?")
     assert [s.error for s in result.steps] == [None, None]
     assert "29 EUR" in server.requests[1]["body"]["messages"][-1]["content"]
     assert result.answer == "An Eiffel Tower ticket costs 29 EUR."
