@@ -1447,7 +1447,7 @@ class _Example(typing.NamedTuple):
     task: str
     calls: tuple[tuple[dict, str], ...]   # (the call, its result), in order
     final: dict
-    subjects: tuple[str, ...]   # what it is about: in a reply to a task that is not, a copy
+    subjects: tuple[str, ...]   # named in a reply to a task that does not name them: a copy
 
     def lines(self) -> str:
         """The example as the prompt shows it: the task, each call and its observation, the
@@ -1478,6 +1478,10 @@ def _example(registry: ToolRegistry) -> _Example:
         return {"type": "tool_call", "thought": thought, "name": name,
                 "arguments": {"query": query}}
 
+    # what it is about, one word each ("la tour Eiffel" names it too), but what the tools name
+    listed = " ".join(f"{t.name} {t.description} {json.dumps(t.parameters)}" for t in registry)
+    subjects = tuple(s for s in ("Eiffel", "Louvre") if s.lower() not in listed.lower())
+
     return _Example(
         task="What do 2 Eiffel Tower tickets and 1 Louvre ticket cost?",
         calls=((call("I need two prices: the tower's ticket and the Louvre's. First the tower's.",
@@ -1485,7 +1489,7 @@ def _example(registry: ToolRegistry) -> _Example:
                (call("Now the Louvre's price.", "Louvre ticket price"), "22 EUR")),
         final={"type": "final", "thought": "2 * 29 EUR + 22 EUR = 80 EUR.",
                "answer": "The tickets cost 80 EUR."},
-        subjects=("Eiffel", "Louvre"))   # one word each: "la tour Eiffel" names it too
+        subjects=subjects)
 
 
 def _render_prompt(template: Optional[str], registry: ToolRegistry) -> str:
@@ -5439,9 +5443,9 @@ def _copied(action: Action, example: Optional[_Example], task: str) -> Optional[
 
     A copied thought is let through: it runs nothing, and refusing it refused calls that were
     right."""
-    values = [("answer", action.answer), ("tool name", action.name)]
-    values += [(f'argument "{key}"', value) for key, value in _leaves(action.arguments)]
-    for where, value in values:
+    written = [("answer", action.answer)]   # its own text; an unknown tool name runs nothing
+    written += [(f'argument "{key}"', value) for key, value in _leaves(action.arguments)]
+    for where, value in written + [("tool name", action.name)]:
         if isinstance(value, str) and _is_placeholder(value):
             return _COPIED_PLACEHOLDER.format(where=where, value=value.strip())
     if example is None:
@@ -5452,7 +5456,7 @@ def _copied(action: Action, example: Optional[_Example], task: str) -> Optional[
            for c, _ in example.calls):
         return _COPIED_CALL
     # SmolLM2-135M sent get_price({"item": "Eiffel Tower height"}) for the weather in Lima
-    for where, value in values:
+    for where, value in written:
         subject = isinstance(value, str) and _subject_copied(value, example.subjects, task)
         if subject:
             return _COPIED_SUBJECT.format(where=where, subject=subject)

@@ -127,6 +127,19 @@ def test_a_task_about_the_examples_subject_may_name_it(serve):
     assert result.answer == "An Eiffel Tower ticket costs 29 EUR."
 
 
+def test_the_examples_subject_is_no_copy_where_the_tools_name_it(serve):
+    tools = make_tools()
+    tools.register(lambda museum: "9:00-18:00", name="louvre_hours",
+                   description='Opening hours of a museum, e.g. "Louvre".')
+    replies = [call("louvre_hours", museum="Louvre"), final("The Louvre opens at 9:00.")]
+    server = serve(*[chat_answer(reply) for reply in replies])
+    result = Agent(client(server, stream=False), tools, constrain="never").run(
+        "When does the museum open?")
+    assert [s.error for s in result.steps] == [None, None]
+    assert "9:00-18:00" in server.requests[1]["body"]["messages"][-1]["content"]
+    assert result.answer == "The Louvre opens at 9:00."
+
+
 def test_a_custom_prompt_has_no_example_to_copy(serve):
     example = agent._example(make_tools())
     result, _ = run_on_server(serve, [json.dumps(example.final)], system_prompt="Answer. {tools}",
