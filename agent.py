@@ -282,8 +282,9 @@ _COPIED_ANSWER = ("your answer is the one of the instructions' example, which is
                   "task; answer yours")
 _COPIED_CALL = ("you copied the call of the instructions' example; call one of the listed tools "
                 "for your own task")
-_COPIED_SUBJECT = ("your {where} names {subject}, from the instructions' example, not from your "
-                   "task; write your own")
+# (names nothing of the example: a refusal is in what the model saw, which the check reads)
+_COPIED_ARGUMENT = ("your {where} is copied from the instructions' example, which is about "
+                    "another task; ask for what yours needs")
 
 # Tools (ToolRegistry.call): each failure, and what to do next. Validation's one-off problems
 # ("parameter 'a' must be integer, got string") are written beside their checks, and fill
@@ -1447,7 +1448,7 @@ class _Example(typing.NamedTuple):
     task: str
     calls: tuple[tuple[dict, str], ...]   # (the call, its result), in order
     final: dict
-    subjects: tuple[str, ...]   # named in a reply to a task that does not name them: a copy
+    subjects: tuple[str, ...]   # what it is about: a copied argument comes with neither named
 
     def lines(self) -> str:
         """The example as the prompt shows it: the task, each call and its observation, the
@@ -1478,10 +1479,6 @@ def _example(registry: ToolRegistry) -> _Example:
         return {"type": "tool_call", "thought": thought, "name": name,
                 "arguments": {"query": query}}
 
-    # what it is about, one word each ("la tour Eiffel" names it too), but what the tools name
-    listed = " ".join(f"{t.name} {t.description} {json.dumps(t.parameters)}" for t in registry)
-    subjects = tuple(s for s in ("Eiffel", "Louvre") if s.lower() not in listed.lower())
-
     return _Example(
         task="What do 2 Eiffel Tower tickets and 1 Louvre ticket cost?",
         calls=((call("I need two prices: the tower's ticket and the Louvre's. First the tower's.",
@@ -1489,7 +1486,7 @@ def _example(registry: ToolRegistry) -> _Example:
                (call("Now the Louvre's price.", "Louvre ticket price"), "22 EUR")),
         final={"type": "final", "thought": "2 * 29 EUR + 22 EUR = 80 EUR.",
                "answer": "The tickets cost 80 EUR."},
-        subjects=subjects)
+        subjects=("Eiffel", "Louvre"))   # one word each: "la tour Eiffel" names it too
 
 
 def _render_prompt(template: Optional[str], registry: ToolRegistry) -> str:
@@ -5203,7 +5200,6 @@ class _RunState:
 
     messages: list[dict]
     head: int                             # messages[:head] (system ... task) are always sent
-    task: str
     head_chars: int
     started: float
     steps: list[Step] = field(default_factory=list)
@@ -5437,15 +5433,15 @@ def _chat_options(llm: Any) -> frozenset:
                      and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
-def _copied(action: Action, example: Optional[_Example], task: str) -> Optional[str]:
-    """What of the prompt a reply to task copied in place of its own content (placeholders, the
-    worked example), or None.
+def _copied(action: Action, example: Optional[_Example], seen: Callable[[], str]
+            ) -> Optional[str]:
+    """What of the prompt a reply copied in place of its own content (placeholders, the worked
+    example), or None; ``seen()`` is the text of the conversation's user messages.
 
     A copied thought is let through: it runs nothing, and refusing it refused calls that were
     right."""
-    written = [("answer", action.answer)]   # its own text; an unknown tool name runs nothing
-    written += [(f'argument "{key}"', value) for key, value in _leaves(action.arguments)]
-    for where, value in written + [("tool name", action.name)]:
+    arguments = [(f'argument "{key}"', value) for key, value in _leaves(action.arguments)]
+    for where, value in [("answer", action.answer), ("tool name", action.name)] + arguments:
         if isinstance(value, str) and _is_placeholder(value):
             return _COPIED_PLACEHOLDER.format(where=where, value=value.strip())
     if example is None:
@@ -5455,18 +5451,15 @@ def _copied(action: Action, example: Optional[_Example], task: str) -> Optional[
     if any((action.name, action.arguments) == (c["name"], c["arguments"])
            for c, _ in example.calls):
         return _COPIED_CALL
-    # SmolLM2-135M sent get_price({"item": "Eiffel Tower height"}) for the weather in Lima
-    for where, value in written:
-        subject = isinstance(value, str) and _subject_copied(value, example.subjects, task)
-        if subject:
-            return _COPIED_SUBJECT.format(where=where, subject=subject)
+    # An example's argument in a registered tool: SmolLM2-135M sent get_price({"item": "Eiffel
+    # Tower height"}) for the weather in Lima. It is one only when nothing the model was given
+    # names the example's subjects (a task, or a tool result, about the Louvre may ask for that).
+    queries = {v.strip().lower() for c, _ in example.calls for _, v in _leaves(c["arguments"])}
+    for where, value in arguments:
+        if (isinstance(value, str) and value.strip().lower() in queries
+                and not any(s.lower() in seen().lower() for s in example.subjects)):
+            return _COPIED_ARGUMENT.format(where=where)
     return None
-
-
-def _subject_copied(value: str, subjects: Iterable[str], task: str) -> Optional[str]:
-    """The example's subject that value names while the task does not, or None."""
-    return next((s for s in subjects if s.lower() in value.lower() and s.lower() not in
-                 task.lower()), None)
 
 
 _DOTS = re.compile(r"[.\u2026]{2,}\Z")   # "...", "....", "…": an ellipsis however it is typed
@@ -5608,9 +5601,8 @@ class Agent:
         else:
             messages.append({"role": "user", "content": task})
         head_chars = sum(len(m["content"]) for m in messages)
-        state = _RunState(messages=messages, head=len(messages), task=task,
-                          head_chars=head_chars, started=_now(), budget=self.max_context_chars,
-                          memory=self.memory)
+        state = _RunState(messages=messages, head=len(messages), head_chars=head_chars,
+                          started=_now(), budget=self.max_context_chars, memory=self.memory)
         if self.constrain == "always" and "response_schema" in self._accepts:
             state.schema = self.tools.action_schema()
         return state
@@ -5818,7 +5810,7 @@ class Agent:
         """Parse the reply; answer, or run the call (a repeat gets the earlier result), and send the
         observation."""
         try:
-            action = self._parse(step, state.task)
+            action = self._parse(step, state)
         except ActionFormatError as exc:
             return self._format_error(state, step, exc)
         state.format_errors = 0
@@ -5862,7 +5854,7 @@ class Agent:
                   if "response_schema" in self._accepts else "")
         self._rung(step, f"{why}: the next call asks for the final answer{schema}")
 
-    def _parse(self, step: Step, task: str) -> Action:
+    def _parse(self, step: Step, state: _RunState) -> Action:
         """parse_action, with what the client reported: a reply that repeated itself or was cut off
         is refused, and so is one that copied the prompt."""
         if step.finish_reason == "repetition":
@@ -5875,7 +5867,10 @@ class Agent:
             if step.finish_reason == "length":
                 raise ActionFormatError(_CUT_OFF, step.raw) from None
             raise
-        copied = _copied(action, self._example, task)
+        # the example only where the run's system prompt is the one that shows it
+        example = self._example if state.messages[0]["content"] == self.system_prompt else None
+        copied = _copied(action, example, lambda: "\n".join(
+            m["content"] for m in state.messages if m["role"] == "user"))
         if copied is not None:
             raise _refuse(copied, _CALL_SHAPE if action.kind == "tool_call" else _BOTH_SHAPES)
         return action

@@ -101,43 +101,55 @@ def test_the_examples_answer_and_each_of_its_calls_are_refused_as_copies(serve):
     assert result.answer == "5"
 
 
-def test_an_argument_or_answer_about_the_examples_subject_is_refused_unless_the_task_is_about_it(serve):
+def price_tools(result="29 EUR"):
     tools = make_tools()
-    tools.register(lambda item: f"no price for {item}", name="get_price", description="A price.")
-    replies = [call("get_price", item="Eiffel Tower ticket price"), final("The Louvre: 22 EUR"), final("5")]
-    server = serve(*[chat_answer(reply) for reply in replies])
-    result = Agent(client(server, stream=False), tools, constrain="never").run("What is 2 + 3?")
-    bodies = [r["body"] for r in server.requests]
-    assert result.steps[0].action is None and result.steps[0].observation is not None
-    assert "names Eiffel, from the instructions' example" in bodies[1]["messages"][-1]["content"]
-    assert 'your argument "item"' in bodies[1]["messages"][-1]["content"]
-    assert "your answer names Louvre" in bodies[2]["messages"][-1]["content"]
-    assert result.answer == "5"
+    tools.register(lambda item: result, name="get_price", description="A price.")
+    tools.register(lambda query: "The Louvre has the most visitors.", name="search", description="Search.")
+    return tools
 
 
-def test_a_task_about_the_examples_subject_may_name_it(serve):
-    tools = make_tools()
-    tools.register(lambda item: "29 EUR", name="get_price", description="A price.")
-    replies = [call("get_price", item="Eiffel Tower ticket"), final("An Eiffel Tower ticket costs 29 EUR.")]
+def run_copy(serve, replies, task, history=None):
     server = serve(*[chat_answer(reply) for reply in replies])
-    result = Agent(client(server, stream=False), tools, constrain="never").run(
-        "Combien coûte un billet pour la tour Eiffel ?")
+    result = Agent(client(server, stream=False), price_tools(), constrain="never").run(task, history=history)
+    return result, [r["body"] for r in server.requests]
+
+
+def test_an_examples_argument_in_a_registered_tool_is_refused_as_a_copy(serve):
+    result, bodies = run_copy(serve, [call("get_price", item="Eiffel Tower ticket price"), final("5")], "What is 2 + 3?")
+    assert result.steps[0].action is None
+    told = bodies[1]["messages"][-1]["content"]
+    assert 'your argument "item" is copied from the instructions\' example' in told
+    assert "Eiffel" not in told and result.answer == "5"
+
+
+@pytest.mark.parametrize("task, history", [
+    ("Combien coûte un billet pour la tour Eiffel ?", None),          # the task names it, in French
+    ("What does a ticket cost?", [{"role": "user", "content": "I am planning a visit to the Louvre."}]),
+], ids=["the task", "the history"])
+def test_an_examples_argument_is_no_copy_where_the_conversation_names_its_subject(serve, task, history):
+    result, bodies = run_copy(serve, [call("get_price", item="Louvre ticket price"), final("29 EUR")], task, history)
     assert [s.error for s in result.steps] == [None, None]
-    assert "29 EUR" in server.requests[1]["body"]["messages"][-1]["content"]
-    assert result.answer == "An Eiffel Tower ticket costs 29 EUR."
+    assert "29 EUR" in bodies[1]["messages"][-1]["content"] and result.answer == "29 EUR"
 
 
-def test_the_examples_subject_is_no_copy_where_the_tools_name_it(serve):
-    tools = make_tools()
-    tools.register(lambda museum: "9:00-18:00", name="louvre_hours",
-                   description='Opening hours of a museum, e.g. "Louvre".')
-    replies = [call("louvre_hours", museum="Louvre"), final("The Louvre opens at 9:00.")]
-    server = serve(*[chat_answer(reply) for reply in replies])
-    result = Agent(client(server, stream=False), tools, constrain="never").run(
-        "When does the museum open?")
+def test_an_examples_argument_is_no_copy_after_a_tool_result_names_its_subject(serve):
+    replies = [call("search", query="most visited museum in Paris"), call("get_price", item="Louvre ticket price"),
+               final("29 EUR")]
+    result, _ = run_copy(serve, replies, "Which museum in Paris has the most visitors, and what is a ticket?")
+    assert [s.error for s in result.steps] == [None, None, None] and result.answer == "29 EUR"
+
+
+def test_answers_and_other_arguments_may_name_the_examples_subjects(serve):
+    replies = [call("search", query="Gustave Eiffel"), final("Gustave Eiffel's company; louvre blinds.")]
+    result, _ = run_copy(serve, replies, "Who built the frame of the Statue of Liberty?")
     assert [s.error for s in result.steps] == [None, None]
-    assert "9:00-18:00" in server.requests[1]["body"]["messages"][-1]["content"]
-    assert result.answer == "The Louvre opens at 9:00."
+
+
+def test_a_system_prompt_of_the_history_shows_no_example_to_copy(serve):
+    history = [{"role": "system", "content": "You are a guide. {tools}"}]
+    result, _ = run_copy(serve, [call("get_price", item="Eiffel Tower ticket price"), final("29 EUR")],
+                         "What is 2 + 3?", history)
+    assert [s.error for s in result.steps] == [None, None]
 
 
 def test_a_custom_prompt_has_no_example_to_copy(serve):
