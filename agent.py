@@ -1448,7 +1448,7 @@ class _Example(typing.NamedTuple):
     task: str
     calls: tuple[tuple[dict, str], ...]   # (the call, its result), in order
     final: dict
-    subjects: tuple[str, ...]   # what it is about: a copied argument comes with neither named
+    subjects: tuple[str, ...]   # its arguments are copies where no user message names these
 
     def lines(self) -> str:
         """The example as the prompt shows it: the task, each call and its observation, the
