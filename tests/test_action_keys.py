@@ -189,6 +189,9 @@ def fixes(obj):
     for key in ("answer", "name"):   # 2, and 3 (answer)
         if not _present(obj, key) and stand_ins(obj, key):
             found.append(f'use "{key}" instead of {json.dumps(stand_ins(obj, key)[0])}')
+    if any(_spelling(k) in _CALL_METADATA and isinstance(v, (dict, list)) and _present(obj, k)
+           for k, v in obj.items()):   # 4
+        found.append('the tool call has no "arguments" but has')
     return found
 
 
@@ -227,6 +230,12 @@ FIXES = [
      ("refused", '"name" is missing for the tool to call'), 'use "answer" instead of "final_answer"'),
     ({"arguments": {}, "Answer": "42"},
      ("refused", '"name" is missing for the tool to call'), 'use "answer" instead of "Answer"'),
+    # 4. An object or array under a call-metadata key (OpenAI's id, index, call_id are text or a
+    #    number) was ignored as metadata, and the call ran with {}: it may be the arguments. Now a
+    #    stray (a7ba331).
+    ({"type": "tool_call", "name": "f", "id": [1]},
+     ("read", ("tool_call", "f", {}, None, None, ("missing_arguments",))),
+     'the tool call has no "arguments" but has "id"'),
 ]
 
 
