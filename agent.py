@@ -275,6 +275,10 @@ _REPEAT = ("You already made this exact call in step {step}; it was not run agai
 # The result comes last: a small model that copies the nearest text then copies the result.
 _IN_HAND = ("You already made this exact call in step {step}; it was not run again. The result is "
             "in hand: give the final answer now, taken from it. The result:\n{result}")
+# The last repeat allowed of a failed call; the model's own thought comes last, for the same reason.
+_GIVE_UP = ("You already made this exact call in step {step}; it failed again and will not work. "
+            "Give the final answer now, from what you know.")
+_YOUR_THOUGHT = "{text}\nYour thought was: {thought}"
 # a reply that copied the prompt (_copied): the problem, sent with _ask
 _COPIED_PLACEHOLDER = ("your {where} is {value!r}, a placeholder copied from the instructions; "
                        "write your own")
@@ -5841,12 +5845,24 @@ class Agent:
         """The observation for a repeated call; when the call had succeeded, the answer rung too."""
         if self.constrain == "never":
             return _REPEAT.format(step=earlier.step, result=earlier.result)
+        if earlier.failed and earlier.repeats == self.max_repeats:   # the next repeat stops the run
+            return self._give_up(state, step, earlier)
         # a deterministic loop on a failed call needs sampling
         if earlier.failed:
             self._sample_hotter(state, step, "a call that failed was repeated")
             return _REPEAT.format(step=earlier.step, result=earlier.result)
         self._answer_rung(state, step, "a call that already succeeded was repeated")
         return _IN_HAND.format(step=earlier.step, result=earlier.result)
+
+    def _give_up(self, state: _RunState, step: Step, earlier: _Earlier) -> str:
+        """The last repeat allowed of a failed call: the answer rung, with the model's own thought.
+
+        SmolLM2-135M, told only that the call will not work, answered "Yes, I can do that"; with
+        its thought quoted last it answered from it ("The capital of France is Paris.")."""
+        self._answer_rung(state, step, "a call that failed was repeated for the last time allowed")
+        text = _GIVE_UP.format(step=earlier.step)
+        thought = (step.action.thought or "").strip()
+        return _YOUR_THOUGHT.format(text=text, thought=_clip(thought, 300)) if thought else text
 
     def _answer_rung(self, state: _RunState, step: Step, why: str) -> None:
         state.answer_rung = step.index + 1

@@ -176,6 +176,29 @@ def test_a_repeat_of_a_failed_call_gets_no_answer_rung(serve):
     assert "Do not repeat it" in bodies[2]["messages"][-1]["content"]
 
 
+def test_the_last_repeat_allowed_of_a_failed_call_asks_for_an_answer_with_the_models_own_thought(serve):
+    replies = [call("fail", thought="Paris is the capital.")] * 3 + [final("Paris")]
+    result, bodies = run_on_server(serve, replies, max_repeats=2)
+    assert [final_only(b) for b in bodies] == [False, False, False, True]
+    told = bodies[3]["messages"][-1]["content"]
+    assert "failed again and will not work" in told and "from what you know" in told
+    assert told.index("Your thought was: Paris is the capital.") > told.index("from what you know")
+    assert any("repeated for the last time" in n for n in result.steps[2].notes)
+    assert result.stop_reason == "final" and result.answer == "Paris"
+
+
+def test_constrain_never_gives_the_last_repeat_of_a_failed_call_no_rung(serve):
+    result, bodies = run_on_server(serve, [call("fail")] * 3 + [final("x")], constrain="never")
+    assert not any("response_format" in b for b in bodies)
+    assert "Do not repeat it" in bodies[3]["messages"][-1]["content"]
+
+
+def test_a_failed_call_repeated_past_the_limit_still_stops_the_run(serve):
+    result, bodies = run_on_server(serve, [call("fail", thought="")] * 4, max_repeats=2)
+    assert "Your thought was" not in bodies[3]["messages"][-1]["content"]
+    assert result.stop_reason == "repeat_limit" and len(result.steps) == 4
+
+
 def test_the_last_allowed_call_sends_the_final_shape_alone(serve):
     result, bodies = run_on_server(serve, [call("echo", text="a"), call("echo", text="b"), final("ab")],
                                    max_steps=3)
