@@ -5842,7 +5842,8 @@ class Agent:
         return self._observe(state, step, text)
 
     def _repeated(self, state: _RunState, step: Step, earlier: _Earlier) -> str:
-        """The observation for a repeated call; when the call had succeeded, the answer rung too."""
+        """The observation for a repeated call; when the call had succeeded, or had failed and may
+        not come again, the answer rung too."""
         if self.constrain == "never":
             return _REPEAT.format(step=earlier.step, result=earlier.result)
         if earlier.failed and earlier.repeats == self.max_repeats:   # the next repeat stops the run
