@@ -2103,7 +2103,8 @@ def _repeating_tail(text: str) -> bool:
     small-model loops repeat a sentence, an equation or a run of digits after a
     point, while legitimate replies repeat rows of values
     (``[0.0, 0.0, ...]``, ``[null, ...]``, identical records, a table of zeros) and
-    unspaced tokens (base64 of one colour, ``0123456789`` * 50, ``+---`` * 120). Units
+    unspaced tokens (base64 of one colour, ``0123456789`` * 50, ``+---`` * 120) unless they
+    join lowercase words (``greeting_to_`` * 60 is a loop). Units
     up to ``_REPEAT_MAX_UNIT`` characters are looked for, in the last ``_REPEAT_WINDOW``
     characters only, so one check costs the same at any reply length.
 
@@ -2129,18 +2130,30 @@ _ROW_SEPARATORS = re.compile(r"[,;|\n\t]")
 _WORD = re.compile(r"[^\W\d_]{2,}")                            # two or more letters, in any script
 _LITERALS = {"null", "true", "false", "None", "True", "False", "NaN"}
 _TOKEN = re.compile(r"[A-Za-z0-9+/=_-]+")  # digits, base64, a banner: one unspaced token
+_MEMBER, _OPENING, _CLOSING = re.compile(r'"\s*:'), re.compile(r"[{\[]"), re.compile(r"[]}]")
+# ...unless it is lowercase words joined by "_" or "-", 8 characters or more, as a model writes
+# names ("greeting_to_"): base64 of one colour has 4-character units
+_NAME_UNIT = re.compile(r"[a-z_-]{8,}")
+_JOINED_WORDS = re.compile(r"[a-z]{2}[_-][a-z]{2}")
 
 
 def _lists_values(unit: str) -> bool:
     """True when a repeated unit is data, not something the model says: a row or an unspaced token.
 
     A row holds a separator (``,;|``, a line break or a tab) and no word outside quotes
-    but JSON literals: ``0.0, ``, ``null, ``, ``{"status": "ok"}, ``, ``| 0 | 0 |``. An
-    unspaced token is digits, base64 or a banner: ``0123456789``, ``yB4e``, ``+---``.
-    Units of whitespace, prose, and arithmetic (``= 24*3 + 40``, ``.000000000``) are not data.
+    but JSON literals: ``0.0, ``, ``null, ``, ``{"status": "ok"}, ``, ``| 0 | 0 |``; a unit
+    that opens more brackets than it closes is not one, nor a member with no bracket
+    (``"key": "value", ``): one object holds a key once. An
+    unspaced token is digits, base64 or a banner: ``0123456789``, ``yB4e``, ``+---``; one that
+    is lowercase words joined by ``_`` or ``-``, 8 characters or more, is a name the model keeps
+    writing, not data (base64url of six random bytes repeated reads as one about 1 time in
+    2,000; of one colour, never). Units of whitespace, prose, and arithmetic (``= 24*3 + 40``,
+    ``.000000000``) are not data.
     """
     if _TOKEN.fullmatch(unit):
-        return True
+        # SmolLM2-135M looped "greeting_to_" inside an argument to the context's end (minutes)
+        # the unit may start inside a word: its two copies hold the join
+        return not (_NAME_UNIT.fullmatch(unit) and _JOINED_WORDS.search(unit + unit))
     separator = _ROW_SEPARATORS.search(unit)
     if not unit.strip() or not separator:
         return False
@@ -2151,7 +2164,13 @@ def _lists_values(unit: str) -> bool:
     for reading in readings:
         outside = "".join(reading.split('"')[::2])
         if all(word in _LITERALS for word in _WORD.findall(outside)):
-            return True
+            opens = len(_OPENING.findall(outside))
+            # Records close what they open; a unit that opens more nests deeper with each copy,
+            # and a member with no bracket is the same key again in one object: never data.
+            # SmolLM2-135M wrote '"item.description":"The item's description.",' to the context's
+            # end, and '"properties": {' with '"type": "object",' 269 levels deep.
+            return (opens == len(_CLOSING.findall(outside))
+                    and not (opens == 0 and _MEMBER.search(reading)))
     return False
 
 
@@ -2741,7 +2760,11 @@ class _StreamState:
         if not piece:
             return False
         cut = self._scanner.feed(piece) if self._scanner is not None else None
-        if cut is not None:  # the reply's first action just closed: the rest is not needed
+        if cut is None and self._scanner is not None and self._scanner.problem:
+            # nested too deep or mismatched: no later text can make it an action (SmolLM2-135M
+            # nested '"properties": {' 269 levels deep, 35,203 characters in 249 s)
+            cut = self._scanner.broken_at
+        if cut is not None:  # the reply's first action just closed or broke: the rest is not needed
             self.dropped = len(piece) - max(0, cut - self.chars)
             piece = piece[:max(0, cut - self.chars)]
             self.stopped_early, self.finish_reason = True, "stop"

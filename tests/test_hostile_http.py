@@ -1,8 +1,10 @@
 """The HTTP client under hostile servers and careless configuration (issue #11, client items 1, 2, 7, 8, 15, 17)."""
+import base64
 import io
 import json
 import re
 import logging
+import random
 
 import pytest
 from _http_servers import KEY, chat_answer, client, completion, error_answer, json_answer
@@ -456,13 +458,38 @@ LEGITIMATE = [
     "0123456789" * 50,
     "+---" * 120,
     ("=" * 40 + "\n") * 12,
+    "ACGT-" * 100,                         # joined, but not lowercase words
+    json.dumps([[0, [1, 2]]] * 80),        # records that close what they open
+    "ab_c" * 200,                          # lowercase and joined, but a unit shorter than a name
 ]
+REAL_LOOPS = json.loads((__import__("pathlib").Path(__file__).parent / "data" / "real_loops.json").read_text())
 REAL_REPLIES = json.loads((__import__("pathlib").Path(__file__).parent / "data" / "real_replies.json").read_text())
 
 
 @pytest.mark.parametrize("text", LOOPS)
 def test_real_small_model_loops_are_caught(text):
     assert _repeating_tail(text)
+
+
+@pytest.mark.parametrize("size", [1, 4, 7])
+def test_loops_of_smollm2_that_ran_to_the_token_limit_are_caught_whole_and_streamed(size):
+    """A member of one object again and again, brackets opened deeper and deeper, a snake_case name
+    repeated: each was read as data, and its reply ran for minutes (issue 24's bench)."""
+    member, nesting, name = (reply["raw"] for reply in REAL_LOOPS["replies"])
+    name += "greeting_to_" * 20   # the bench kept 300 characters; the reply went on past them
+    for raw, within in ((member, 1000), (nesting, 3300), (name, 700)):
+        assert _repeating_tail(raw) and streamed_fires(raw[:within], size), raw[:80]
+        assert not _repeating_tail(raw[:300])   # nor does it fire before the copies are there
+
+
+@pytest.mark.parametrize("encode, size, most", [(base64.b64encode, 3, 0), (base64.b64encode, 6, 0),
+                                                (base64.urlsafe_b64encode, 3, 0),
+                                                (base64.urlsafe_b64encode, 6, 2)])
+def test_base64_of_a_repeated_pattern_is_data_but_for_rare_base64url(encode, size, most):
+    """A unit of lowercase words joined by "_" or "-" is a loop, and base64url may spell one."""
+    rng = random.Random(24)
+    units = [encode(bytes(rng.randrange(256) for _ in range(size))).decode() for _ in range(2000)]
+    assert sum(_repeating_tail(unit * (800 // len(unit) + 1)) for unit in units) == most
 
 
 @pytest.mark.parametrize("text", LEGITIMATE)

@@ -6,7 +6,7 @@ import pytest
 from _http_servers import (chat_answer, chunk, client, drips, event, json_answer, llama_cpp_stream, ollama_stream,
                            stream_of, vllm_stream)
 
-from agent import LLMError, _repeating_tail
+from agent import ActionFormatError, LLMError, _repeating_tail, parse_action
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 ACTION = '{"type": "final", "thought": "done", "answer": "42"}'
@@ -122,6 +122,39 @@ def test_early_stop_can_be_turned_off(serve):
     text = ACTION + "\nand more"
     llm = client(serve(stream_of(llama_cpp_stream(pieces_of(text)))), early_stop=False)
     assert llm.chat(MESSAGES) == text and llm.last_stopped_early is False
+
+
+def endless_after(head, piece):
+    """A stream that sends head, then piece(i) for i = 0, 1, ... until the client hangs up."""
+    def script(ex):
+        ex.head()
+        ex.write(event(chunk({"content": head})))
+        for i in range(20_000):
+            if not ex.write(event(chunk({"content": piece(i)}))):
+                return
+            ex.pause(0.001)
+    return script
+
+
+def test_an_action_nested_too_deep_is_stopped_where_it_broke(serve):
+    # SmolLM2-135M nested '"properties": {' 269 levels deep, each line indented further (so no
+    # unit repeats), 35,203 characters in 249 s: past 100 levels the parser refuses it anyway
+    server = serve(endless_after('{"type": "tool_call", "name": "get_stock", "arguments": {"item": ',
+                                 lambda i: "{\n" + " " * (2 * i) + '"properties": '))
+    llm = client(server)
+    text = llm.chat(MESSAGES)
+    assert text.count("{") == 101 and text.endswith("{")
+    assert (llm.last_finish_reason, llm.last_stopped_early) == ("stop", True)
+    assert server.client_closed.wait(5)
+    with pytest.raises(ActionFormatError, match="nested more than 100 levels"):
+        parse_action(text)
+
+
+def test_an_action_with_a_mismatched_bracket_is_stopped_there(serve):
+    server = serve(endless_after('{"type": "final", "answer": [1, 2}', lambda i: f" and {i} more"))
+    llm = client(server)
+    assert llm.chat(MESSAGES) == '{"type": "final", "answer": [1, 2}'
+    assert server.client_closed.wait(5)
 
 
 # -- Servers that misbehave ------------------------------------------------------------
