@@ -2163,14 +2163,15 @@ def _lists_values(unit: str) -> bool:
     readings = (unit, '"' + unit) if '"' in unit else (unit,)
     for reading in readings:
         outside = "".join(reading.split('"')[::2])
-        if all(word in _LITERALS for word in _WORD.findall(outside)):
-            opens = len(_OPENING.findall(outside))
-            # Records close what they open; a unit that opens more nests deeper with each copy,
-            # and a member with no bracket is the same key again in one object: never data.
-            # SmolLM2-135M wrote '"item.description":"The item's description.",' to the context's
-            # end, and '"properties": {' with '"type": "object",' 269 levels deep.
-            return (opens == len(_CLOSING.findall(outside))
-                    and not (opens == 0 and _MEMBER.search(reading)))
+        if not all(word in _LITERALS for word in _WORD.findall(outside)):
+            continue
+        opens = len(_OPENING.findall(outside))
+        # A unit that opens more than it closes nests deeper with each copy, and a member with no
+        # bracket is the same key again in one object: neither is data. SmolLM2-135M wrote
+        # '"item.description":"The item's description.",' to the context's end, and
+        # '"properties": {' with '"type": "object",' 269 levels deep.
+        if opens <= len(_CLOSING.findall(outside)) and not (opens == 0 and _MEMBER.search(reading)):
+            return True
     return False
 
 
@@ -2221,6 +2222,7 @@ class _ActionScanner:
         # why the action can never close: a mismatched or too deep bracket
         self.problem: Optional[str] = None
         self.broken_at: Optional[int] = None   # just past the bracket that made the problem
+        self.too_deep = False                  # the problem is nesting past _MAX_JSON_DEPTH
         self.packaging: list = []  # repair tags of the packaging skipped before the action
         self._fed = 0                          # characters fed so far
         self._pending = ""  # fed text not decided yet: a partial token, an open think block's tail
@@ -2315,6 +2317,7 @@ class _ActionScanner:
             elif char in "{[":
                 closers.append("}" if char == "{" else "]")
                 if len(closers) > _MAX_JSON_DEPTH:
+                    self.too_deep = True
                     return self._broken(f"the JSON is nested more than {_MAX_JSON_DEPTH} levels "
                                         "deep", base + pos)
             elif closers.pop() != char:
@@ -2760,11 +2763,12 @@ class _StreamState:
         if not piece:
             return False
         cut = self._scanner.feed(piece) if self._scanner is not None else None
-        if cut is None and self._scanner is not None and self._scanner.problem:
-            # nested too deep or mismatched: no later text can make it an action (SmolLM2-135M
-            # nested '"properties": {' 269 levels deep, 35,203 characters in 249 s)
+        if cut is None and self._scanner is not None and self._scanner.too_deep:
+            # SmolLM2-135M nested '"properties": {' 269 levels deep, 35,203 characters in 249 s. (A
+            # mismatched bracket is read on: it may be a draft in reasoning whose <think> the
+            # server dropped, which a later </think> ends.)
             cut = self._scanner.broken_at
-        if cut is not None:  # the reply's first action just closed or broke: the rest is not needed
+        if cut is not None:  # the first action just closed or nested too deep: the rest is not needed
             self.dropped = len(piece) - max(0, cut - self.chars)
             piece = piece[:max(0, cut - self.chars)]
             self.stopped_early, self.finish_reason = True, "stop"

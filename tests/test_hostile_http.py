@@ -460,6 +460,10 @@ LEGITIMATE = [
     ("=" * 40 + "\n") * 12,
     "ACGT-" * 100,                         # joined, but not lowercase words
     json.dumps([[0, [1, 2]]] * 80),        # records that close what they open
+    # records whose values hold a separator, as an argument and as JSON text inside one
+    json.dumps({"type": "tool_call", "name": "f", "arguments": {"rows": [{"x": "1,2"}] * 60}}),
+    json.dumps({"type": "tool_call", "name": "write_file",
+                "arguments": {"path": "a.json", "content": json.dumps([{"x": "$1,000"}] * 40)}}),
     "ab_c" * 200,                          # lowercase and joined, but a unit shorter than a name
 ]
 REAL_LOOPS = json.loads((__import__("pathlib").Path(__file__).parent / "data" / "real_loops.json").read_text())
