@@ -428,6 +428,7 @@ def test_an_unknown_model_404_says_so(serve):
 # -- The repetition check: both sides --------------------------------------------------
 
 LOOPS = [
+    "".join("\t" * i + "I will call the tool now.\n" for i in range(60)),   # indented further each time
     '{"type": "tool_call", "thought": "17*23 = 320*4 + 1200 = 320*4 + 1200' + " = 320*4 + 1200" * 40,
     '{"type": "tool_call", "name": "calculator", "arguments": {"expression": "' + "(17*23)+" * 60,
     "I will compute the sum. " * 30,
@@ -447,6 +448,10 @@ LEGITIMATE = [
     "0, " * 400,
     "ab" * 500,
     "| 1 | 2 |\n" * 60,                    # a table of identical rows is data (it was listed as a loop before)
+    # indentation is ignored when copies are compared: indented rows are still rows
+    json.dumps([{"id": 0, "ok": True}] * 60, indent=2),
+    json.dumps({"a": [[0] * 3] * 40}, indent="\t"),
+    "".join(" " * (i % 7) + "0.0,\n" for i in range(300)),
     # the review's finding 5: rows of values and unspaced tokens, as whole replies and in actions
     '{"type": "final", "answer": "' + json.dumps([0.0] * 120) + '"}',
     json.dumps({"type": "tool_call", "name": "save", "arguments": {"mask": [None] * 100}}),

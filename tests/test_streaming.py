@@ -137,10 +137,9 @@ def endless_after(head, piece):
 
 
 def test_an_action_nested_too_deep_is_stopped_where_it_broke(serve):
-    # SmolLM2-135M nested '"properties": {' 269 levels deep, each line indented further (so no
-    # unit repeats), 35,203 characters in 249 s: past 100 levels the parser refuses it anyway
+    # past 100 levels the parser refuses it anyway; each key differs, so no unit repeats
     server = serve(endless_after('{"type": "tool_call", "name": "get_stock", "arguments": {"item": ',
-                                 lambda i: "{\n" + " " * (2 * i) + '"properties": '))
+                                 lambda i: f'{{"level {i}": '))
     llm = client(server)
     text = llm.chat(MESSAGES)
     assert text.count("{") == 101 and text.endswith("{")
@@ -148,6 +147,17 @@ def test_an_action_nested_too_deep_is_stopped_where_it_broke(serve):
     assert server.client_closed.wait(5)
     with pytest.raises(ActionFormatError, match="nested more than 100 levels"):
         parse_action(text)
+
+
+def test_a_nesting_that_indents_each_line_further_is_a_loop_long_before_100_levels(serve):
+    # SmolLM2-135M nested '"properties": {' 99 levels deep, each line indented further, 26,490
+    # characters in 170 s: the copies differ only in their indentation
+    server = serve(endless_after('{"type": "tool_call", "name": "get_stock", "arguments": {"item": ',
+                                 lambda i: "{\n" + " " * (2 * i) + '"properties": '))
+    llm = client(server)
+    text = llm.chat(MESSAGES)
+    assert llm.last_finish_reason == "repetition" and 10 < text.count("{") < 40
+    assert server.client_closed.wait(5)
 
 
 def test_a_mismatched_bracket_is_read_on_as_it_may_be_a_draft_in_reasoning(serve):
