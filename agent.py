@@ -2098,8 +2098,8 @@ _BLANK_RUN = re.compile(r"([ \t])\1+")   # indentation: runs of one blank
 def _repeating_tail(text: str) -> bool:
     """True when text ends in one unit repeated back to back: a model caught in a loop.
 
-    Copies that differ only in how many spaces or tabs they indent count as copies: SmolLM2-135M nested
-    ``"properties": {`` 99 levels deep, each line indented further, for 170 s.
+    Copies that differ only in how many spaces or tabs they indent count as copies:
+    SmolLM2-135M nested ``"properties": {`` 99 levels deep, each line indented further, for 170 s.
 
     >>> _repeating_tail("".join("{\\n" + " " * i + '"properties": ' for i in range(40)))
     True
@@ -2785,7 +2785,8 @@ class _StreamState:
             # mismatched bracket is read on: it may be a draft in reasoning whose <think> the
             # server dropped, which a later </think> ends.)
             cut = self._scanner.broken_at
-        if cut is not None:  # the first action just closed or nested too deep: the rest is not needed
+        # the first action just closed or nested too deep: the rest is not needed
+        if cut is not None:
             self.dropped = len(piece) - max(0, cut - self.chars)
             piece = piece[:max(0, cut - self.chars)]
             self.stopped_early, self.finish_reason = True, "stop"
@@ -5510,6 +5511,47 @@ def _copied(action: Action, example: Optional[_Example], seen: Callable[[], str]
     return None
 
 
+# the value after "e.g." in a description: quoted, or one word without its final stop
+_EG = re.compile(r"""\be\.g\.,?\s+(?:"([^"]{1,100})"|'([^']{1,100})'|([^\s"']{1,100}?))
+                    [.,;:)]*(?:\s|\Z)""", re.X)
+
+
+def _description_copy(action: Action, registry: ToolRegistry, seen: Callable[[], str]
+                      ) -> Optional[str]:
+    """The example of the called tool's description that a call's argument only copies, where no
+    user message names it (``'get_weather's example "Rome"'``), or None.
+
+    A model made to call a tool on a task that needs none copies it: Qwen2.5-Coder-0.5B sent
+    get_weather({"city": "Rome"}) for "thank you" in French, SmolLM2-135M get_stock({"item":
+    "screws"}) for the time."""
+    tool = registry.get(action.name) if action.kind == "tool_call" else None
+    if tool is None:
+        return None
+    texts = (next(g for g in m.groups() if g) for text in _descriptions(tool.parameters)
+             for m in _EG.finditer(text))
+    examples = {text.strip().lower(): text for text in texts}
+    for _, value in _leaves(action.arguments):
+        key = str(value).strip().lower()
+        if key in examples and key not in seen().lower():
+            return f'{action.name}\'s example "{examples[key]}"'
+    return None
+
+
+def _descriptions(schema: Any) -> Iterable[str]:
+    """Every description in a JSON Schema, and its examples' texts."""
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key == "description" and isinstance(value, str):
+                yield value
+            elif key == "examples" and isinstance(value, list):
+                yield from (f'e.g. "{v}"' for v in value if isinstance(v, (str, int, float)))
+            else:
+                yield from _descriptions(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            yield from _descriptions(item)
+
+
 _DOTS = re.compile(r"[.\u2026]{2,}\Z")   # "...", "....", "…": an ellipsis however it is typed
 
 
@@ -5717,17 +5759,39 @@ class Agent:
         # may make a summary call first, so the options come after it
         messages = self._context(state, step)
         options = self._options(state)
-        if not state.steps and "response_schema" in options and len(self.tools):
+        tool_rung = not state.steps and "response_schema" in options and len(self.tools)
+        if tool_rung:
             self._rung(step,
                        "the first call of a run may only call a tool (a response_schema of the "
                        "tool calls)")
         try:
-            return self.llm.chat(messages, **options)
+            raw = self.llm.chat(messages, **options)
         except LLMError as exc:
             if exc.kind != "context_overflow":
                 raise
             self._overflowed(state, step, exc)
-        return self.llm.chat(self._context(state, step), **self._options(state))
+            messages, options = self._context(state, step), self._options(state)
+            raw = self.llm.chat(messages, **options)
+        return self._untooled(state, step, raw, messages, options) if tool_rung else raw
+
+    def _untooled(self, state: _RunState, step: Step, raw: Any, messages: list,
+                  options: dict) -> Any:
+        """The tool rung's reply, or, when its call only copies its tool's example, the model's
+        reply to the same messages without the rung: the task may need no tool."""
+        try:
+            action = parse_action(raw if isinstance(raw, str) else "")
+        except ActionFormatError:
+            return raw
+        copy = _description_copy(action, self.tools, lambda: "\n".join(
+            m["content"] for m in state.messages if m["role"] == "user"))
+        if copy is None:
+            return raw
+        self._rung(step, f"the call only copied {copy}, which no user message names, so it is "
+                         f"not run and the model is asked again without the rung: {raw}")
+        self._count_tokens(state, raw)
+        options = {k: v for k, v in options.items()
+                   if k not in ("response_schema", "frequency_penalty")}
+        return self.llm.chat(messages, **options)
 
     def _context(self, state: _RunState, step: Step) -> list[dict]:
         """What the next call sends; over the context budget, the oldest steps are dropped and

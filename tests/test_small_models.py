@@ -268,6 +268,51 @@ def test_a_task_that_needs_no_tool_costs_one_step_more(serve):
     assert result.answer == "Paris" and len(result.steps) == 2
 
 
+def weather_tools(description='The city\'s name, e.g. "Rome".', **schema):
+    tools = make_tools()
+    tools.register(lambda city: f"{city}: 18 C", name="get_weather", description="The weather in a city.",
+                   parameters={"type": "object", "required": ["city"],
+                               "properties": {"city": dict({"type": "string", "description": description}, **schema)}})
+    return tools
+
+
+def run_weather(serve, replies, task, tools=None):
+    server = serve(*[chat_answer(reply) for reply in replies])
+    result = Agent(client(server, stream=False), tools or weather_tools()).run(task)
+    return result, [r["body"] for r in server.requests]
+
+
+def test_a_tool_rung_call_that_only_copies_its_descriptions_example_is_asked_again_without_the_rung(serve):
+    # Qwen2.5-Coder-0.5B, made to call a tool for "thank you" in French, sent get_weather("Rome")
+    copy = call("get_weather", city="Rome")
+    result, bodies = run_weather(serve, [copy, final("merci")], "How do you say 'thank you' in French?")
+    assert tool_calls_only(bodies[0]) and "response_format" not in bodies[1]
+    assert bodies[1]["messages"] == bodies[0]["messages"]          # the same question, nothing run
+    assert result.answer == "merci" and len(result.steps) == 1 and result.steps[0].raw == final("merci")
+    assert 'copied get_weather\'s example "Rome"' in result.steps[0].notes[-1] and copy in result.steps[0].notes[-1]
+
+
+@pytest.mark.parametrize("tools", [weather_tools("The city, e.g. Rome."), weather_tools("The city.", examples=["Rome"])],
+                         ids=["bare word", "examples keyword"])
+def test_an_example_unquoted_or_in_the_schemas_examples_counts_too(serve, tools):
+    result, bodies = run_weather(serve, [call("get_weather", city="rome"), final("merci")], "Thank you in French?", tools)
+    assert len(bodies) == 2 and "response_format" not in bodies[1] and result.answer == "merci"
+
+
+@pytest.mark.parametrize("task", ["How warm is it in Rome?", "Is it raining in rome today?"])
+def test_the_example_is_run_where_the_task_names_it(serve, task):
+    result, bodies = run_weather(serve, [call("get_weather", city="Rome"), final("18 C")], task)
+    assert result.steps[0].observation.startswith("[OBSERVATION] Rome: 18 C") and result.answer == "18 C"
+    assert "messages" in bodies[1] and bodies[1]["messages"][-1]["content"].startswith("[OBSERVATION]")
+
+
+def test_only_the_tool_rungs_call_is_checked_for_a_description_copy(serve):
+    replies = [call("get_weather", city="Oslo"), call("get_weather", city="Rome"), final("both")]
+    result, _ = run_weather(serve, replies, "Compare Oslo with another city.")
+    assert [s.observation.split("\n")[0] for s in result.steps[:2]] == [
+        "[OBSERVATION] Oslo: 18 C", "[OBSERVATION] Rome: 18 C"]
+
+
 def refs(value):
     if isinstance(value, dict):
         yield from ([value["$ref"]] if "$ref" in value else [])
