@@ -5518,8 +5518,8 @@ _EG = re.compile(r"""\be\.g\.,?\s+(?:"([^"]{1,100})"|'([^']{1,100})'|([^\s"']{1,
 
 def _description_copy(action: Action, registry: ToolRegistry, seen: Callable[[], str]
                       ) -> Optional[str]:
-    """The example of the called tool's description that a call's argument only copies, where no
-    user message names it (``'get_weather's example "Rome"'``), or None.
+    """The examples of the called tool's description that a call's arguments only copy, each where
+    no user message names it (``'get_weather's example "Rome"'``), or None.
 
     A model made to call a tool on a task that needs none copies it: Qwen2.5-Coder-0.5B sent
     get_weather({"city": "Rome"}) for "thank you" in French, SmolLM2-135M get_stock({"item":
@@ -5530,11 +5530,12 @@ def _description_copy(action: Action, registry: ToolRegistry, seen: Callable[[],
     texts = (next(g for g in m.groups() if g) for text in _descriptions(tool.parameters)
              for m in _EG.finditer(text))
     examples = {text.strip().lower(): text for text in texts}
-    for _, value in _leaves(action.arguments):
-        key = str(value).strip().lower()
-        if key in examples and key not in seen().lower():
-            return f'{action.name}\'s example "{examples[key]}"'
-    return None
+    # every argument must be one: a call with a value of its own (the task's city, and the
+    # example's unit) is the model's
+    values = [str(value).strip().lower() for _, value in _leaves(action.arguments)]
+    if not values or not all(v in examples and v not in seen().lower() for v in values):
+        return None
+    return " and ".join(f'{action.name}\'s example "{examples[v]}"' for v in dict.fromkeys(values))
 
 
 def _descriptions(schema: Any) -> Iterable[str]:
@@ -5791,6 +5792,8 @@ class Agent:
         self._count_tokens(state, raw)
         options = {k: v for k, v in options.items()
                    if k not in ("response_schema", "frequency_penalty")}
+        if "max_seconds" in options:
+            options["max_seconds"] = self._time_left(state)
         return self.llm.chat(messages, **options)
 
     def _context(self, state: _RunState, step: Step) -> list[dict]:

@@ -2,6 +2,7 @@
 of the prompt refused, and the checks of a final answer. Each test runs the agent against a scripted local
 server and reads the request bodies it sent, so what is tested is what a real server would receive."""
 import json
+import time
 
 import pytest
 from _http_servers import chat_answer, client
@@ -305,6 +306,31 @@ def test_the_example_is_run_where_the_task_names_it(serve, task):
     result, bodies = run_weather(serve, [call("get_weather", city="Rome"), final("18 C")], task)
     assert result.steps[0].observation.startswith("[OBSERVATION] Rome: 18 C") and result.answer == "18 C"
     assert "messages" in bodies[1] and bodies[1]["messages"][-1]["content"].startswith("[OBSERVATION]")
+
+
+def test_a_call_with_a_value_of_its_own_beside_an_example_is_run(serve):
+    tools = weather_tools()
+    tools.register(lambda city, unit: f"{city}: 18 {unit}", name="get_temp", description="A temperature.",
+                   parameters={"type": "object", "required": ["city", "unit"], "properties": {
+                       "city": {"type": "string"}, "unit": {"type": "string", "description": "e.g. celsius"}}})
+    result, bodies = run_weather(serve, [call("get_temp", city="Oslo", unit="celsius"), final("18")], "Is it cold?", tools)
+    assert result.steps[0].observation.startswith("[OBSERVATION] Oslo: 18 celsius") and len(bodies) == 2
+
+
+def test_the_second_ask_gets_what_is_left_of_max_seconds():
+    seen = []
+
+    class Client:
+        replies = [call("get_weather", city="Rome"), final("merci")]
+
+        def chat(self, messages, response_schema=None, max_seconds=None):
+            seen.append((response_schema is not None, max_seconds))
+            time.sleep(0.05)   # the first call takes time: the second may take only what is left
+            return self.replies.pop(0)
+
+    result = Agent(Client(), weather_tools(), max_seconds=60).run("Thank you in French?")
+    assert result.answer == "merci" and [s for s, _ in seen] == [True, False]
+    assert seen[1][1] < seen[0][1] - 0.04 and seen[0][1] <= 60
 
 
 def test_only_the_tool_rungs_call_is_checked_for_a_description_copy(serve):
