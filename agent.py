@@ -2092,27 +2092,10 @@ _REPEAT_MIN_CHARS = 400     # characters the copies must cover
 _REPEAT_MAX_UNIT = 400
 # the most of a reply's end that one check reads: the copies of the longest unit
 _REPEAT_WINDOW = max(_REPEAT_MIN_CHARS, _REPEAT_MIN_TIMES * _REPEAT_MAX_UNIT)
-_BLANK_RUN = re.compile(r"([ \t])\1+")   # indentation: runs of one blank
 
 
 def _repeating_tail(text: str) -> bool:
     """True when text ends in one unit repeated back to back: a model caught in a loop.
-
-    Copies that differ only in how many spaces or tabs they indent count as copies:
-    SmolLM2-135M nested ``"properties": {`` 99 levels deep, each line indented further, for 170 s.
-
-    >>> _repeating_tail("".join("{\\n" + " " * i + '"properties": ' for i in range(40)))
-    True
-    """
-    if _periodic_tail(text):
-        return True
-    window = text[-_REPEAT_WINDOW:]
-    squeezed = _BLANK_RUN.sub(r"\1", window)
-    return squeezed != window and _periodic_tail(squeezed)
-
-
-def _periodic_tail(text: str) -> bool:
-    """True when text ends in one unit repeated back to back, character for character.
 
     The unit has at least ``_REPEAT_MIN_UNIT`` characters and is not one character
     repeated; it repeats at least ``_REPEAT_MIN_TIMES`` times and covers at least
@@ -2125,9 +2108,9 @@ def _periodic_tail(text: str) -> bool:
     up to ``_REPEAT_MAX_UNIT`` characters are looked for, in the last ``_REPEAT_WINDOW``
     characters only, so one check costs the same at any reply length.
 
-    >>> _periodic_tail("Thought: 17*23 = 320*4 + 1200 " * 30)
+    >>> _repeating_tail("Thought: 17*23 = 320*4 + 1200 " * 30)
     True
-    >>> _periodic_tail("=" * 1000), _periodic_tail("-=" * 500), _periodic_tail("0.0, " * 200)
+    >>> _repeating_tail("=" * 1000), _repeating_tail("-=" * 500), _repeating_tail("0.0, " * 200)
     (False, False, False)
     """
     for unit in range(1, _REPEAT_MAX_UNIT + 1):
@@ -5513,7 +5496,7 @@ def _copied(action: Action, example: Optional[_Example], seen: Callable[[], str]
 
 # the value after "e.g." in a description: quoted, or one word without its final stop
 _EG = re.compile(r"""\be\.g\.,?\s+(?:"([^"]{1,100})"|'([^']{1,100})'|([^\s"']{1,100}?))
-                    [.,;:)]*(?:\s|\Z)""", re.X)
+                    [.,;:)]{0,3}(?:\s|\Z)""", re.X)
 
 
 def _description_copy(action: Action, registry: ToolRegistry, seen: Callable[[], str]
@@ -5790,8 +5773,11 @@ class Agent:
         self._rung(step, f"the call only copied {copy}, which no user message names, so it is "
                          f"not run and the model is asked again without the rung: {raw}")
         self._count_tokens(state, raw)
-        options = {k: v for k, v in options.items()
-                   if k not in ("response_schema", "frequency_penalty")}
+        if state.schema is None:
+            options = {k: v for k, v in options.items()
+                       if k not in ("response_schema", "frequency_penalty")}
+        else:   # constrain="always": the action schema, which allows the final shape
+            options = dict(options, response_schema=state.schema)
         if "max_seconds" in options:
             options["max_seconds"] = self._time_left(state)
         return self.llm.chat(messages, **options)

@@ -428,7 +428,6 @@ def test_an_unknown_model_404_says_so(serve):
 # -- The repetition check: both sides --------------------------------------------------
 
 LOOPS = [
-    "".join("\t" * i + "I will call the tool now.\n" for i in range(60)),   # indented further each time
     '{"type": "tool_call", "thought": "17*23 = 320*4 + 1200 = 320*4 + 1200' + " = 320*4 + 1200" * 40,
     '{"type": "tool_call", "name": "calculator", "arguments": {"expression": "' + "(17*23)+" * 60,
     "I will compute the sum. " * 30,
@@ -437,6 +436,9 @@ LOOPS = [
     "next meeting, because the costs had grown far beyond what anyone had expected at the start of the fiscal year. "
     * 40,                                  # a 220-character sentence: units up to 400 are looked for
 ]
+TREE = {"n": 1}
+for _ in range(40):
+    TREE = {"op": "+", "left": TREE, "right": {"n": 1}}
 LEGITIMATE = [
     "| id | name | score |\n|----|------|-------|\n"
     + "".join(f"| {i} | user{i} | {i * 7 % 100} |\n" for i in range(80)),
@@ -448,10 +450,13 @@ LEGITIMATE = [
     "0, " * 400,
     "ab" * 500,
     "| 1 | 2 |\n" * 60,                    # a table of identical rows is data (it was listed as a loop before)
-    # indentation is ignored when copies are compared: indented rows are still rows
+    # indented rows, and copies that differ only in their indentation
     json.dumps([{"id": 0, "ok": True}] * 60, indent=2),
     json.dumps({"a": [[0] * 3] * 40}, indent="\t"),
     "".join(" " * (i % 7) + "0.0,\n" for i in range(300)),
+    # pretty-printed syntax trees: the copies differ only in their indentation, and are data
+    json.dumps(TREE, indent=2),
+    __import__("ast").dump(__import__("ast").parse("+".join(["x"] * 12), mode="eval"), indent=2),
     # the review's finding 5: rows of values and unspaced tokens, as whole replies and in actions
     '{"type": "final", "answer": "' + json.dumps([0.0] * 120) + '"}',
     json.dumps({"type": "tool_call", "name": "save", "arguments": {"mask": [None] * 100}}),

@@ -333,6 +333,14 @@ def test_the_second_ask_gets_what_is_left_of_max_seconds():
     assert seen[1][1] < seen[0][1] - 0.04 and seen[0][1] <= 60
 
 
+def test_with_constrain_always_the_second_ask_sends_the_action_schema(serve):
+    server = serve(chat_answer(call("get_weather", city="Rome")), chat_answer(final("merci")))
+    result = Agent(client(server, stream=False), weather_tools(), constrain="always").run("Thank you in French?")
+    bodies = [r["body"] for r in server.requests]
+    assert tool_calls_only(bodies[0]) and action_schema(bodies[1]) and not tool_calls_only(bodies[1])
+    assert result.answer == "merci"
+
+
 def test_only_the_tool_rungs_call_is_checked_for_a_description_copy(serve):
     replies = [call("get_weather", city="Oslo"), call("get_weather", city="Rome"), final("both")]
     result, _ = run_weather(serve, replies, "Compare Oslo with another city.")

@@ -149,15 +149,15 @@ def test_an_action_nested_too_deep_is_stopped_where_it_broke(serve):
         parse_action(text)
 
 
-def test_a_nesting_that_indents_each_line_further_is_a_loop_long_before_100_levels(serve):
+def test_a_nesting_that_indents_each_line_further_is_stopped_at_101_levels_too(serve):
     # SmolLM2-135M nested '"properties": {' 99 levels deep, each line indented further, 26,490
-    # characters in 170 s: the copies differ only in their indentation
+    # characters in 170 s. Its copies differ in their indentation; squeezing it away before the loop
+    # check cut pretty-printed syntax trees 18 levels deep (review of 2026-12-03), so it is not done.
     server = serve(endless_after('{"type": "tool_call", "name": "get_stock", "arguments": {"item": ',
                                  lambda i: "{\n" + " " * (2 * i) + '"properties": '))
     llm = client(server)
     text = llm.chat(MESSAGES)
-    assert llm.last_finish_reason == "repetition" and 10 < text.count("{") < 40
-    assert server.client_closed.wait(5)
+    assert text.count("{") == 101 and (llm.last_finish_reason, llm.last_stopped_early) == ("stop", True)
 
 
 def test_a_mismatched_bracket_is_read_on_as_it_may_be_a_draft_in_reasoning(serve):
