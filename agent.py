@@ -5259,6 +5259,10 @@ class _RunState:
         self.messages.append({"role": role, "content": content})
         self.tail_chars += len(content)
 
+    def user_text(self) -> str:
+        """The text of the conversation's user messages: what the model was given to work from."""
+        return "\n".join(m["content"] for m in self.messages if m["role"] == "user")
+
     def estimated(self) -> None:
         """Note that the step under way (not yet in steps) has token counts estimated, not
         reported."""
@@ -5766,8 +5770,7 @@ class Agent:
             action = parse_action(raw if isinstance(raw, str) else "")
         except ActionFormatError:
             return raw
-        copy = _description_copy(action, self.tools, lambda: "\n".join(
-            m["content"] for m in state.messages if m["role"] == "user"))
+        copy = _description_copy(action, self.tools, state.user_text)
         if copy is None:
             return raw
         self._rung(step, f"the call only copied {copy}, which no user message names, so it is "
@@ -5983,8 +5986,7 @@ class Agent:
             raise
         # the example only where the run's system prompt is the one that shows it
         example = self._example if state.messages[0]["content"] == self.system_prompt else None
-        copied = _copied(action, example, lambda: "\n".join(
-            m["content"] for m in state.messages if m["role"] == "user"))
+        copied = _copied(action, example, state.user_text)
         if copied is not None:
             raise _refuse(copied, _CALL_SHAPE if action.kind == "tool_call" else _BOTH_SHAPES)
         return action
