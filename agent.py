@@ -5858,7 +5858,9 @@ class Agent:
             options["response_schema"] = schema
             if "frequency_penalty" in self._accepts:
                 options["frequency_penalty"] = _CONSTRAINED_PENALTY
-        if state.hot:
+        # A final answer does not loop: sampled hot, SmolLM2-135M answered "True" where at the
+        # client's temperature it answered from its thought.
+        if state.hot and state.answer_rung != len(state.steps) + 1:
             configured = getattr(self.llm, "temperature", None)
             options["temperature"] = (max(_HOT_TEMPERATURE, configured) if _is_number(configured)
                                       else _HOT_TEMPERATURE)
@@ -5969,6 +5971,8 @@ class Agent:
         state.answer_rung = step.index + 1
         schema = (" (a response_schema of the final shape alone)"
                   if "response_schema" in self._accepts else "")
+        if state.hot:
+            schema += ", at the client's own temperature"
         self._rung(step, f"{why}: the next call asks for the final answer{schema}")
 
     def _parse(self, step: Step, state: _RunState) -> Action:

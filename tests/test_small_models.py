@@ -188,6 +188,17 @@ def test_the_last_repeat_allowed_of_a_failed_call_asks_for_an_answer_with_the_mo
     assert result.stop_reason == "final" and result.answer == "Paris"
 
 
+def test_the_answer_rung_is_sampled_at_the_clients_temperature_even_after_the_hot_rung(serve):
+    """SmolLM2-135M, asked for the final answer at 0.7, answered "True" or "{{value}}" where at 0 it answered
+    from its thought; the hot rung is for breaking a loop of calls, and a final answer does not loop."""
+    replies = [call("fail", thought="Paris is the capital.")] * 3 + [final("<why>"), final("Paris")]
+    result, bodies = run_on_server(serve, replies, max_repeats=2)
+    assert bodies[2]["temperature"] == 0.7                      # the hot rung, after the first repeat
+    assert final_only(bodies[3]) and bodies[3]["temperature"] == 0.0   # the answer rung: the client's own
+    assert bodies[4]["temperature"] == 0.7 and result.answer == "Paris"   # then hot again
+    assert any("at the client's own temperature" in n for n in result.steps[2].notes)
+
+
 def test_constrain_never_gives_the_last_repeat_of_a_failed_call_no_rung(serve):
     result, bodies = run_on_server(serve, [call("fail")] * 3 + [final("x")], constrain="never")
     assert not any("response_format" in b for b in bodies)
