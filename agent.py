@@ -5263,6 +5263,10 @@ class _RunState:
         """The text of the conversation's user messages: what the model was given to work from."""
         return "\n".join(m["content"] for m in self.messages if m["role"] == "user")
 
+    def answering(self) -> bool:
+        """Whether the next model call is the answer rung's (it may send only a final answer)."""
+        return self.answer_rung == len(self.steps) + 1
+
     def estimated(self) -> None:
         """Note that the step under way (not yet in steps) has token counts estimated, not
         reported."""
@@ -5860,7 +5864,7 @@ class Agent:
                 options["frequency_penalty"] = _CONSTRAINED_PENALTY
         # A final answer does not loop: sampled hot, SmolLM2-135M answered "True" where at the
         # client's temperature it answered from its thought.
-        if state.hot and state.answer_rung != len(state.steps) + 1:
+        if state.hot and not state.answering():
             configured = getattr(self.llm, "temperature", None)
             options["temperature"] = (max(_HOT_TEMPERATURE, configured) if _is_number(configured)
                                       else _HOT_TEMPERATURE)
@@ -5878,7 +5882,7 @@ class Agent:
         if not state.steps and len(self.tools) and self.max_steps > 1:
             schema = self.tools.action_schema()   # with its $defs: the calls may refer to them
             return dict(schema, anyOf=schema["anyOf"][:-1])
-        if state.answer_rung == len(state.steps) + 1:
+        if state.answering():
             return self.tools.action_schema()["anyOf"][-1]
         return state.schema
 
