@@ -189,9 +189,9 @@ def fixes(obj):
     for key in ("answer", "name"):   # 2, and 3 (answer)
         if not _present(obj, key) and stand_ins(obj, key):
             found.append(f'use "{key}" instead of {json.dumps(stand_ins(obj, key)[0])}')
-    if any(_spelling(k) in _CALL_METADATA and isinstance(v, (dict, list)) and _present(obj, k)
-           for k, v in obj.items()):   # 4
-        found.append('the tool call has no "arguments" but has')
+    for k, v in obj.items():   # 4: an object is read as misplaced arguments, anything else as a stray
+        if _spelling(k) in _CALL_METADATA and isinstance(v, (dict, list)) and _present(obj, k):
+            found += ['the tool call has no "arguments" but has', f'use "arguments" instead of {json.dumps(k)}']
     return found
 
 
