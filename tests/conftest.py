@@ -11,15 +11,22 @@ The helpers a test file imports (``from conftest import call, final, make_tools`
 The fixtures: ``serve`` starts scripted local HTTP servers (tests/_http_servers.py);
 ``no_model_configured`` removes OPENAI_MODEL, OPENAI_BASE_URL and OPENAI_API_KEY for one test.
 """
+import getpass
 import json
 import os
 import sys
+import tempfile
 
 import pytest
 from hypothesis import settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+# About a hundred tests run agent.py as a program. With PYTHONDONTWRITEBYTECODE set (as on the machines
+# this suite runs on) each of them compiled its 8,000 lines again; bytecode kept outside the repository,
+# in one directory per user, is compiled once. It changes nothing a test sees.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+os.environ.setdefault("PYTHONPYCACHEPREFIX", os.path.join(tempfile.gettempdir(), f"agentpy-pycache-{getpass.getuser()}"))
 
 from _http_servers import ScriptedServer  # noqa: E402  (beside this file; agent.py only once ROOT is on the path)
 from agent import ToolRegistry  # noqa: E402
