@@ -272,10 +272,12 @@ _ONE_ACTION = ("(Your reply held more than one action: only the first was run. S
 _REPEAT = ("You already made this exact call in step {step}; it was not run again. Its "
            "result:\n{result}\nDo not repeat it: use the result, try something different, or give "
            "the final answer.")
-# The result comes last: a small model that copies the nearest text then copies the result.
-_IN_HAND = ("You already made this exact call in step {step}; it was not run again. The result is "
-            "in hand: give the final answer now, taken from it. The result:\n{result}")
-# The last repeat allowed of a failed call; the model's own thought comes last, for the same reason.
+# The result first, then that it is in hand and the ask: with the step number and "not run again"
+# first, SmolLM2-135M answered with those words (bench/real_tasks.py --in-hand).
+_IN_HAND = ("The result of your call is:\n{result}\nYou already have it. Give the final answer "
+            "now, from this result.")
+# The last repeat allowed of a failed call; the model's own thought comes last: SmolLM2 copies the
+# text nearest its reply.
 _GIVE_UP = ("You already made this exact call in step {step}; it failed again and will not work. "
             "Give the final answer now, from what you know.")
 _YOUR_THOUGHT = "{text}\nYour thought was: {thought}"
@@ -5959,7 +5961,7 @@ class Agent:
             self._sample_hotter(state, step, "a call that failed was repeated")
             return _REPEAT.format(step=earlier.step, result=earlier.result)
         self._answer_rung(state, step, "a call that already succeeded was repeated")
-        return _IN_HAND.format(step=earlier.step, result=earlier.result)
+        return _IN_HAND.format(result=earlier.result)
 
     def _give_up(self, state: _RunState, step: Step, earlier: _Earlier) -> str:
         """The last repeat allowed of a failed call: the answer rung, with the model's own thought.

@@ -5,6 +5,7 @@
     /tmp/peers/bin/python bench/real_tasks.py ... --peer    # smolagents' ToolCallingAgent on the same tasks
     python bench/real_tasks.py --compare a.json b.json      # saved runs (--json FILE) side by side
     python bench/real_tasks.py ... --first-call             # sampling settings on one constrained call a task
+    python bench/real_tasks.py ... --in-hand                # the answer rung's reply after a call's repeat
 
 The tasks are in bench/real_tasks.jsonl and their tools in bench/real_tools.py: a made-up
 price list, weather table and inventory, so an answer from memory is wrong. Each answer is
@@ -157,6 +158,49 @@ def first_calls(args: argparse.Namespace, tasks: list) -> None:
               f"{json.dumps(reasons)}, {time.monotonic() - started:.1f} s", flush=True)
 
 
+# The answer rung's reply from a fixed state (--in-hand): the right call, its result, the same call again;
+# then the real model's reply. Task, call, arguments, and text the answer must hold (the tool's truth).
+IN_HAND_CASES = [
+    ("How warm is it in Lima right now?", "get_weather", {"city": "Lima"}, "6"),
+    ("What does a loaf of bread cost in our shop?", "get_price", {"item": "bread"}, "2.15"),
+    ("How many washers are in stock?", "get_stock", {"item": "washers"}, "77"),
+    ("What is 17 * 23 + 4?", "calculator", {"expression": "17 * 23 + 4"}, "395"),
+    ("What is 1234 * 5678?", "calculator", {"expression": "1234 * 5678"}, "7006652"),
+    ("How many screws are in stock?", "get_stock", {"item": "screws"}, "2600"),
+    ("What is the weather like in Paris?", "get_weather", {"city": "Paris"}, "24"),
+    ("How much is a bottle of milk?", "get_price", {"item": "milk"}, "1.09"),
+    ("What does coffee cost in our shop?", "get_price", {"item": "coffee"}, "7.40"),
+    ("What is 2 to the power of 10?", "calculator", {"expression": "2 ** 10"}, "1024"),
+]
+# the answer rung's words before 2026-12-03 (afternoon), beside today's agent._IN_HAND
+EARLIER_IN_HAND = ("You already made this exact call in step {step}; it was not run again. The result is "
+                   "in hand: give the final answer now, taken from it. The result:\n{result}")
+
+
+class _Scripted:
+    """The given replies first, then the real client's."""
+
+    def __init__(self, real, replies: list) -> None:
+        self.real, self.replies = real, list(replies)
+
+    def chat(self, messages, **options):
+        return self.replies.pop(0) if self.replies else self.real.chat(messages, **options)
+
+
+def in_hand(args: argparse.Namespace) -> None:
+    """How often the reply to the answer rung answers from the result, with the earlier words and today's."""
+    for label, words in (("earlier words", EARLIER_IN_HAND), ("agent._IN_HAND", agent._IN_HAND)):
+        agent._IN_HAND, solved = words, 0
+        for task, name, arguments, truth in IN_HAND_CASES:
+            call = json.dumps({"type": "tool_call", "thought": f"I need to call {name}.", "name": name,
+                               "arguments": arguments})
+            llm = _Scripted(agent.OpenAICompatLLM(args.model, args.base_url), [call, call])
+            result = agent.Agent(llm, real_tools.tools, max_steps=args.max_steps).run(task)
+            solved += result.answer is not None and truth in result.answer
+            print(f"  {label}: {task[:36]:36} {result.stop_reason:12} {(result.answer or '')[:70]!r}", flush=True)
+        print(f"{label}: {solved} of {len(IN_HAND_CASES)} answered from the result", flush=True)
+
+
 def _print_row(row: dict) -> None:
     print(f"{row['id']:<14} {'ok' if row['solved'] else '--'} {row['steps']:>2} steps {row['format_errors']:>2} fmt "
           f"{row['stop']:<13} {row['seconds']:>6.1f} s  {' '.join(row['tools'])[:70]}  answer={row['answer']!r}",
@@ -205,6 +249,8 @@ def main() -> int:
     parser.add_argument("--compare", nargs="+", metavar="FILE", help="print saved --json runs side by side")
     parser.add_argument("--first-call", action="store_true",
                         help="compare sampling settings on one constrained call per task instead of whole runs")
+    parser.add_argument("--in-hand", action="store_true",
+                        help="the answer rung's reply after a right call and its repeat, earlier words beside today's")
     args = parser.parse_args()
     if args.compare:
         compare(args.compare)
@@ -214,6 +260,9 @@ def main() -> int:
         tasks = [t for t in tasks if t["id"] in args.only.split(",")]
     if args.first_call:
         first_calls(args, tasks)
+        return 0
+    if args.in_hand:
+        in_hand(args)
         return 0
     rows = (run_peer if args.peer else run_agent)(args, tasks, lambda rows: _save(args.json, rows))
     print(f"total: {_total(rows)}")

@@ -173,7 +173,7 @@ def test_a_tool_whose_output_starts_with_error_is_not_a_failed_step():
     assert first.error is None
     assert first.observation == "[OBSERVATION] ERROR: not really\n(step 1 of 10)"
     # a repeat of a call that succeeded: the result is in hand (a failed one would be "Its result:")
-    assert "The result is in hand: give the final answer now" in repeat.observation
+    assert "The result of your call is:\nERROR: not really\nYou already have it. Give the final answer now" in repeat.observation
     assert any("a call that already succeeded was repeated" in note for note in repeat.notes)
     assert registry.call("report", {}) == "ERROR: not really"          # the public text is the same
     assert registry._result("report", {}) == ("ERROR: not really", False)
@@ -276,9 +276,9 @@ def test_repeated_call_is_not_run_again_and_gets_a_nudge():
     result = Agent(MockLLM(replies), make_tools(log), max_repeats=2).run("t")
     assert log == [("add", 1, 2)]  # ran once
     nudge = result.steps[1].observation
-    assert nudge.startswith("[OBSERVATION] You already made this exact call in step 1; it was not run again.")
-    assert "The result:\n3\n" in nudge
-    assert "give the final answer now" in nudge   # the answer rung: the call had succeeded
+    # the answer rung (the call had succeeded): the earlier result, in hand, and the ask
+    assert nudge.startswith("[OBSERVATION] The result of your call is:\n3\nYou already have it.")
+    assert "Give the final answer now" in nudge
     assert result.stop_reason == "final"
 
 
