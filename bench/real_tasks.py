@@ -12,8 +12,9 @@ price list, weather table and inventory, so an answer from memory is wrong. Each
 checked against the tools' truth: a number within 0.005 of the expected one, a text that
 must (and one that must not) appear, and for a guessable answer the tool results it rests
 on ("evidence"), or, for the time, the HH:MM that the clock tool
-returned during that run (a made-up time does not count). Prints one row per task and a
-total. Not a test: it needs a running server (../shared/tools/real_server.sh).
+returned during that run (a made-up time does not count). An answer that passes on a
+tool's refusal ("unknown item '77 units'; ask for one of: ...") is not solved, whatever
+number it holds. Prints one row per task and a total. Not a test: it needs a running server (../shared/tools/real_server.sh).
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ import real_tools  # noqa: E402
 TASKS_FILE = os.path.join(HERE, "real_tasks.jsonl")
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 _CLOCK_TIME = re.compile(r"\d{2}:\d{2}")
+_REFUSAL = "; ask for one of: "   # how real_tools.py's tools refuse an item or a city they do not know
 
 
 def load_tasks(path: str = TASKS_FILE) -> list:
@@ -45,6 +47,8 @@ def solved(task: dict, answer: str | None, observations: list) -> bool:
     """Whether the answer is right by the tools' truth (see the module docstring)."""
     if not answer or not all(any(e in o for o in observations) for e in task.get("evidence", ())):
         return False   # an answer that could be a guess counts only when the tools gave its facts
+    if _REFUSAL in answer:
+        return False   # a tool's refusal passed on as the answer ("unknown item '77 units'; ask for one of: ...")
     text = answer.lower()
     if task.get("expect_clock"):
         seen = {t for o in observations for t in _CLOCK_TIME.findall(o)}
@@ -172,8 +176,9 @@ IN_HAND_CASES = [
     ("What does coffee cost in our shop?", "get_price", {"item": "coffee"}, "7.40"),
     ("What is 2 to the power of 10?", "calculator", {"expression": "2 ** 10"}, "1024"),
 ]
-# the answer rung's words before 2026-12-03 (afternoon), beside today's agent._IN_HAND
-EARLIER_IN_HAND = ("You already made this exact call in step {step}; it was not run again. The result is "
+# the answer rung's words before 2026-12-03 (afternoon), beside today's agent._IN_HAND (the scripted call
+# that is repeated is always step 1's)
+EARLIER_IN_HAND = ("You already made this exact call in step 1; it was not run again. The result is "
                    "in hand: give the final answer now, taken from it. The result:\n{result}")
 
 
