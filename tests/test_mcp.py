@@ -1,8 +1,8 @@
 """MCP: ToolRegistry.add_mcp over stdio and Streamable HTTP, both protocol eras, hostile servers, the CLI.
 
-Real servers from PyPI (mcp-server-time, and tests/mcp_sdk_server.py on the official SDK) start once per
-run, in parallel (session fixture `real`); the scripted servers (tests/mcp_scripted_server.py, plain
-Python) start in milliseconds, one per test that breaks them.
+Real servers from PyPI (mcp-server-time, and tests/mcp_sdk_server.py on the official SDK) start in parallel
+when a test first asks for them, once per run (session fixture `real`); the scripted servers
+(tests/mcp_scripted_server.py, plain Python) start in milliseconds, one per test that breaks them.
 """
 import atexit
 import json
@@ -70,22 +70,23 @@ def _start_real_servers():
         opened = [pool.submit(registries["time"].add_mcp, [sys.executable, "-m", "mcp_server_time"], timeout=30),
                   pool.submit(registries["sdk"].add_mcp, SDK_SERVER, timeout=30)]
         process, url = http.result()
-        atexit.register(process.kill)           # also when the tests that use it are not selected
+        atexit.register(process.kill)           # also when the other servers fail to open
         registries["http"].add_mcp(url, timeout=30)
         for future in opened:
             future.result()
     return registries, process
 
 
-# A Python MCP server takes seconds to import its SDK: they start while the test files before this one run.
-_REAL = ThreadPoolExecutor(1).submit(_start_real_servers) if HAS_SDK else None
-
-
+# Not started when this file is imported, as they were: every xdist worker imports every test file, so each
+# worker started all three (five seconds of CPU in all, mostly importing the SDK) at the start of the run,
+# whether it ran their tests or not. Nor in the background while this file's other tests run: those give the
+# scripted servers 0.2 s to answer. The worker that runs the first of their tests waits for them (about two
+# seconds, nearly all of it CPU the machine's two cores spend on them anyway).
 @pytest.fixture(scope="session")
 def real():
-    if _REAL is None:
+    if not HAS_SDK:
         pytest.skip("the mcp SDK and mcp-server-time (tests/requirements.txt)")
-    registries, process = _REAL.result()
+    registries, process = _start_real_servers()
     yield registries
     with ThreadPoolExecutor(3) as pool:           # each waits for its server to exit
         list(pool.map(ToolRegistry.close, registries.values()))
