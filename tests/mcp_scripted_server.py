@@ -82,7 +82,7 @@ def call(ident, name, arguments):
         return None
     if name == "huge_line":
         chunk = "x" * 2**20
-        sys.stdout.write('{"jsonrpc": "2.0", "id": %d, "result": {"content": [{"type": "text", "text": "' % ident)
+        sys.stdout.write('{"jsonrpc": "2.0", "id": ' + str(int(ident)) + ', "result": {"content": [{"type": "text", "text": "')
         for _ in range(100):
             sys.stdout.write(chunk)
         sys.stdout.write('"}]}}\n')
