@@ -192,18 +192,38 @@ class _Scripted:
         return self.replies.pop(0) if self.replies else self.real.chat(messages, **options)
 
 
+# the answer rung's schema before 2026-12-03 (afternoon): the final shape with its thought
+EARLIER_ANSWER_SCHEMA = {"type": "object", "properties": {"type": {"const": "final"}, "thought": {"type": "string",
+                         "maxLength": 300}, "answer": {"type": "string"}},
+                         "required": ["type", "thought", "answer"], "additionalProperties": False}
+# a reply cut off in its thought: a format error, so the shapes with their placeholders are shown
+CUT_OFF = '{\n  "type": "tool_call",\n  "thought": "' + "The weather is nice today and " * 20
+
+
 def in_hand(args: argparse.Namespace) -> None:
-    """How often the reply to the answer rung answers from the result, with the earlier words and today's."""
-    for label, words in (("earlier words", EARLIER_IN_HAND), ("agent._IN_HAND", agent._IN_HAND)):
-        agent._IN_HAND, solved = words, 0
-        for task, name, arguments, truth in IN_HAND_CASES:
-            call = json.dumps({"type": "tool_call", "thought": f"I need to call {name}.", "name": name,
-                               "arguments": arguments})
-            llm = _Scripted(agent.OpenAICompatLLM(args.model, args.base_url), [call, call])
-            result = agent.Agent(llm, real_tools.tools, max_steps=args.max_steps).run(task)
-            solved += result.answer is not None and truth in result.answer
-            print(f"  {label}: {task[:36]:36} {result.stop_reason:12} {(result.answer or '')[:70]!r}", flush=True)
-        print(f"{label}: {solved} of {len(IN_HAND_CASES)} answered from the result", flush=True)
+    """How often the reply to the answer rung answers from the result: after the right call and its repeat,
+    and after the right call, a format error, and the call again with the placeholder as its thought (the
+    path SmolLM2 takes); with the earlier words and schema, and today's."""
+    for label, words, schema in (("earlier", EARLIER_IN_HAND, EARLIER_ANSWER_SCHEMA),
+                                 ("today's", agent._IN_HAND, agent._ANSWER_ONLY)):
+        agent._IN_HAND, agent._ANSWER_ONLY = words, schema   # what the loop sends, by these names
+        for state in ("repeat", "after a format error"):
+            solved = 0
+            for task, name, arguments, truth in IN_HAND_CASES:
+                call = {"type": "tool_call", "thought": f"I need to call {name}.", "name": name, "arguments": arguments}
+                copied = json.dumps(dict(call, thought="<why>"), indent=2)
+                script = [json.dumps(call)] + ([json.dumps(call)] if state == "repeat" else [CUT_OFF, copied])
+                llm = _Scripted(agent.OpenAICompatLLM(args.model, args.base_url), script)
+                result = agent.Agent(llm, real_tools.tools, max_steps=args.max_steps).run(task)
+                solved += solved_in_hand(result.answer, truth)
+                print(f"  {label}, {state}: {task[:36]:36} {result.stop_reason:12} {(result.answer or '')[:60]!r}",
+                      flush=True)
+            print(f"{label} words and schema, {state}: {solved} of {len(IN_HAND_CASES)} answered from the result",
+                  flush=True)
+
+
+def solved_in_hand(answer: str | None, truth: str) -> bool:
+    return answer is not None and truth in answer and _REFUSAL not in answer
 
 
 def _print_row(row: dict) -> None:

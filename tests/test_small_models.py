@@ -165,6 +165,9 @@ def test_a_custom_prompt_has_no_example_to_copy(serve):
 def test_a_repeat_of_a_call_that_succeeded_asks_for_the_answer_with_the_final_shape_alone(serve):
     result, bodies = run_on_server(serve, [call("add", a=2, b=3), call("add", a=2, b=3), final("5")])
     assert not any(final_only(b) for b in bodies[:2]) and final_only(bodies[2])
+    # no thought to write: after a copied "thought": "<why>", SmolLM2 went on to "<the answer>"
+    schema = bodies[2]["response_format"]["json_schema"]["schema"]
+    assert list(schema["properties"]) == ["type", "answer"] and schema["required"] == ["type", "answer"]
     told = bodies[2]["messages"][-1]["content"]
     # the result, then the ask: no step number or "not run again" that SmolLM2 answered with
     assert told == "[OBSERVATION] The result of your call is:\n5\nYou already have it. Give the final answer " \
