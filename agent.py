@@ -5570,10 +5570,12 @@ def _leaves(value: Any, key: str = "") -> Iterable:
 # The answer rung's schema: the final shape without its "thought". SmolLM2-135M, its last reply a
 # call copied with "thought": "<why>", went on from that thought to "answer": "<the answer>" and
 # answered from the result in 2 of 10 cases; with no thought to write, in 8 of 10
-# (bench/real_tasks.py --in-hand, the state after a format error).
-_ANSWER_ONLY = {"type": "object",
-                "properties": {"type": {"const": "final"}, "answer": {"type": "string"}},
-                "required": ["type", "answer"], "additionalProperties": False}
+# (bench/real_tasks.py --in-hand, the state after a format error). A new dict each call, as the
+# action schema is: a client may change what it is given.
+def _answer_only() -> dict:
+    return {"type": "object",
+            "properties": {"type": {"const": "final"}, "answer": {"type": "string"}},
+            "required": ["type", "answer"], "additionalProperties": False}
 
 
 class Agent:
@@ -5894,7 +5896,7 @@ class Agent:
             schema = self.tools.action_schema()   # with its $defs: the calls may refer to them
             return dict(schema, anyOf=schema["anyOf"][:-1])
         if state.answering():
-            return _ANSWER_ONLY
+            return _answer_only()
         return state.schema
 
     def _time_left(self, state: _RunState) -> Optional[float]:

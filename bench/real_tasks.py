@@ -204,9 +204,9 @@ def in_hand(args: argparse.Namespace) -> None:
     """How often the reply to the answer rung answers from the result: after the right call and its repeat,
     and after the right call, a format error, and the call again with the placeholder as its thought (the
     path SmolLM2 takes); with the earlier words and schema, and today's."""
-    for label, words, schema in (("earlier", EARLIER_IN_HAND, EARLIER_ANSWER_SCHEMA),
-                                 ("today's", agent._IN_HAND, agent._ANSWER_ONLY)):
-        agent._IN_HAND, agent._ANSWER_ONLY = words, schema   # what the loop sends, by these names
+    for label, words, schema in (("earlier", EARLIER_IN_HAND, lambda: EARLIER_ANSWER_SCHEMA),
+                                 ("today's", agent._IN_HAND, agent._answer_only)):
+        agent._IN_HAND, agent._answer_only = words, schema   # what the loop sends, by these names
         for state in ("repeat", "after a format error"):
             solved = 0
             for task, name, arguments, truth in IN_HAND_CASES:

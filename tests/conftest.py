@@ -11,7 +11,6 @@ The helpers a test file imports (``from conftest import call, final, make_tools`
 The fixtures: ``serve`` starts scripted local HTTP servers (tests/_http_servers.py);
 ``no_model_configured`` removes OPENAI_MODEL, OPENAI_BASE_URL and OPENAI_API_KEY for one test.
 """
-import getpass
 import json
 import os
 import sys
@@ -24,9 +23,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 # About a hundred tests run agent.py as a program. With PYTHONDONTWRITEBYTECODE set (as on the machines
 # this suite runs on) each of them compiled its 8,000 lines again; bytecode kept outside the repository,
-# in one directory per user, is compiled once. It changes nothing a test sees.
+# in the temp directory, is compiled once (where it cannot be written, Python compiles as before).
+# It changes nothing a test sees.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-os.environ.setdefault("PYTHONPYCACHEPREFIX", os.path.join(tempfile.gettempdir(), f"agentpy-pycache-{getpass.getuser()}"))
+os.environ.setdefault("PYTHONPYCACHEPREFIX", os.path.join(tempfile.gettempdir(), "agentpy-pycache"))
 
 from _http_servers import ScriptedServer  # noqa: E402  (beside this file; agent.py only once ROOT is on the path)
 from agent import ToolRegistry  # noqa: E402
