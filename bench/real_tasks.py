@@ -12,13 +12,17 @@ price list, weather table and inventory, so an answer from memory is wrong. Each
 checked against the tools' truth: a number within 0.005 of the expected one, a text that
 must (and one that must not) appear, and for a guessable answer the tool results it rests
 on ("evidence"), or, for the time, the HH:MM that the clock tool
-returned during that run (a made-up time does not count). An answer that passes on a
+returned during that run (a made-up time does not count). The results are what the tools
+returned, recorded as they ran, not the observations: an observation may quote the model's own
+thought ("Your thought was: 2023-01-18T14:57:59.643Z"), so a time there may be made up. An answer that passes on a
 tool's refusal ("unknown item '77 units'; ask for one of: ...") is not solved, whatever
 number it holds. Prints one row per task and a total. Not a test: it needs a running server (../shared/tools/real_server.sh).
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
 import json
 import os
 import re
@@ -43,15 +47,16 @@ def load_tasks(path: str = TASKS_FILE) -> list:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def solved(task: dict, answer: str | None, observations: list) -> bool:
-    """Whether the answer is right by the tools' truth (see the module docstring)."""
-    if not answer or not all(any(e in o for o in observations) for e in task.get("evidence", ())):
+def solved(task: dict, answer: str | None, results: list) -> bool:
+    """Whether the answer is right by the tools' truth (see the module docstring); ``results`` holds
+    (tool name, what it returned) for each call that ran."""
+    if not answer or not all(any(e in r for _, r in results) for e in task.get("evidence", ())):
         return False   # an answer that could be a guess counts only when the tools gave its facts
     if _REFUSAL in answer:
         return False   # a tool's refusal passed on as the answer ("unknown item '77 units'; ask for one of: ...")
     text = answer.lower()
     if task.get("expect_clock"):
-        seen = {t for o in observations for t in _CLOCK_TIME.findall(o)}
+        seen = {t for name, r in results if name == "clock" for t in _CLOCK_TIME.findall(r)}
         return any(t in answer for t in seen)
     expect = task["expect"]
     if isinstance(expect, (int, float)):
@@ -60,16 +65,33 @@ def solved(task: dict, answer: str | None, observations: list) -> bool:
     return expect.lower() in text and not (task.get("reject") and task["reject"].lower() in text)
 
 
-def _row(task: dict, result: agent.AgentResult, seconds: float) -> dict:
+def recording(func, name: str, results: list):
+    """The function, appending (name, what it returned) to ``results`` each time it returns."""
+    @functools.wraps(func)
+    def run(*args, **kwargs):
+        returned = func(*args, **kwargs)
+        results.append((name, str(returned)))
+        return returned
+    return run
+
+
+def recorded_tools(results: list) -> agent.ToolRegistry:
+    """real_tools.tools, each tool's results recorded in ``results``."""
+    registry = agent.ToolRegistry()
+    for tool in real_tools.tools:
+        registry.register(dataclasses.replace(tool, func=recording(tool.func, tool.name, results)))
+    return registry
+
+
+def _row(task: dict, result: agent.AgentResult, seconds: float, results: list) -> dict:
     calls = [s for s in result.steps if s.action is not None and s.action.kind == "tool_call"]
-    observations = [s.observation or "" for s in calls]
-    return {"id": task["id"], "solved": solved(task, result.answer, observations), "steps": len(result.steps),
+    return {"id": task["id"], "solved": solved(task, result.answer, results), "steps": len(result.steps),
             "format_errors": sum(1 for s in result.steps if s.raw is not None and s.action is None),
             "stop": result.stop_reason, "seconds": round(seconds, 1),
             "tools": [f"{s.action.name}({json.dumps(s.action.arguments, ensure_ascii=False)})" for s in calls],
             "answer": (result.answer or "")[:80],
             "notes": [note for s in result.steps for note in s.notes],
-            "raws": [(s.raw or "")[:300] for s in result.steps]}
+            "raws": [(s.raw or "")[:300] for s in result.steps], "results": [[n, r[:200]] for n, r in results]}
 
 
 def run_agent(args: argparse.Namespace, tasks: list, saved) -> list:
@@ -77,9 +99,9 @@ def run_agent(args: argparse.Namespace, tasks: list, saved) -> list:
     rows = []
     for task in tasks:
         llm = agent.OpenAICompatLLM(args.model, args.base_url, stream=not args.no_stream)
-        started = time.monotonic()
-        result = agent.Agent(llm, real_tools.tools, max_steps=args.max_steps, **options).run(task["task"])
-        rows.append(_row(task, result, time.monotonic() - started))
+        started, results = time.monotonic(), []
+        result = agent.Agent(llm, recorded_tools(results), max_steps=args.max_steps, **options).run(task["task"])
+        rows.append(_row(task, result, time.monotonic() - started, results))
         _print_row(rows[-1])
         saved(rows)
     return rows
@@ -89,8 +111,10 @@ def run_peer(args: argparse.Namespace, tasks: list, saved) -> list:
     """The same tasks through smolagents' ToolCallingAgent (install it in a separate venv, see bench/README.md)."""
     import smolagents
 
+    results = []
+
     def wrap(func):  # smolagents wants its own Tool objects, built from a docstring like ours
-        return smolagents.tool(func)
+        return smolagents.tool(recording(func, func.__name__, results))
 
     peer_tools = [wrap(f) for f in (real_tools.get_price, real_tools.get_weather, real_tools.get_stock)]
     peer_tools += [wrap(calculator), wrap(clock)]
@@ -102,17 +126,17 @@ def run_peer(args: argparse.Namespace, tasks: list, saved) -> list:
     for task in tasks:
         peer = smolagents.ToolCallingAgent(tools=peer_tools, model=model, max_steps=args.max_steps, verbosity_level=0)
         started = time.monotonic()
+        results.clear()
         try:
             answer, error = str(peer.run(task["task"])), None
         except Exception as exc:  # the peer raises where the agent stops with a reason
             answer, error = None, f"{type(exc).__name__}: {exc}"
         steps = [s for s in peer.memory.steps if type(s).__name__ == "ActionStep"]
-        observations = [str(getattr(s, "observations", "") or "") for s in steps]
-        row = {"id": task["id"], "solved": solved(task, answer, observations), "steps": len(steps),
+        row = {"id": task["id"], "solved": solved(task, answer, results), "steps": len(steps),
                "format_errors": sum(1 for s in steps if getattr(s, "error", None) is not None),
                "stop": "error" if error else ("final" if answer is not None else "?"),
                "seconds": round(time.monotonic() - started, 1), "tools": [], "answer": (answer or "")[:80],
-               "notes": [error] if error else [], "raws": []}
+               "notes": [error] if error else [], "raws": [], "results": [[n, r[:200]] for n, r in results]}
         rows.append(row)
         _print_row(row)
         saved(rows)
