@@ -1431,8 +1431,8 @@ def _in_event_loop() -> bool:
 _PLACEHOLDERS = frozenset({_WHY, _THE_ANSWER, _SOME_TOOL, "...", "\u2026", "<arguments>"})
 
 SYSTEM_PROMPT = """\
-You solve the user's task with the tools below. The tools know facts that you do not: \
-call one whenever it can find or check the answer, then answer from its result.
+You solve the user's task with the tools below. Call a tool whenever it can find or \
+check the answer, then answer from its result.
 
 Reply with exactly one JSON object and nothing else: no Markdown, no text around it.
 To call a tool: {call_shape}

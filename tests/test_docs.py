@@ -6,10 +6,12 @@ option has no default), then one indented line of meaning. A new keyword added t
 The ``LLM`` protocol's docstring lists, one per line, each attribute the agent reads from a client.
 """
 import inspect
+import pathlib
 import re
 
 import pytest
 
+import agent
 from agent import LLM, Agent, OpenAICompatLLM
 
 _OPTION_LINE = re.compile(r"^  (\w+)(?: \(default: (.+)\))?$")
@@ -75,3 +77,11 @@ def test_the_llm_docstring_lists_every_attribute_the_agent_reads():
     assert llm.read == {"chat", "last_finish_reason", "last_usage", "last_reasoning", "temperature"}
     listed = set(re.findall(r"^  (\w+)", inspect.cleandoc(LLM.__doc__), re.M))
     assert llm.read <= listed
+
+
+def test_the_readme_shows_the_prompt_that_is_sent():
+    """The README's prompt section shows SYSTEM_PROMPT as sent with the demo tools, character for character."""
+    readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    start = readme.index("```\n", readme.index("### The prompt")) + len("```\n")
+    shown = readme[start:readme.index("```", start)].rstrip("\n")
+    assert shown == agent._render_prompt(None, agent._demo_tools())
