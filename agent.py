@@ -3028,7 +3028,8 @@ class MockLLM:
         replays as a cut-off. The other calls a step recorded are replayed before
         its reply, in the order they were made: a context overflow the step notes, as
         the same overflow (so the same budget follows), then its ``summary_calls``
-        (``memory="summary"``), a failed one as an ``LLMError`` with the same message.
+        (``memory="summary"``), a failed one as an ``LLMError`` with the same message,
+        then a tool rung reply that only copied its tool's example (kept in the note).
         Raises OSError when the file cannot be read and ValueError when it holds no run.
         """
         calls = [call for step in _trace_steps(path) if isinstance(step, dict)
@@ -3105,13 +3106,16 @@ def _record_steps(record: Any) -> list:
 
 # the note Agent._overflowed writes
 _OVERFLOW_NOTE = re.compile(r"context overflow: max_context_chars=(\d+)")
+# the end of the note Agent._untooled writes for a copy of a tool's example; the copied reply follows
+_ASKED_AGAIN = "not run and the model is asked again without the rung: "
 
 
 def _recorded_calls(step: dict) -> list[tuple]:
     """The model calls a recorded step made, in order, as (reply to script, finish_reason) pairs."""
     calls: list[tuple] = []
-    overflow = _OVERFLOW_NOTE.search(" ".join(n for n in step.get("notes") or ()
-                                              if isinstance(n, str)))
+    notes = step.get("notes") if isinstance(step.get("notes"), list) else []
+    notes = [n for n in notes if isinstance(n, str)]
+    overflow = _OVERFLOW_NOTE.search(" ".join(notes))
     if overflow:
         calls.append((_overflow_again(int(overflow.group(1))), None))
     summaries = step.get("summary_calls")
@@ -3120,6 +3124,7 @@ def _recorded_calls(step: dict) -> list[tuple]:
             calls.append((record["raw"], _recorded_reason(record)))
         elif isinstance(record, dict):
             calls.append((LLMError(_text(record.get("error") or "the summary call failed")), None))
+    calls += [(n.split(_ASKED_AGAIN, 1)[1], None) for n in notes if _ASKED_AGAIN in n]   # a copy
     if isinstance(step.get("raw"), str):
         calls.append((step["raw"], _recorded_reason(step)))
     return calls
@@ -5791,7 +5796,7 @@ class Agent:
         if copy is None:
             return raw
         self._rung(step, f"the call only copied {copy}, which no user message names, so it is "
-                         f"not run and the model is asked again without the rung: {raw}")
+                         f"{_ASKED_AGAIN}{raw}")
         self._count_tokens(state, raw)
         if state.schema is None:
             options = {k: v for k, v in options.items()

@@ -431,3 +431,15 @@ def test_a_placeholder_in_another_case_or_a_longer_ellipsis_is_a_copy(answer):
 def test_text_around_dots_or_brackets_is_an_answer(answer):
     result = Agent(MockLLM([final(answer)]), make_tools(), constrain="never").run("t")
     assert result.answer == answer
+
+
+def test_a_replay_of_a_run_whose_copy_was_asked_again_makes_the_same_calls(serve, tmp_path):
+    copy = call("get_weather", city="Rome")
+    result, bodies = run_weather(serve, [copy, final("merci")], "How do you say 'thank you' in French?")
+    path = tmp_path / "run.json"
+    result.save(str(path))
+    replay = MockLLM.from_trace(str(path))
+    assert replay.replies == [copy, final("merci")]      # the copied reply, then the step's own
+    again = Agent(replay, weather_tools()).run("How do you say 'thank you' in French?")
+    assert [(s.raw, s.observation, s.notes) for s in again.steps] == [(s.raw, s.observation, s.notes) for s in result.steps]
+    assert again.answer == "merci" and len(replay.calls) == 2 and replay.calls[1] == replay.calls[0]
