@@ -3106,7 +3106,7 @@ def _record_steps(record: Any) -> list:
 
 # the note Agent._overflowed writes
 _OVERFLOW_NOTE = re.compile(r"context overflow: max_context_chars=(\d+)")
-# the end of the note Agent._untooled writes for a copy of a tool's example; the copied reply follows
+# the end of the note Agent._untooled writes for a copy of a tool's example; the copy follows
 _ASKED_AGAIN = "not run and the model is asked again without the rung: "
 
 
