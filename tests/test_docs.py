@@ -4,6 +4,7 @@ The listing follows textwrap.TextWrapper's: a line ``name (default: value)`` (a 
 option has no default), then one indented line of meaning. A new keyword added to
 ``__init__`` without its line, or a line left for a keyword that is gone, fails here.
 The ``LLM`` protocol's docstring lists, one per line, each attribute the agent reads from a client.
+The README's prompt section shows SYSTEM_PROMPT as it is sent.
 """
 import inspect
 import pathlib
