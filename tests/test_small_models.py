@@ -435,7 +435,7 @@ def test_text_around_dots_or_brackets_is_an_answer(answer):
 
 def test_a_replay_of_a_run_whose_copy_was_asked_again_makes_the_same_calls(serve, tmp_path):
     copy = call("get_weather", city="Rome")
-    result, bodies = run_weather(serve, [copy, final("merci")], "How do you say 'thank you' in French?")
+    result, _ = run_weather(serve, [copy, final("merci")], "How do you say 'thank you' in French?")
     path = tmp_path / "run.json"
     result.save(str(path))
     replay = MockLLM.from_trace(str(path))
