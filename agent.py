@@ -7427,6 +7427,11 @@ class _CliAgent(Agent):
         finally:
             self.status.end()
 
+    def _rung(self, step: Step, note: str) -> None:
+        super()._rung(step, note)
+        if self.status is not None and _ASKED_AGAIN in note:
+            self.status(None)   # the copy is not run: the live line shows the reply asked for now
+
     def _run_tool(self, state: _RunState, step: Step, action: Action) -> str:
         tool = self.tools.get(action.name)
         # a confirmation prompt needs the line to itself

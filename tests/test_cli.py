@@ -226,6 +226,29 @@ def test_on_a_terminal_a_live_line_streams_the_reply_then_gives_way_to_the_step_
     assert err.index("\r\x1b[K[step 1] done | final answer: hello there") > live
 
 
+class SchemaStreamingClient(StreamingClient):
+    """A streaming client that takes the decoding ladder's options, as the real one does."""
+
+    def chat(self, messages, **options):
+        self.options = getattr(self, "options", []) + [options]
+        return super().chat(messages)
+
+
+def test_the_live_line_drops_a_tool_rung_copy_that_is_not_run(monkeypatch):
+    # the copy of the calculator's example is asked again: its text must not run on into the reply
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setenv("COLUMNS", "300")
+    copy = call("calculator", expression="(128*3+40)/4")
+    client = SchemaStreamingClient([copy, final("merci")])
+    monkeypatch.setattr(agent, "_cli_model", lambda args: (client, "scripted"))
+    assert main(["How do you say 'thank you' in French?"]) == 0
+    assert "response_schema" in client.options[0] and "response_schema" not in client.options[1]
+    err = terminal.getvalue()
+    assert '\r\x1b[K[step 1] 2 tokens, 0 s: {"type": "final", "thought": "done", "answer": "merci"}' in err
+    assert "(128*3+40)/4" + final("merci")[:10] not in err
+
+
 def test_the_live_line_starts_again_when_the_client_retries(monkeypatch):
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
