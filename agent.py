@@ -85,7 +85,7 @@ import tokenize
 import types
 import typing
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Optional, Protocol, Union
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -5560,6 +5560,26 @@ def _is_placeholder(text: str) -> bool:
     return text.lower() in _PLACEHOLDERS or bool(_DOTS.match(text))
 
 
+def _spaced(text: str) -> str:
+    """A pattern of the text's words, whatever the spaces and line breaks between them."""
+    return r"\s+".join(map(re.escape, text.split()))
+
+
+# The answer rung's words before and after the result: a model that copies wraps its answer in
+# them (Qwen2.5-Coder-0.5B: "The result of your call is: 395. You already have it. Give the
+# final answer now, from this result.").
+_RUNG_HEAD, _RUNG_TAIL = (re.compile(pattern, re.I) for pattern in (
+    r"\A\s*" + _spaced(_IN_HAND.split("{result}")[0]) + r"\s*",
+    r"\s*" + _spaced(_IN_HAND.split("{result}")[1]) + r"\s*\Z"))
+
+
+def _without_rung_words(answer: str) -> str:
+    """The answer without the answer rung's own words around it; the answer as it is when nothing
+    would be left."""
+    left = _RUNG_TAIL.sub("", _RUNG_HEAD.sub("", answer, count=1), count=1)
+    return left if left.strip() else answer
+
+
 def _leaves(value: Any, key: str = "") -> Iterable:
     """(key, value) for every text, number or boolean inside nested arguments."""
     if isinstance(value, dict):
@@ -5944,7 +5964,8 @@ class Agent:
         state.format_errors = 0
         step.action = action
         if action.kind == "final":
-            state.answer = action.answer
+            step.action = replace(action, answer=self._own_answer(state, step, action.answer))
+            state.answer = step.action.answer
             return "final"
         key = (action.name, _canonical(action.arguments))
         earlier = state.calls.get(key)
@@ -5964,6 +5985,17 @@ class Agent:
         if "extra_actions" in action.repairs:
             text = f"{text}\n{_ONE_ACTION}"
         return self._observe(state, step, text)
+
+    def _own_answer(self, state: _RunState, step: Step, answer: str) -> str:
+        """The answer, without the answer rung's words when the model wrapped it in them."""
+        if not state.answer_rung or state.answer_rung > step.index:
+            return answer
+        own = _without_rung_words(answer)
+        if own != answer:
+            step.notes.append("the answer held the answer rung's own words around the result; "
+                              "they were left out of it")
+            _log.info("step %d: %s", step.index, step.notes[-1])
+        return own
 
     def _repeated(self, state: _RunState, step: Step, earlier: _Earlier) -> str:
         """The observation for a repeated call; when the call had succeeded, or had failed and may

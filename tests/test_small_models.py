@@ -176,6 +176,29 @@ def test_a_repeat_of_a_call_that_succeeded_asks_for_the_answer_with_the_final_sh
     assert result.answer == "5" and len(result.steps) == 3
 
 
+@pytest.mark.parametrize("answer, own", [
+    # Qwen2.5-Coder-0.5B, streaming from the CLI, after clock() twice
+    ("The result of your call is: 5. You already have it. Give the final answer now, from this result.", "5."),
+    ("The result of your call is:\n5", "5"),
+    ("the result of your call is: 5 apples", "5 apples"),
+])
+def test_an_answer_wrapped_in_the_answer_rungs_words_keeps_only_its_own(serve, answer, own):
+    result, bodies = run_on_server(serve, [call("add", a=2, b=3), call("add", a=2, b=3), final(answer)])
+    assert final_only(bodies[2]) and bodies[2]["messages"][-1]["content"].startswith("[OBSERVATION] The result of")
+    assert result.answer == own == result.steps[-1].action.answer and result.steps[-1].raw == final(answer)
+    assert "the answer rung's own words" in result.steps[-1].notes[-1]
+
+
+@pytest.mark.parametrize("replies", [
+    [call("add", a=2, b=3), final("The result of your call is: 5")],             # no rung was taken
+    [call("add", a=2, b=3), call("add", a=2, b=3),
+     final("The result of your call is:\nYou already have it. Give the final answer now, from this result.")],
+])
+def test_the_rungs_words_are_left_in_an_answer_without_the_rung_or_with_nothing_else(serve, replies):
+    result, _ = run_on_server(serve, replies)
+    assert result.answer == json.loads(replies[-1])["answer"] and not result.steps[-1].notes
+
+
 def test_a_repeat_of_a_failed_call_gets_no_answer_rung(serve):
     result, bodies = run_on_server(serve, [call("fail"), call("fail"), final("gave up")])
     assert not any(final_only(b) for b in bodies)
