@@ -5560,26 +5560,6 @@ def _is_placeholder(text: str) -> bool:
     return text.lower() in _PLACEHOLDERS or bool(_DOTS.match(text))
 
 
-def _spaced(text: str) -> str:
-    """A pattern of the text's words, whatever the spaces and line breaks between them."""
-    return r"\s+".join(map(re.escape, text.split()))
-
-
-# The answer rung's words before and after the result: a model that copies wraps its answer in
-# them (Qwen2.5-Coder-0.5B: "The result of your call is: 395. You already have it. Give the
-# final answer now, from this result.").
-_RUNG_HEAD, _RUNG_TAIL = (re.compile(pattern, re.I) for pattern in (
-    r"\A\s*" + _spaced(_IN_HAND.split("{result}")[0]) + r"\s*",
-    r"\s*" + _spaced(_IN_HAND.split("{result}")[1]) + r"\s*\Z"))
-
-
-def _without_rung_words(answer: str) -> str:
-    """The answer without the answer rung's own words around it; the answer as it is when nothing
-    would be left."""
-    left = _RUNG_TAIL.sub("", _RUNG_HEAD.sub("", answer, count=1), count=1)
-    return left if left.strip() else answer
-
-
 def _leaves(value: Any, key: str = "") -> Iterable:
     """(key, value) for every text, number or boolean inside nested arguments."""
     if isinstance(value, dict):
@@ -5597,6 +5577,28 @@ def _leaves(value: Any, key: str = "") -> Iterable:
 # answered from the result in 2 of 10 cases; with no thought to write, in 8 of 10
 # (bench/real_tasks.py --in-hand, the state after a format error). A new dict each call, as the
 # action schema is: a client may change what it is given.
+def _spaced(text: str) -> str:
+    """A pattern of the text's words, whatever the spaces and line breaks between them."""
+    return r"\s+".join(map(re.escape, text.split()))
+
+
+# The answer rung's words before and after the result: a model that copies wraps its answer in
+# them (Qwen2.5-Coder-0.5B: "The result of your call is: 395. You already have it. Give the
+# final answer now, from this result."). The tail is searched for, then the spaces before it are
+# stripped: a pattern that starts with \s* retries from every space of a long run.
+_RUNG_HEAD = re.compile(r"\A\s*" + _spaced(_IN_HAND.split("{result}")[0]) + r"\s*", re.I)
+_RUNG_TAIL = re.compile(_spaced(_IN_HAND.split("{result}")[1]) + r"\s*\Z", re.I)
+
+
+def _without_rung_words(answer: str) -> str:
+    """The answer without the answer rung's own words around it; the answer as it is when nothing
+    would be left."""
+    left = _RUNG_HEAD.sub("", answer, count=1)
+    tail = _RUNG_TAIL.search(left)
+    left = left[:tail.start()].rstrip() if tail else left
+    return left if left.strip() else answer
+
+
 def _answer_only() -> dict:
     return {"type": "object",
             "properties": {"type": {"const": "final"}, "answer": {"type": "string"}},
@@ -5964,8 +5966,7 @@ class Agent:
         state.format_errors = 0
         step.action = action
         if action.kind == "final":
-            step.action = replace(action, answer=self._own_answer(state, step, action.answer))
-            state.answer = step.action.answer
+            state.answer = action.answer
             return "final"
         key = (action.name, _canonical(action.arguments))
         earlier = state.calls.get(key)
@@ -5985,17 +5986,6 @@ class Agent:
         if "extra_actions" in action.repairs:
             text = f"{text}\n{_ONE_ACTION}"
         return self._observe(state, step, text)
-
-    def _own_answer(self, state: _RunState, step: Step, answer: str) -> str:
-        """The answer, without the answer rung's words when the model wrapped it in them."""
-        if not state.answer_rung or state.answer_rung > step.index:
-            return answer
-        own = _without_rung_words(answer)
-        if own != answer:
-            step.notes.append("the answer held the answer rung's own words around the result; "
-                              "they were left out of it")
-            _log.info("step %d: %s", step.index, step.notes[-1])
-        return own
 
     def _repeated(self, state: _RunState, step: Step, earlier: _Earlier) -> str:
         """The observation for a repeated call; when the call had succeeded, or had failed and may
@@ -6042,12 +6032,25 @@ class Agent:
             if step.finish_reason == "length":
                 raise ActionFormatError(_CUT_OFF, step.raw) from None
             raise
+        action = self._own_answer(state, step, action)
         # the example only where the run's system prompt is the one that shows it
         example = self._example if state.messages[0]["content"] == self.system_prompt else None
         copied = _copied(action, example, state.user_text)
         if copied is not None:
             raise _refuse(copied, _CALL_SHAPE if action.kind == "tool_call" else _BOTH_SHAPES)
         return action
+
+    def _own_answer(self, state: _RunState, step: Step, action: Action) -> Action:
+        """The action; from the answer rung on, a final answer without the rung's words when the
+        model wrapped it in them (checked for copies after that)."""
+        if action.kind != "final" or not state.answer_rung or state.answer_rung > step.index:
+            return action
+        own = _without_rung_words(action.answer)
+        if own != action.answer:
+            step.notes.append("the answer held the answer rung's own words around the result; "
+                              "they were left out of it")
+            _log.info("step %d: %s", step.index, step.notes[-1])
+        return replace(action, answer=own)
 
     def _run_tool(self, state: _RunState, step: Step, action: Action) -> _ToolResult:
         started = _now()

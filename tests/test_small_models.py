@@ -189,6 +189,14 @@ def test_an_answer_wrapped_in_the_answer_rungs_words_keeps_only_its_own(serve, a
     assert "the answer rung's own words" in result.steps[-1].notes[-1]
 
 
+def test_a_placeholder_wrapped_in_the_answer_rungs_words_is_still_a_copy(serve):
+    replies = [call("add", a=2, b=3), call("add", a=2, b=3), final("The result of your call is: <the answer>"),
+               final("5")]
+    result, bodies = run_on_server(serve, replies)
+    assert result.steps[2].action is None and "'<the answer>', a placeholder" in result.steps[2].error
+    assert "copied from the instructions" in bodies[3]["messages"][-1]["content"] and result.answer == "5"
+
+
 @pytest.mark.parametrize("replies", [
     [call("add", a=2, b=3), final("The result of your call is: 5")],             # no rung was taken
     [call("add", a=2, b=3), call("add", a=2, b=3),
