@@ -9,8 +9,8 @@
 
 The tasks are in bench/real_tasks.jsonl and their tools in bench/real_tools.py: a made-up
 price list, weather table and inventory, so an answer from memory is wrong. Each answer is
-checked against the tools' truth: a number within 0.005 of the expected one (the answer's
-last number, in an answer that reports no error), a text that must (and one that must not)
+checked against the tools' truth: a number within 0.005 of the expected one (after the
+answer's last "=" when it has one, in an answer that reports no error), a text that must (and one that must not)
 appear, and for a guessable answer the tool results it rests
 on ("evidence"), or, for the time, the HH:MM that the clock tool
 returned during that run (a made-up time does not count). The results are what the tools
@@ -40,7 +40,7 @@ import real_tools  # noqa: E402
 TASKS_FILE = os.path.join(HERE, "real_tasks.jsonl")
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 _CLOCK_TIME = re.compile(r"\d{2}:\d{2}")
-_ERROR = re.compile(r"\berror\b", re.I)
+_ERROR = re.compile(r"\berrors?\b", re.I)
 _REFUSAL = "; ask for one of: "   # how real_tools.py's tools refuse an item or a city they do not know
 
 
@@ -62,10 +62,10 @@ def solved(task: dict, answer: str | None, results: list) -> bool:
         return any(t in answer for t in seen)
     expect = task["expect"]
     if isinstance(expect, (int, float)):
-        # the result is the last number: "2 * 395 EUR + 4 = 80 EUR" holds 395 and is wrong; and an
+        # after an "=", only what it gives: "2 * 395 EUR + 4 = 80 EUR" holds 395 and is wrong; and an
         # error passed on is no answer ("The error occurred while evaluating '7006652 ticket price'")
-        numbers = [float(n.replace(",", "")) for n in _NUMBER.findall(answer)]
-        return bool(numbers) and abs(numbers[-1] - expect) < 0.005 and not _ERROR.search(answer)
+        numbers = [float(n.replace(",", "")) for n in _NUMBER.findall(answer.rsplit("=", 1)[-1])]
+        return any(abs(n - expect) < 0.005 for n in numbers) and not _ERROR.search(answer)
     return expect.lower() in text and not (task.get("reject") and task["reject"].lower() in text)
 
 
