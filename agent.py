@@ -5572,11 +5572,6 @@ def _leaves(value: Any, key: str = "") -> Iterable:
         yield key, value
 
 
-# The answer rung's schema: the final shape without its "thought". SmolLM2-135M, its last reply a
-# call copied with "thought": "<why>", went on from that thought to "answer": "<the answer>" and
-# answered from the result in 2 of 10 cases; with no thought to write, in 8 of 10
-# (bench/real_tasks.py --in-hand, the state after a format error). A new dict each call, as the
-# action schema is: a client may change what it is given.
 def _spaced(text: str) -> str:
     """A pattern of the text's words, whatever the spaces and line breaks between them."""
     return r"\s+".join(map(re.escape, text.split()))
@@ -5599,6 +5594,11 @@ def _without_rung_words(answer: str) -> str:
     return left if left.strip() else answer
 
 
+# The answer rung's schema: the final shape without its "thought". SmolLM2-135M, its last reply a
+# call copied with "thought": "<why>", went on from that thought to "answer": "<the answer>" and
+# answered from the result in 2 of 10 cases; with no thought to write, in 8 of 10
+# (bench/real_tasks.py --in-hand, the state after a format error). A new dict each call, as the
+# action schema is: a client may change what it is given.
 def _answer_only() -> dict:
     return {"type": "object",
             "properties": {"type": {"const": "final"}, "answer": {"type": "string"}},
@@ -6046,10 +6046,11 @@ class Agent:
         if action.kind != "final" or not state.answer_rung or state.answer_rung > step.index:
             return action
         own = _without_rung_words(action.answer)
-        if own != action.answer:
-            step.notes.append("the answer held the answer rung's own words around the result; "
-                              "they were left out of it")
-            _log.info("step %d: %s", step.index, step.notes[-1])
+        if own == action.answer:
+            return action
+        step.notes.append("the answer held the answer rung's own words around the result; they "
+                          "were left out of it")
+        _log.info("step %d: %s", step.index, step.notes[-1])
         return replace(action, answer=own)
 
     def _run_tool(self, state: _RunState, step: Step, action: Action) -> _ToolResult:

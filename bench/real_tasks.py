@@ -10,9 +10,9 @@
 The tasks are in bench/real_tasks.jsonl and their tools in bench/real_tools.py: a made-up
 price list, weather table and inventory, so an answer from memory is wrong. Each answer is
 checked against the tools' truth: a number within 0.005 of the expected one (after the
-answer's last "=" when it has one, in an answer that reports no error), a text that must (and one that must not)
-appear, and for a guessable answer the tool results it rests
-on ("evidence"), or, for the time, the HH:MM that the clock tool
+answer's last "=" when it has one, in an answer that reports no error), a text that must
+(and one that must not) appear, and for a guessable answer the tool results it rests on
+("evidence"), or, for the time, the HH:MM that the clock tool
 returned during that run (a made-up time does not count). The results are what the tools
 returned, recorded as they ran, not the observations: an observation may quote the model's own
 thought ("Your thought was: 2023-01-18T14:57:59.643Z"), so a time there may be made up. An answer that passes on a
