@@ -6372,35 +6372,39 @@ def _collect(outbox: queue.Queue, running: int, feed: _Feed, tally: _Tally,
 
 
 class _ResultsFile:
-    """The results file (internal): the ids already in it, then one writer that appends a whole line
-    per result."""
+    """The results file (internal), held by one run: the ids already in it, then one writer that
+    appends a whole line per result."""
 
     def __init__(self, path: str, count: Callable[..., None]) -> None:
         self.path, self.ids = path, set()
-        self._read(count)
-        self._handle = open(path, "ab", buffering=0)   # unbuffered: each line is one write, flushed
+        self._handle = _open_results(path)
+        try:
+            self._read(count)
+        except BaseException:
+            self._handle.close()
+            raise
 
     def _read(self, count: Callable[..., None]) -> None:
         """Collect the ids already written and count each result (``_Tally.add``); drop a cut-off
         last line."""
-        try:
-            handle = open(self.path, "rb+")
-        except FileNotFoundError:
-            return
-        with handle:
-            end = 0
-            for end_of_line, record in _whole_lines(handle, self.path):
-                end = end_of_line
-                self.ids.add(_id_key(record["id"]))
-                count(record, earlier=True)
-            if handle.seek(0, os.SEEK_END) > end:   # a crash in mid-write: its task runs again
-                handle.truncate(end)
+        end = 0
+        for end, record in _whole_lines(self._handle, self.path):
+            self.ids.add(_id_key(record["id"]))
+            count(record, earlier=True)
+        if self._handle.seek(0, os.SEEK_END) > end:   # a crash in mid-write: its task runs again
+            self._handle.truncate(end)
+        elif end:
+            self._handle.seek(end - 1)
+            if self._handle.read(1) != b"\n":   # a whole last line without its line break
+                self.write_bytes(b"\n")
 
     def write(self, record: dict) -> None:
         """Append record as one JSON line (a lone surrogate written as its escape), in one
         unbuffered write."""
         text = json.dumps(AgentResult._plain(record), ensure_ascii=False, allow_nan=False) + "\n"
-        data = text.encode("utf-8", "backslashreplace")
+        self.write_bytes(text.encode("utf-8", "backslashreplace"))
+
+    def write_bytes(self, data: bytes) -> None:
         while data:
             data = data[self._handle.write(data):]
 
@@ -6408,27 +6412,81 @@ class _ResultsFile:
         self._handle.close()
 
 
-def _whole_lines(handle: Any, path: str) -> Iterable[tuple]:
-    """Each whole line of an open results file: (the offset it ends at, its record). A cut-off last
-    line is left out."""
-    end = 0
-    for number, line in enumerate(handle, 1):
-        if not line.endswith(b"\n"):
-            return
-        end += len(line)
-        yield end, _result_line(line, path, number)
+def _open_results(path: str, create: bool = True) -> Optional[io.FileIO]:
+    """The results file, open to read and to append, locked for this run; None when it does not
+    exist and create is false.
 
+    ValueError when it is not a regular file (a pipe, a terminal or a device would hang the run or
+    lose its results) or another run holds it; OSError when it cannot be opened.
+    """
+    import stat
 
-def _result_line(line: bytes, path: str, number: int) -> dict:
-    """A line of a results file as a record; ValueError when it is not one (a wrong --out would be
-    appended to)."""
     try:
-        record = json.loads(line.decode("utf-8", "replace"))
-    except ValueError:
-        record = None
-    if not (isinstance(record, dict) and _task_problem(dict(record, task="-")) is None):
-        raise ValueError(f"{path} line {number} is not a result line (JSON with an id): "
-                         "is it the results file of a batch? Pass another --out")
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        if not create:
+            return None
+        mode = stat.S_IFREG
+    # O_NONBLOCK: a FIFO put in the file's place after the check does not hold the open
+    flags = (os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
+             | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    handle = open(os.open(path, flags, 0o666), "rb+", buffering=0) if stat.S_ISREG(mode) else None
+    try:
+        mode = os.fstat(handle.fileno()).st_mode if handle is not None else mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "a pipe, a terminal or a device"
+            raise ValueError(f"{path} is {kind}, not a file: the results must go to a file that a "
+                             "second run can resume from")
+        _lock(handle, path)
+    except BaseException:
+        if handle is not None:
+            handle.close()
+        raise
+    return handle
+
+
+def _lock(handle: io.FileIO, path: str) -> None:
+    """Take the results file for this run alone; ValueError when another run holds it."""
+    try:
+        import fcntl
+    except ImportError:
+        _log.warning("%s is not locked (no fcntl on this system): two runs on it at once would "
+                     "each run every task", path)
+        return
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise ValueError(f"{path} is in use by another batch run: let that one end (or stop it), "
+                         "then run again to resume") from None
+    except OSError as exc:   # a file system without locks
+        _log.warning("%s is not locked (%s): two runs on it at once would each run every task",
+                     path, exc.strerror or exc)
+
+
+def _whole_lines(handle: io.FileIO, path: str) -> Iterable[tuple]:
+    """Each whole line of an open results file: (the offset it ends at, its record). A last line
+    without its line break is whole when it is JSON, else cut off and left out."""
+    end = 0
+    with open(handle.fileno(), "rb", closefd=False) as lines:   # buffered: lines are read fast
+        lines.seek(0)
+        for number, line in enumerate(lines, 1):
+            try:
+                record = json.loads(line.decode("utf-8", "replace"))
+            except (ValueError, RecursionError):
+                if not line.endswith(b"\n"):
+                    return
+                record = None
+            end += len(line)
+            yield end, _result_line(record, path, number)
+
+
+def _result_line(record: Any, path: str, number: int) -> dict:
+    """The JSON of a line of a results file (None: not JSON), checked; ValueError when it is no
+    result (a wrong --out, a task file among them, would be appended to)."""
+    if not (isinstance(record, dict) and _task_problem(dict(record, task="-")) is None
+            and isinstance(record.get("stop_reason"), str)):
+        raise ValueError(f"{path} line {number} is not a result line (JSON with an id and a "
+                         "stop_reason): is it the results file of a batch? Pass another --out")
     return record
 
 
@@ -7722,6 +7780,13 @@ def _cli_batch_check(args: argparse.Namespace) -> int:
     if not args.out:
         raise ValueError("--batch needs --out FILE: the results go there, and a second run resumes "
                          "from it")
+    try:
+        same = os.path.samefile(args.batch, args.out)
+    except OSError:   # either does not exist: a missing task file is reported below
+        same = False
+    if same:
+        raise ValueError(f"--out {args.out} is the task file: the results go to a file of their "
+                         "own; nothing was run")
     done = _cli_done_ids(args.out)
     try:
         to_run, repeated = _cli_scan(args, done)
@@ -7751,12 +7816,12 @@ def _cli_scan(args: argparse.Namespace, done: set) -> tuple:
 
 def _cli_done_ids(path: str) -> set:
     """The ids already in a results file (none when it does not exist); ValueError when it is not
-    one."""
-    try:
-        with open(path, "rb") as handle:
-            return {_id_key(record["id"]) for _, record in _whole_lines(handle, path)}
-    except FileNotFoundError:
+    one, or another run holds it."""
+    handle = _open_results(path, create=False)
+    if handle is None:
         return set()
+    with handle:
+        return {_id_key(record["id"]) for _, record in _whole_lines(handle, path)}
 
 
 def _cli_batch_tasks(args: argparse.Namespace) -> Iterable[dict]:

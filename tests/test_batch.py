@@ -129,6 +129,61 @@ def test_an_out_that_is_not_a_results_file_is_refused(tmp_path):
     assert out.read_text() == "my notes\n"
 
 
+def test_a_whole_last_line_without_its_line_break_is_kept_on_resume(tmp_path):
+    out = tmp_path / "out.jsonl"
+    run_batch(offline_agent(), arithmetic(2), out=str(out))
+    out.write_bytes(out.read_bytes().rstrip(b"\n"))      # an editor that drops the final newline
+    llm = MockLLM()
+    summary = run_batch(Agent(llm, agent._demo_tools()), arithmetic(3), out=str(out))
+    assert len(llm.calls) == 2 and summary["earlier"] == 2   # only t2 ran
+    assert ids(out) == ["t0", "t1", "t2"]                  # each line whole: t2 does not join t1
+
+
+def test_a_task_file_is_never_taken_for_a_results_file(tmp_path, capsys):
+    tasks = write_tasks(tmp_path / "t.jsonl", arithmetic(2))
+    other = write_tasks(tmp_path / "other.jsonl", arithmetic(3))
+    before = (open(tasks).read(), open(other).read())
+    assert batch_cli("--batch", tasks, "--out", tasks) == 2
+    assert "is the task file" in capsys.readouterr().err
+    assert batch_cli("--batch", tasks, "--out", other) == 2
+    assert "line 1 is not a result line" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="line 1 is not a result line"):
+        run_batch(offline_agent(), arithmetic(1), out=other)
+    assert (open(tasks).read(), open(other).read()) == before
+
+
+def test_an_out_that_is_no_regular_file_is_refused_at_once(tmp_path):
+    tasks = write_tasks(tmp_path / "t.jsonl", arithmetic(1))
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for out in (str(fifo), "/dev/stdout", "/dev/null"):
+        done = subprocess.run([sys.executable, "agent.py", "--offline", "--quiet", "--batch", tasks, "--out", out],
+                              cwd=ROOT, env=offline_env(), capture_output=True, text=True, timeout=30)
+        assert done.returncode == 2 and "not a file" in done.stderr and done.stdout == ""
+    with pytest.raises(ValueError, match="is a pipe, a terminal or a device, not a file"):
+        run_batch(offline_agent(), arithmetic(1), out=str(fifo))
+
+
+def test_a_second_run_on_the_same_out_is_refused_while_the_first_runs(tmp_path, capsys):
+    tasks = arithmetic(3)
+    out, gate = str(tmp_path / "out.jsonl"), Gate(tasks[0]["task"])
+    first = threading.Thread(target=run_batch, args=(Agent(gate, agent._demo_tools()), tasks),
+                             kwargs={"workers": 1, "out": out})
+    first.start()
+    try:
+        while len(gate.asked) < 2:                       # the first task is written, the second waits
+            first.join(0.01)
+        with pytest.raises(ValueError, match="in use by another batch run"):
+            run_batch(offline_agent(), tasks, out=out)
+        assert batch_cli("--batch", write_tasks(tmp_path / "t.jsonl", tasks), "--out", out) == 2
+        assert "in use by another batch run" in capsys.readouterr().err
+    finally:
+        gate.go.set()
+        first.join(10)
+    assert sorted(ids(out)) == ["t0", "t1", "t2"]          # each once
+    assert run_batch(offline_agent(), tasks, out=out)["earlier"] == 3   # free again once it ended
+
+
 def test_traces_replay_with_replay(tmp_path, capsys):
     run_batch(offline_agent(), [{"id": "six", "task": "What is 2*3?"}, {"id": "../x y", "task": "What is 1+1?"}],
               out=str(tmp_path / "o"), traces=str(tmp_path / "traces"))
