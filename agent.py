@@ -6324,15 +6324,23 @@ def _solved(answer: Optional[str], expect: Any) -> bool:
 
 
 def _trace_name(task_id: Any) -> str:
-    """A file name for the id's trace: the id itself when it is a plain name, else a cleaned one
-    with a hash."""
+    """A file name for the id's trace, one per id: a text id in lower-case letters, digits and
+    ``_.-`` is its own name, any other id (a number, capitals, other characters) a cleaned name,
+    ``@`` and a hash of its JSON text.
+
+    So 7 and "7" get two files, and so do "A" and "a" where the file system ignores case.
+
+    >>> _trace_name("arith-1"), _trace_name(7)
+    ('arith-1.json', '7@7902699be42c8a8e.json')
+    """
     text = str(task_id)
-    if re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}", text):
+    if isinstance(task_id, str) and re.fullmatch(r"[a-z0-9_-][a-z0-9_.-]{0,99}", text):
         return f"{text}.json"
     import hashlib
 
-    digest = hashlib.sha256(_id_key(task_id).encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', text)[:80]}-{digest}.json"
+    digest = hashlib.sha256(_id_key(task_id).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    # no leading dot: the file is not hidden
+    return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', text)[:80].lstrip('.')}@{digest}.json"
 
 
 def _collect(outbox: queue.Queue, running: int, feed: _Feed, tally: _Tally,

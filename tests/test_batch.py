@@ -184,6 +184,19 @@ def test_a_second_run_on_the_same_out_is_refused_while_the_first_runs(tmp_path, 
     assert run_batch(offline_agent(), tasks, out=out)["earlier"] == 3   # free again once it ended
 
 
+def test_ids_that_read_alike_get_a_trace_each(tmp_path):
+    tasks = [{"id": 7, "task": "What is 7*1?"}, {"id": "7", "task": "What is 7*2?"},
+             {"id": 1e2, "task": "What is 100*1?"}, {"id": "100.0", "task": "What is 100*2?"},
+             {"id": "A", "task": "What is 1*3?"}, {"id": "a", "task": "What is 1*4?"}]
+    run_batch(offline_agent(), tasks, workers=1, out=str(tmp_path / "o"), traces=str(tmp_path / "traces"))
+    records = lines(tmp_path / "o")
+    names = [os.path.basename(record["trace"]).casefold() for record in records]
+    assert len(set(names)) == 6 and "7.json" in names and "a.json" in names   # a plain text id keeps its name
+    for record in records:
+        with open(record["trace"]) as handle:
+            assert json.load(handle)["answer"] == record["answer"]
+
+
 def test_traces_replay_with_replay(tmp_path, capsys):
     run_batch(offline_agent(), [{"id": "six", "task": "What is 2*3?"}, {"id": "../x y", "task": "What is 1+1?"}],
               out=str(tmp_path / "o"), traces=str(tmp_path / "traces"))
