@@ -5480,16 +5480,19 @@ def _chat_options(llm: Any) -> frozenset:
                      and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
-def _copied(action: Action, example: Optional[_Example], seen: Callable[[], str]
+def _copied(action: Action, example: Optional[_Example], seen: Callable[[], str], task: str
             ) -> Optional[str]:
     """What of the prompt a reply copied in place of its own content (placeholders, the worked
-    example), or None; ``seen()`` is the text of the conversation's user messages.
+    example), or None; ``seen()`` is the text of the conversation's user messages, ``task`` the
+    task's message.
 
     A copied thought is let through: it runs nothing, and refusing it refused calls that were
-    right."""
+    right. A placeholder the task names (``echo "..."``) is the task's value, not a copy; the
+    task alone counts, since the refusals the model is sent quote the placeholders."""
     arguments = [(f'argument "{key}"', value) for key, value in _leaves(action.arguments)]
     for where, value in [("answer", action.answer), ("tool name", action.name)] + arguments:
-        if isinstance(value, str) and _is_placeholder(value):
+        if (isinstance(value, str) and _is_placeholder(value)
+                and value.strip().lower() not in task.lower()):
             return _COPIED_PLACEHOLDER.format(where=where, value=value.strip())
     if example is None:
         return None
@@ -6035,7 +6038,8 @@ class Agent:
         action = self._own_answer(state, step, action)
         # the example only where the run's system prompt is the one that shows it
         example = self._example if state.messages[0]["content"] == self.system_prompt else None
-        copied = _copied(action, example, state.user_text)
+        task = state.messages[state.head - 1]["content"]
+        copied = _copied(action, example, state.user_text, task)
         if copied is not None:
             raise _refuse(copied, _CALL_SHAPE if action.kind == "tool_call" else _BOTH_SHAPES)
         return action

@@ -458,6 +458,19 @@ def test_a_placeholder_in_another_case_or_a_longer_ellipsis_is_a_copy(answer):
     assert "a placeholder copied" in result.steps[0].error and result.answer == "5"
 
 
+@pytest.mark.parametrize("value", ["...", "\u2026", "<the answer>"])
+def test_a_placeholder_the_task_names_is_its_value_not_a_copy(value):
+    ran = []
+    task = f'Call echo with the text "{value}", then answer with what it returned.'
+    result = Agent(MockLLM([call("echo", text=value), final(value)]), make_tools(ran), constrain="never").run(task)
+    assert ran == [("echo", value)] and result.answer == value and result.stop_reason == "final"
+
+
+def test_a_placeholder_quoted_by_a_refusal_is_still_a_copy():
+    result = Agent(MockLLM([final("..."), final("..."), final("5")]), make_tools(), constrain="never").run("t")
+    assert ["a placeholder copied" in (step.error or "") for step in result.steps] == [True, True, False]
+
+
 @pytest.mark.parametrize("answer", ["..5", "Wait...", "<b>5</b>", "."])
 def test_text_around_dots_or_brackets_is_an_answer(answer):
     result = Agent(MockLLM([final(answer)]), make_tools(), constrain="never").run("t")
