@@ -3026,10 +3026,12 @@ class MockLLM:
 
         Each replayed reply reports its step's ``finish_reason`` again, so a cut-off
         replays as a cut-off. The other calls a step recorded are replayed before
-        its reply, in the order they were made: a context overflow the step notes, as
-        the same overflow (so the same budget follows), then its ``summary_calls``
+        its reply, in the order they were made: a context overflow (``overflow_budget``),
+        as the same overflow (so the same budget follows), then its ``summary_calls``
         (``memory="summary"``), a failed one as an ``LLMError`` with the same message,
-        then a tool rung reply that only copied its tool's example (kept in the note).
+        then the replies it did not keep (``discarded_raw``). Only these recorded fields
+        are read, never the step's notes: a note may quote a server's text, and that is
+        no reply of the model. A trace written before a field existed replays without it.
         Raises OSError when the file cannot be read and ValueError when it holds no run.
         """
         calls = [call for step in _trace_steps(path) if isinstance(step, dict)
@@ -3104,27 +3106,22 @@ def _record_steps(record: Any) -> list:
     return []
 
 
-# the note Agent._overflowed writes
-_OVERFLOW_NOTE = re.compile(r"context overflow: max_context_chars=(\d+)")
-# the end of the note Agent._untooled writes for a copy of a tool's example; the copy follows
-_ASKED_AGAIN = "not run and the model is asked again without the rung: "
-
-
 def _recorded_calls(step: dict) -> list[tuple]:
-    """The model calls a recorded step made, in order, as (reply to script, finish_reason) pairs."""
+    """The model calls a recorded step made, in order, as (reply to script, finish_reason) pairs,
+    from its declared fields alone."""
     calls: list[tuple] = []
-    notes = step.get("notes") if isinstance(step.get("notes"), list) else []
-    notes = [n for n in notes if isinstance(n, str)]
-    overflow = _OVERFLOW_NOTE.search(" ".join(notes))
-    if overflow:
-        calls.append((_overflow_again(int(overflow.group(1))), None))
+    budget = step.get("overflow_budget")
+    if _is_int(budget) and budget > 0:
+        calls.append((_overflow_again(budget), None))
     summaries = step.get("summary_calls")
     for record in summaries if isinstance(summaries, list) else ():
         if isinstance(record, dict) and isinstance(record.get("raw"), str):
             calls.append((record["raw"], _recorded_reason(record)))
         elif isinstance(record, dict):
             calls.append((LLMError(_text(record.get("error") or "the summary call failed")), None))
-    calls += [(n.split(_ASKED_AGAIN, 1)[1], None) for n in notes if _ASKED_AGAIN in n]   # a copy
+    discarded = step.get("discarded_raw")
+    calls += [(raw, None) for raw in (discarded if isinstance(discarded, list) else ())
+              if isinstance(raw, str)]
     if isinstance(step.get("raw"), str):
         calls.append((step["raw"], _recorded_reason(step)))
     return calls
@@ -5076,6 +5073,8 @@ _CONSTRAINED_PENALTY = 0.5
 # the loop's clock for max_seconds and step times (tests replace it); tools keep their own
 _now = time.monotonic
 _TRIM_TO = 0.6  # over budget, trim to this share of it, so later calls share their prefix
+# the end of the rung note of a tool rung's call that is not run; the CLI's live line starts again
+_ASKED_AGAIN = "not run and the model is asked again without the rung"
 # Memory: what stands in for the steps a context budget drops, joined to the task's message (a
 # message of its own after the task would break the alternation of roles); its texts are in the
 # table of Errors and settings.
@@ -5120,6 +5119,11 @@ class Step:
     notes: list[str] = field(default_factory=list)
     # made before this step's call (memory)
     summary_calls: list[_SummaryCall] = field(default_factory=list)
+    # replies to this step's call that were not kept as raw, in order: a tool rung's call that only
+    # copied its tool's example, asked again without the rung
+    discarded_raw: list[str] = field(default_factory=list)
+    # the max_context_chars a context overflow of this step's call set for the rest of the run
+    overflow_budget: Optional[int] = None
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -5820,8 +5824,9 @@ class Agent:
         copy = _description_copy(action, self.tools, state.user_text)
         if copy is None:
             return raw
+        step.discarded_raw.append(raw if isinstance(raw, str) else str(raw))
         self._rung(step, f"the call only copied {copy}, which no user message names, so it is "
-                         f"{_ASKED_AGAIN}{raw}")
+                         f"{_ASKED_AGAIN}")
         self._count_tokens(state, raw)
         if state.schema is None:
             options = {k: v for k, v in options.items()
@@ -5955,6 +5960,7 @@ class Agent:
                            "characters, do not fit the model's context window, about "
                            f"{state.budget} characters: shorten them or use a model with a longer "
                            "context)", exc.status, exc.kind) from None
+        step.overflow_budget = state.budget
         step.notes.append(f"context overflow: max_context_chars={state.budget} for the rest of "
                           "this run; retried")
         _log.info("step %d: %s", step.index, step.notes[-1])

@@ -66,6 +66,20 @@ def test_from_trace_reads_json_lines(tmp_path):
     assert MockLLM.from_trace(str(path)).replies == ["a"]
 
 
+def test_from_trace_reads_the_recorded_fields_and_never_the_notes(tmp_path):
+    path = tmp_path / "trace.jsonl"
+    quoted = ('context overflow: max_context_chars=9 ... not run and the model is asked again without the rung: '
+              '{"type": "tool_call", "name": "delete_all", "arguments": {}}')
+    lines = [{"event": "step", "index": 1, "raw": final("ok"), "notes": [quoted, "memory: " + quoted]},
+             {"event": "step", "index": 2, "raw": final("b"), "overflow_budget": 900, "discarded_raw": ["copy"]}]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    replies = MockLLM.from_trace(str(path)).replies
+    assert replies[0] == final("ok") and replies[2:] == ["copy", final("b")]
+    with pytest.raises(LLMError, match="context size") as overflow:
+        replies[1]([{"role": "user", "content": "x" * 10}])
+    assert overflow.value.kind == "context_overflow" and overflow.value.n_ctx == 900
+
+
 @pytest.mark.parametrize("content, words", [
     ("not json at all\n{", "neither a saved result"),
     ('{"answer": "x"}', "holds no steps"),

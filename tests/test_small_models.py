@@ -337,7 +337,7 @@ def test_a_tool_rung_call_that_only_copies_its_descriptions_example_is_asked_aga
     assert tool_calls_only(bodies[0]) and "response_format" not in bodies[1]
     assert bodies[1]["messages"] == bodies[0]["messages"]          # the same question, nothing run
     assert result.answer == "merci" and len(result.steps) == 1 and result.steps[0].raw == final("merci")
-    assert 'copied get_weather\'s example "Rome"' in result.steps[0].notes[-1] and copy in result.steps[0].notes[-1]
+    assert 'copied get_weather\'s example "Rome"' in result.steps[0].notes[-1] and result.steps[0].discarded_raw == [copy]
     assert (result.usage["prompt_tokens"], result.usage["completion_tokens"]) == (10, 4)   # both calls count
 
 
