@@ -7501,9 +7501,9 @@ class _StatusLine:
             return
         head = f"[step {self.step}] {self.tokens} tokens, {seconds:.0f} s: " if self.tokens else \
             f"[step {self.step}] {self.what}… {seconds:.0f} s"
-        room = max(10, shutil.get_terminal_size().columns - len(head) - 1)
-        sys.stderr.write("\r\x1b[K" + head + (_short(self.text, 10 ** 6)[-room:] if self.tokens
-                                              else ""))
+        room = max(10, shutil.get_terminal_size().columns - _columns(head) - 1)
+        sys.stderr.write("\r\x1b[K" + head + (_fit(_short(self.text, 10 ** 6), room, tail=True)
+                                              if self.tokens else ""))
         sys.stderr.flush()
         self.shown = True
 
@@ -7512,6 +7512,35 @@ class _StatusLine:
             sys.stderr.write("\r\x1b[K")
             sys.stderr.flush()
         self.shown = False
+
+
+def _fit(text: str, columns: int, tail: bool = False) -> str:
+    """The start of text that fits in ``columns`` terminal columns, cut with "…"; with tail, its
+    end. A live line that runs past its row leaves a stale row behind at every redraw.
+
+    >>> _fit("abcdef", 4), _fit("日本語の", 5), _fit("abc日本", 4, tail=True)
+    ('abc…', '日本…', '日本')
+    """
+    if _columns(text) <= columns:
+        return text
+    kept, used = [], 1 if not tail else 0
+    for char in reversed(text) if tail else text:
+        used += _columns(char)
+        if used > columns:
+            break
+        kept.append(char)
+    return "".join(reversed(kept)) if tail else "".join(kept) + "\u2026"
+
+
+def _columns(text: str) -> int:
+    """The terminal columns text takes: two for an East Asian wide or fullwidth character (CJK,
+    most emoji), none for a combining mark or a format character, else one; an emoji variation
+    selector counts one, since it may widen the character before it."""
+    import unicodedata
+
+    return sum(1 if char == "\ufe0f" else
+               0 if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf")
+               else 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1 for char in text)
 
 
 class _CliAgent(Agent):
@@ -7865,8 +7894,8 @@ class _BatchProgress:
                      f"{record['stop_reason']}{solved}, {record['steps']} step(s), "
                      f"{record['seconds']:.1f} s")
         elif self.live:
-            sys.stderr.write("\r\x1b[K" + _short(self.line(),
-                                                 shutil.get_terminal_size().columns - 1))
+            sys.stderr.write("\r\x1b[K" + _fit(_short(self.line(), 10 ** 6),
+                                               shutil.get_terminal_size().columns - 1))
             sys.stderr.flush()
 
     def line(self) -> str:

@@ -6,6 +6,7 @@ import re
 import shlex
 import subprocess
 import sys
+import unicodedata
 
 import pytest
 from _http_servers import chat_answer, drips, error_answer, json_answer
@@ -224,6 +225,24 @@ def test_on_a_terminal_a_live_line_streams_the_reply_then_gives_way_to_the_step_
     err = terminal.getvalue()
     live = err.index('\r\x1b[K[step 1] 2 tokens, 0 s: {"type": "final", "thought": "done", "answer": "hello there"}')
     assert err.index("\r\x1b[K[step 1] done | final answer: hello there") > live
+
+
+def terminal_columns(text):
+    """What a terminal draws text across: wide and fullwidth characters take two columns, combining marks none."""
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+@pytest.mark.parametrize("answer", ["日本語の答えです" * 10, "\U0001f600" * 60, "e\u0301" * 100],
+                         ids=["cjk", "emoji", "combining"])
+def test_the_live_line_counts_terminal_columns_not_characters(monkeypatch, answer):
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setenv("COLUMNS", "60")
+    reply = json.dumps({"type": "final", "thought": "done", "answer": answer}, ensure_ascii=False)
+    monkeypatch.setattr(agent, "_cli_model", lambda args: (StreamingClient([reply]), "scripted"))
+    assert main(["Say it"]) == 0
+    live = [part for part in terminal.getvalue().split("\r\x1b[K") if part.startswith("[step 1] 2 tokens")]
+    assert live and all(55 <= terminal_columns(part) <= 59 for part in live)   # within its row, and filling it
 
 
 class SchemaStreamingClient(StreamingClient):
