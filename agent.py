@@ -6163,17 +6163,21 @@ def run_batch(agent: Agent, tasks: Iterable[dict], *, workers: int = 4, out: Opt
 
     ``out`` (a path): each result is appended there as one JSON line and flushed,
     and a task whose id is already there is skipped, so a second call resumes; a
-    cut-off last line (a crash in mid-write) is dropped and its task runs again.
+    cut-off last line (a crash in mid-write) is dropped and its task runs again. The
+    call holds ``out`` locked (``flock``, where the system has it) until it returns.
     ``traces`` (a directory): each whole result is saved there (``AgentResult.save``),
-    so ``MockLLM.from_trace`` (``--replay``) replays it. The summary counts every
-    result in ``out``, earlier ones too (``_Tally.summary``).
+    one file per id (``_trace_name``), so ``MockLLM.from_trace`` (``--replay``)
+    replays it. The summary counts every result in ``out``, earlier ones too
+    (``_Tally.summary``).
 
     A first KeyboardInterrupt starts no more tasks, lets the running ones end and
     be written, then raises KeyboardInterrupt; a second one raises at once (the
     runs in flight are lost, no line is half-written). ValueError for a malformed
-    task or an id that came before (the tasks before it have run), OSError when
-    ``out`` or ``traces`` cannot be written; an exception from ``on_result`` or the
-    agent's ``on_step`` stops the batch the same way and is raised.
+    task or an id that came before (the tasks before it have run), and, before any
+    task runs, for an ``out`` that another run holds, that is no regular file or
+    that holds a line that is no result; OSError when ``out`` or ``traces`` cannot be
+    written; an exception from ``on_result`` or the agent's ``on_step`` stops the
+    batch the same way and is raised.
     """
     _check_setting("workers", workers)
     tally = _Tally()
