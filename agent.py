@@ -7831,13 +7831,19 @@ def _cli_batch_check(args: argparse.Namespace) -> int:
     if not args.out:
         raise ValueError("--batch needs --out FILE: the results go there, and a second run resumes "
                          "from it")
-    try:
-        same = os.path.samefile(args.batch, args.out)
-    except OSError:   # either does not exist: a missing task file is reported below
-        same = False
-    if same:
-        raise ValueError(f"--out {args.out} is the task file: the results go to a file of their "
-                         "own; nothing was run")
+    # a file that is no regular file is refused with the results file's own reason
+    others = {"the task file": lambda: os.stat(args.batch),
+              "stdout, where the summary goes": lambda: os.fstat(sys.stdout.fileno()),
+              "stderr, where the progress goes": lambda: os.fstat(sys.stderr.fileno())}
+    for what, stat_of in others.items() if os.path.isfile(args.out) else ():
+        try:
+            same = os.path.samestat(os.stat(args.out), stat_of())
+        # missing, or a stream with no file below it (a test's StringIO)
+        except (OSError, ValueError, AttributeError):
+            same = False
+        if same:
+            raise ValueError(f"--out {args.out} is {what}: the results go to a file of their own; "
+                             "nothing was run")
     done = _cli_done_ids(args.out)
     try:
         to_run, repeated = _cli_scan(args, done)

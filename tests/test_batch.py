@@ -164,6 +164,14 @@ def test_an_out_that_is_no_regular_file_is_refused_at_once(tmp_path):
         run_batch(offline_agent(), arithmetic(1), out=str(fifo))
 
 
+def test_an_out_that_is_the_programs_own_stdout_is_refused(tmp_path):
+    tasks, out = write_tasks(tmp_path / "t.jsonl", arithmetic(1)), tmp_path / "out.jsonl"
+    with open(out, "w") as stdout:                         # --out r.jsonl > r.jsonl: the summary would land in it
+        done = subprocess.run([sys.executable, "agent.py", "--offline", "--quiet", "--batch", tasks, "--out", str(out)],
+                              cwd=ROOT, env=offline_env(), stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=30)
+    assert done.returncode == 2 and "is stdout, where the summary goes" in done.stderr and out.read_text() == ""
+
+
 def test_a_second_run_on_the_same_out_is_refused_while_the_first_runs(tmp_path, capsys):
     tasks = arithmetic(3)
     out, gate = str(tmp_path / "out.jsonl"), Gate(tasks[0]["task"])
