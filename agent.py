@@ -3072,29 +3072,51 @@ def _trace_records(path: str) -> list:
     A trace's last line cut short (a write that failed half-way) is left out, with a warning;
     ValueError for any other line that is not JSON.
     """
-    with open(path, encoding="utf-8-sig", errors="replace") as handle:
-        text = handle.read()
+    with open(path, "rb") as handle:
+        data = handle.read()
+    problem: Any = None
     try:
+        return [json.loads(data.decode("utf-8-sig", "replace"))]
+    except RecursionError:  # nested too deeply for the json module
+        problem = "nested too deeply"
+    except ValueError:
+        records, end = [], 0
+        for end, number, value in _json_lines(io.BytesIO(data)):
+            if isinstance(value, ValueError):
+                problem = f"line {number}: {value}"
+                break
+            records.append(value)
+        else:
+            if not data[end:].strip():
+                return records
+            if records:
+                _log.warning("%s: its last line is cut short (%d bytes, no end): left out", path,
+                             len(data) - end)
+                return records
+            problem = "its one line is cut short"
+    raise ValueError(f"{path} is neither a saved result (JSON) nor a trace (JSON Lines): {problem}")
+
+
+def _json_lines(handle: Any) -> Iterable[tuple]:
+    """Each non-blank line of a JSON Lines file open in binary mode: (the offset it ends at, its
+    number, its value, or the ValueError that says why it is not JSON).
+
+    A last line without its line break is whole when it is JSON, else a write cut short, left out:
+    the one reader of traces (replay) and of batch results files.
+    """
+    end = 0
+    for number, line in enumerate(handle, 1):
+        end += len(line)
+        if not line.strip():
+            continue
         try:
-            return [json.loads(text)]
-        except ValueError:
-            # not splitlines: U+2028 is text
-            lines = [line for line in text.split("\n") if line.strip()]
-        records = []
-        for i, line in enumerate(lines):
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                if i < len(lines) - 1 or not records or text.endswith("\n"):
-                    raise
-                _log.warning("%s: its last line is cut short (%d characters, no end): left out",
-                             path, len(line))
-        return records
-    # RecursionError: nested too deeply for the json module
-    except (ValueError, RecursionError) as exc:
-        problem = "nested too deeply" if isinstance(exc, RecursionError) else exc
-        raise ValueError(f"{path} is neither a saved result (JSON) nor a trace (JSON Lines): "
-                         f"{problem}") from None
+            # not splitlines: U+2028 is text; a BOM may start the file
+            value = json.loads(line.decode("utf-8-sig" if number == 1 else "utf-8", "replace"))
+        except (ValueError, RecursionError) as exc:
+            if not line.endswith(b"\n"):
+                return
+            value = exc if isinstance(exc, ValueError) else ValueError("nested too deeply")
+        yield end, number, value
 
 
 def _record_steps(record: Any) -> list:
@@ -6486,20 +6508,12 @@ def _lock(handle: io.FileIO, path: str) -> None:
 
 
 def _whole_lines(handle: io.FileIO, path: str) -> Iterable[tuple]:
-    """Each whole line of an open results file: (the offset it ends at, its record). A last line
-    without its line break is whole when it is JSON, else cut off and left out."""
-    end = 0
+    """Each whole line of an open results file: (the offset it ends at, its record); as
+    ``_json_lines`` reads it."""
     with open(handle.fileno(), "rb", closefd=False) as lines:   # buffered: lines are read fast
         lines.seek(0)
-        for number, line in enumerate(lines, 1):
-            try:
-                record = json.loads(line.decode("utf-8", "replace"))
-            except (ValueError, RecursionError):
-                if not line.endswith(b"\n"):
-                    return
-                record = None
-            end += len(line)
-            yield end, _result_line(record, path, number)
+        for end, number, value in _json_lines(lines):
+            yield end, _result_line(None if isinstance(value, ValueError) else value, path, number)
 
 
 def _result_line(record: Any, path: str, number: int) -> dict:
