@@ -6449,6 +6449,7 @@ class _ResultsFile:
         self.write_bytes(text.encode("utf-8", "backslashreplace"))
 
     def write_bytes(self, data: bytes) -> None:
+        """Append data whole: a short write goes on with the rest."""
         while data:
             data = data[self._handle.write(data):]
 
@@ -6481,30 +6482,26 @@ def _open_results(path: str, create: bool = True) -> Optional[io.FileIO]:
             kind = "a directory" if stat.S_ISDIR(mode) else "a pipe, a terminal or a device"
             raise ValueError(f"{path} is {kind}, not a file: the results must go to a file that a "
                              "second run can resume from")
-        _lock(handle, path)
+        unlocked = None
+        try:
+            import fcntl
+
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:
+            unlocked = "no fcntl on this system"
+        except BlockingIOError:
+            raise ValueError(f"{path} is in use by another batch run: let that one end (or stop "
+                             "it), then run again to resume") from None
+        except OSError as exc:   # a file system without locks
+            unlocked = exc.strerror or str(exc)
+        if unlocked and create:   # said by the run, not by the CLI's look before it
+            _log.warning("%s is not locked (%s): two runs on it at once would each run every task",
+                         path, unlocked)
     except BaseException:
         if handle is not None:
             handle.close()
         raise
     return handle
-
-
-def _lock(handle: io.FileIO, path: str) -> None:
-    """Take the results file for this run alone; ValueError when another run holds it."""
-    try:
-        import fcntl
-    except ImportError:
-        _log.warning("%s is not locked (no fcntl on this system): two runs on it at once would "
-                     "each run every task", path)
-        return
-    try:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        raise ValueError(f"{path} is in use by another batch run: let that one end (or stop it), "
-                         "then run again to resume") from None
-    except OSError as exc:   # a file system without locks
-        _log.warning("%s is not locked (%s): two runs on it at once would each run every task",
-                     path, exc.strerror or exc)
 
 
 def _whole_lines(handle: io.FileIO, path: str) -> Iterable[tuple]:
@@ -7845,7 +7842,7 @@ def _cli_batch_check(args: argparse.Namespace) -> int:
     if not args.out:
         raise ValueError("--batch needs --out FILE: the results go there, and a second run resumes "
                          "from it")
-    # a file that is no regular file is refused with the results file's own reason
+    # one of our own files; an --out that is no regular file is refused below, with its reason
     others = {"the task file": lambda: os.stat(args.batch),
               "stdout, where the summary goes": lambda: os.fstat(sys.stdout.fileno()),
               "stderr, where the progress goes": lambda: os.fstat(sys.stderr.fileno())}
