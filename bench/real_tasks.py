@@ -13,7 +13,9 @@ The task suite (bench/suite_dev.jsonl, bench/suite_test.jsonl, written by bench/
 12 tasks below are part of dev) runs with the ten tools of bench/suite_tools.py, all registered
 for every task, and max_steps=8 unless --max-steps says otherwise. Tune on dev only; report test
 beside it. Each row and the total give steps, tool calls, format errors, stop reasons and tokens
-(prompt + completion, as the server reported them or the agent estimated them); the total gives
+(prompt + completion, as the server reported them, or as the agent estimated them at 4 characters a
+token for a step whose reply reported none: a streamed reply the agent cut at the end of its action
+reports none; --no-stream gets the server's counts); the total gives
 tokens per solved task (all the run's tokens, over the tasks solved) and, for the tasks that need
 no tool, how many were answered without a call. A task's "expect" may list several texts (any
 one will do) and its "reject" several texts (none may appear).
@@ -117,7 +119,7 @@ def _row(task: dict, result: agent.AgentResult, seconds: float, results: list) -
     return {"id": task["id"], "solved": solved(task, result.answer, results), "steps": len(result.steps),
             "calls": len(calls), "no_tool": bool(task.get("no_tool", task.get("calls") == 0)),
             "tokens": int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0)),
-            "tokens_estimated": bool(usage.get("estimated")),
+            "tokens_estimated": bool(usage.get("estimated")), "estimated_steps": len(usage.get("estimated_steps", ())),
             "format_errors": sum(1 for s in result.steps if s.raw is not None and s.action is None),
             "stop": result.stop_reason, "seconds": round(seconds, 1),
             "tools": [f"{s.action.name}({json.dumps(s.action.arguments, ensure_ascii=False)})" for s in calls],
@@ -329,6 +331,7 @@ def summary(rows: list) -> dict:
             "format_errors": sum(r["format_errors"] for r in rows), "stops": stops,
             "seconds": round(sum(r["seconds"] for r in rows), 1), "tokens": tokens,
             "tokens_estimated": any(r.get("tokens_estimated") for r in rows),
+            "estimated_steps": sum(r.get("estimated_steps", 0) for r in rows),
             "tokens_per_solved": round(tokens / solved_count) if solved_count else None,
             "no_tool_tasks": len(no_tool), "no_tool_without_call": sum(r.get("calls", 1) == 0 and r["stop"] == "final" for r in no_tool)}
 
@@ -338,7 +341,8 @@ def _total(rows: list) -> str:
     per_solved = "-" if s["tokens_per_solved"] is None else s["tokens_per_solved"]
     return (f"{s['solved']}/{s['tasks']} solved, {s['steps']} steps, {s['calls']} calls, "
             f"{s['format_errors']} format errors, {s['seconds']:.0f} s, {s['tokens']} tokens"
-            f"{' (some estimated)' if s['tokens_estimated'] else ''}, {per_solved} tokens per solved task, "
+            f"{' (' + str(s['estimated_steps'] or 'some') + ' steps estimated)' if s['tokens_estimated'] else ''}, "
+            f"{per_solved} tokens per solved task, "
             f"no-tool tasks answered without a call {s['no_tool_without_call']}/{s['no_tool_tasks']}, "
             f"stops {json.dumps(s['stops'])}")
 

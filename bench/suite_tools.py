@@ -1,7 +1,9 @@
 """The ten tools of the task suite (bench/suite_dev.jsonl, bench/suite_test.jsonl), all registered for every task.
 
     python bench/real_tasks.py --split dev ...       # runs the suite with these tools
-    python agent.py --batch bench/suite_dev.jsonl --tools bench/suite_tools.py
+    python agent.py --tools bench/suite_tools.py "How many metres are 3 tarns?"
+
+(agent.py's --batch does not take the suite's files: some tasks list several expected texts.)
 
 real_tools.py's shop (prices, weather, stock) and the agent's calculator and clock, and six
 more whose facts are made up, so an answer from memory is wrong: exchange rates (real codes at

@@ -145,6 +145,14 @@ def test_the_runner_reports_calls_tokens_and_tokens_per_solved_task():
     assert "tokens per solved task" in real_tasks._total(rows)
 
 
+def test_the_peers_tokens_are_its_steps_token_usage():
+    from types import SimpleNamespace as NS
+
+    steps = [NS(token_usage=NS(input_tokens=100, output_tokens=20)), NS(token_usage=None), NS(),
+             NS(token_usage=NS(input_tokens=50, output_tokens=5))]
+    assert real_tasks._peer_tokens(NS(memory=NS(steps=steps))) == 175
+
+
 # -- the suite's tools -------------------------------------------------------------------------------------
 
 def test_the_tools_know_their_made_up_facts_and_refuse_the_rest():
