@@ -6,6 +6,19 @@
     python bench/real_tasks.py --compare a.json b.json      # saved runs (--json FILE) side by side
     python bench/real_tasks.py ... --first-call             # sampling settings on one constrained call a task
     python bench/real_tasks.py ... --in-hand                # the answer rung's reply after a call's repeat
+    python bench/real_tasks.py ... --split dev              # the task suite's dev half (--split test: its test half)
+    python bench/real_tasks.py ... --tasks FILE.jsonl       # any task file, with the suite's ten tools
+
+The task suite (bench/suite_dev.jsonl, bench/suite_test.jsonl, written by bench/make_suite.py; the
+12 tasks below are part of dev) runs with the ten tools of bench/suite_tools.py, all registered
+for every task, and max_steps=8 unless --max-steps says otherwise. Tune on dev only; report test
+beside it. Each row and the total give steps, tool calls, format errors, stop reasons and tokens
+(prompt + completion, as the server reported them, or as the agent estimated them at 4 characters a
+token for a step whose reply reported none: a streamed reply the agent cut at the end of its action
+reports none; --no-stream gets the server's counts); the total gives
+tokens per solved task (all the run's tokens, over the tasks solved) and, for the tasks that need
+no tool, how many were answered without a call. A task's "expect" may list several texts (any
+one will do) and its "reject" several texts (none may appear).
 
 The tasks are in bench/real_tasks.jsonl and their tools in bench/real_tools.py: a made-up
 price list, weather table and inventory, so an answer from memory is wrong. Each answer is
@@ -13,7 +26,8 @@ checked against the tools' truth: a number within 0.005 of the expected one (aft
 answer's last "=" when it has one, in an answer that reports no error), a text that must
 (and one that must not) appear, and for a guessable answer the tool results it rests on
 ("evidence"), or, for the time, the HH:MM that the clock tool
-returned during that run (a made-up time does not count). The results are what the tools
+returned during that run (a made-up time does not count). A number written with a decimal comma
+("14,55", one comma and one or two digits after it) is read as a decimal. The results are what the tools
 returned, recorded as they ran, not the observations: an observation may quote the model's own
 thought ("Your thought was: 2023-01-18T14:57:59.643Z"), so a time there may be made up. An answer that passes on a
 tool's refusal ("unknown item '77 units'; ask for one of: ...") is not solved, whatever
@@ -38,7 +52,10 @@ import agent  # noqa: E402
 import real_tools  # noqa: E402
 
 TASKS_FILE = os.path.join(HERE, "real_tasks.jsonl")
+SPLIT_FILES = {"dev": os.path.join(HERE, "suite_dev.jsonl"), "test": os.path.join(HERE, "suite_test.jsonl")}
+SUITE_MAX_STEPS = 8   # the suite's budget (real_tasks.jsonl alone keeps 10)
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+_DECIMAL_COMMA = re.compile(r"-?\d+,\d{1,2}")   # "14,55": a decimal comma, not a thousands separator
 _CLOCK_TIME = re.compile(r"\d{2}:\d{2}")
 _ERROR = re.compile(r"\berrors?\b", re.I)
 _REFUSAL = "; ask for one of: "   # how real_tools.py's tools refuse an item or a city they do not know
@@ -64,9 +81,18 @@ def solved(task: dict, answer: str | None, results: list) -> bool:
     if isinstance(expect, (int, float)):
         # after an "=", only what it gives: "2 * 395 EUR + 4 = 80 EUR" holds 395 and is wrong; and an
         # error passed on is no answer ("The error occurred while evaluating '7006652 ticket price'")
-        numbers = [float(n.replace(",", "")) for n in _NUMBER.findall(answer.rsplit("=", 1)[-1])]
+        numbers = [_number(n) for n in _NUMBER.findall(answer.rsplit("=", 1)[-1])]
         return any(abs(n - expect) < 0.005 for n in numbers) and not _ERROR.search(answer)
-    return expect.lower() in text and not (task.get("reject") and task["reject"].lower() in text)
+    expects = [expect] if isinstance(expect, str) else expect
+    rejects = [task["reject"]] if isinstance(task.get("reject"), str) else task.get("reject") or []
+    return any(e.lower() in text for e in expects) and not any(r.lower() in text for r in rejects)
+
+
+def _number(text: str) -> float:
+    """A number as written: "2,165" is 2165, "14,55" is 14.55."""
+    if _DECIMAL_COMMA.fullmatch(text):
+        return float(text.replace(",", "."))
+    return float(text.replace(",", ""))
 
 
 def recording(func, name: str, results: list):
@@ -79,17 +105,21 @@ def recording(func, name: str, results: list):
     return run
 
 
-def recorded_tools(results: list) -> agent.ToolRegistry:
-    """real_tools.tools, each tool's results recorded in ``results``."""
+def recorded_tools(results: list, tools: agent.ToolRegistry = real_tools.tools) -> agent.ToolRegistry:
+    """The tools (real_tools.tools unless given), each tool's results recorded in ``results``."""
     registry = agent.ToolRegistry()
-    for tool in real_tools.tools:
+    for tool in tools:
         registry.register(dataclasses.replace(tool, func=recording(tool.func, tool.name, results)))
     return registry
 
 
 def _row(task: dict, result: agent.AgentResult, seconds: float, results: list) -> dict:
     calls = [s for s in result.steps if s.action is not None and s.action.kind == "tool_call"]
+    usage = result.usage or {}
     return {"id": task["id"], "solved": solved(task, result.answer, results), "steps": len(result.steps),
+            "calls": len(calls), "no_tool": bool(task.get("no_tool", task.get("calls") == 0)),
+            "tokens": int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0)),
+            "tokens_estimated": bool(usage.get("estimated")), "estimated_steps": len(usage.get("estimated_steps", ())),
             "format_errors": sum(1 for s in result.steps if s.raw is not None and s.action is None),
             "stop": result.stop_reason, "seconds": round(seconds, 1),
             "tools": [f"{s.action.name}({json.dumps(s.action.arguments, ensure_ascii=False)})" for s in calls],
@@ -98,13 +128,17 @@ def _row(task: dict, result: agent.AgentResult, seconds: float, results: list) -
             "raws": [(s.raw or "")[:300] for s in result.steps], "results": [[n, r[:200]] for n, r in results]}
 
 
-def run_agent(args: argparse.Namespace, tasks: list, saved) -> list:
+def run_agent(args: argparse.Namespace, tasks: list, saved, make_llm=None) -> list:
+    """Each task through Agent with the defaults (a new client from ``make_llm()`` per task: the server's by
+    default); the rows, printed and passed to ``saved`` as they come."""
     options = {"constrain": args.constrain} if args.constrain else {}
+    make_llm = make_llm or (lambda: agent.OpenAICompatLLM(args.model, args.base_url, stream=not args.no_stream))
     rows = []
     for task in tasks:
-        llm = agent.OpenAICompatLLM(args.model, args.base_url, stream=not args.no_stream)
+        llm = make_llm()
         started, results = time.monotonic(), []
-        result = agent.Agent(llm, recorded_tools(results), max_steps=args.max_steps, **options).run(task["task"])
+        result = agent.Agent(llm, recorded_tools(results, args.tools), max_steps=args.max_steps,
+                             **options).run(task["task"])
         rows.append(_row(task, result, time.monotonic() - started, results))
         _print_row(rows[-1])
         saved(rows)
@@ -120,8 +154,13 @@ def run_peer(args: argparse.Namespace, tasks: list, saved) -> list:
     def wrap(func):  # smolagents wants its own Tool objects, built from a docstring like ours
         return smolagents.tool(recording(func, func.__name__, results))
 
-    peer_tools = [wrap(f) for f in (real_tools.get_price, real_tools.get_weather, real_tools.get_stock)]
-    peer_tools += [wrap(calculator), wrap(clock)]
+    if args.tools is real_tools.tools:
+        peer_tools = [wrap(f) for f in (real_tools.get_price, real_tools.get_weather, real_tools.get_stock)]
+        peer_tools += [wrap(calculator), wrap(clock)]
+    else:   # the suite's ten tools
+        import suite_tools
+
+        peer_tools = [wrap(f) for f in suite_tools.FUNCTIONS]
     # max_tokens: without one, a reply of Qwen2.5-Coder-0.5B ran on in blank lines to the context's end (minutes
     # a step); the agent needs none, as its stream stops at the end of the action or at a repetition.
     model = smolagents.OpenAIServerModel(model_id=args.model, api_base=args.base_url, api_key="none",
@@ -136,15 +175,30 @@ def run_peer(args: argparse.Namespace, tasks: list, saved) -> list:
         except Exception as exc:  # the peer raises where the agent stops with a reason
             answer, error = None, f"{type(exc).__name__}: {exc}"
         steps = [s for s in peer.memory.steps if type(s).__name__ == "ActionStep"]
+        calls = [c for s in steps for c in (getattr(s, "tool_calls", None) or []) if c.name != "final_answer"]
         row = {"id": task["id"], "solved": solved(task, answer, results), "steps": len(steps),
+               "calls": len(calls), "no_tool": bool(task.get("no_tool", task.get("calls") == 0)),
+               "tokens": _peer_tokens(peer), "tokens_estimated": False,
                "format_errors": sum(1 for s in steps if getattr(s, "error", None) is not None),
                "stop": "error" if error else ("final" if answer is not None else "?"),
-               "seconds": round(time.monotonic() - started, 1), "tools": [], "answer": (answer or "")[:80],
+               "seconds": round(time.monotonic() - started, 1),
+               "tools": [f"{c.name}({json.dumps(c.arguments, ensure_ascii=False, default=str)})" for c in calls],
+               "answer": (answer or "")[:80],
                "notes": [error] if error else [], "raws": [], "results": [[n, r[:200]] for n, r in results]}
         rows.append(row)
         _print_row(row)
         saved(rows)
     return rows
+
+
+def _peer_tokens(peer) -> int:
+    """The tokens (input + output) of all the peer's model calls in its last run, as its steps recorded them."""
+    total = 0
+    for step in peer.memory.steps:
+        usage = getattr(step, "token_usage", None)
+        if usage is not None:
+            total += int(getattr(usage, "input_tokens", 0) or 0) + int(getattr(usage, "output_tokens", 0) or 0)
+    return total
 
 
 def calculator(expression: str) -> str:
@@ -173,14 +227,14 @@ FIRST_CALL_SETTINGS = [
 
 def first_calls(args: argparse.Namespace, tasks: list) -> None:
     """Valid replies to one call per task constrained by the whole action schema, per sampling setting."""
-    system = agent._render_prompt(None, real_tools.tools)
+    system = agent._render_prompt(None, args.tools)
     for setting in FIRST_CALL_SETTINGS:
         setting = dict(setting)
         llm = agent.OpenAICompatLLM(args.model, args.base_url, max_tokens=400, extra_body=setting.pop("extra_body", {}))
         valid, reasons, started = 0, {}, time.monotonic()
         for task in tasks:
             raw = llm.chat([{"role": "system", "content": system}, {"role": "user", "content": task["task"]}],
-                           response_schema=real_tools.tools.action_schema(), **setting)
+                           response_schema=args.tools.action_schema(), **setting)
             try:
                 agent.parse_action(raw)
                 valid += 1
@@ -255,18 +309,42 @@ def solved_in_hand(answer: str | None, truth: str) -> bool:
 
 
 def _print_row(row: dict) -> None:
-    print(f"{row['id']:<14} {'ok' if row['solved'] else '--'} {row['steps']:>2} steps {row['format_errors']:>2} fmt "
-          f"{row['stop']:<13} {row['seconds']:>6.1f} s  {' '.join(row['tools'])[:70]}  answer={row['answer']!r}",
+    tokens = f" {row['tokens']:>6} tok" if "tokens" in row else ""
+    calls = f" {row['calls']:>2} calls" if "calls" in row else ""
+    print(f"{row['id']:<18} {'ok' if row['solved'] else '--'} {row['steps']:>2} steps{calls} {row['format_errors']:>2} fmt "
+          f"{row['stop']:<13} {row['seconds']:>6.1f} s{tokens}  {' '.join(row['tools'])[:70]}  answer={row['answer']!r}",
           flush=True)
 
 
-def _total(rows: list) -> str:
+def summary(rows: list) -> dict:
+    """The run's totals: solved, steps, calls, format errors, stop reasons, tokens and tokens per solved task
+    (all the run's tokens over the tasks solved; None when none was), and the tasks that need no tool
+    answered (stop "final") without a call."""
     stops: dict = {}
     for row in rows:
         stops[row["stop"]] = stops.get(row["stop"], 0) + 1
-    return (f"{sum(r['solved'] for r in rows)}/{len(rows)} solved, {sum(r['steps'] for r in rows)} steps, "
-            f"{sum(r['format_errors'] for r in rows)} format errors, {sum(r['seconds'] for r in rows):.0f} s, "
-            f"stops {json.dumps(stops)}")
+    solved_count = sum(bool(r["solved"]) for r in rows)
+    tokens = sum(r.get("tokens", 0) for r in rows)
+    no_tool = [r for r in rows if r.get("no_tool")]
+    return {"tasks": len(rows), "solved": solved_count, "steps": sum(r["steps"] for r in rows),
+            "calls": sum(r.get("calls", len(r.get("tools", ()))) for r in rows),
+            "format_errors": sum(r["format_errors"] for r in rows), "stops": stops,
+            "seconds": round(sum(r["seconds"] for r in rows), 1), "tokens": tokens,
+            "tokens_estimated": any(r.get("tokens_estimated") for r in rows),
+            "estimated_steps": sum(r.get("estimated_steps", 0) for r in rows),
+            "tokens_per_solved": round(tokens / solved_count) if solved_count else None,
+            "no_tool_tasks": len(no_tool), "no_tool_without_call": sum(r.get("calls", 1) == 0 and r["stop"] == "final" for r in no_tool)}
+
+
+def _total(rows: list) -> str:
+    s = summary(rows)
+    per_solved = "-" if s["tokens_per_solved"] is None else s["tokens_per_solved"]
+    return (f"{s['solved']}/{s['tasks']} solved, {s['steps']} steps, {s['calls']} calls, "
+            f"{s['format_errors']} format errors, {s['seconds']:.0f} s, {s['tokens']} tokens"
+            f"{' (' + str(s['estimated_steps'] or 'some') + ' steps estimated)' if s['tokens_estimated'] else ''}, "
+            f"{per_solved} tokens per solved task, "
+            f"no-tool tasks answered without a call {s['no_tool_without_call']}/{s['no_tool_tasks']}, "
+            f"stops {json.dumps(s['stops'])}")
 
 
 def compare(paths: list) -> None:
@@ -276,14 +354,15 @@ def compare(paths: list) -> None:
         with open(path, encoding="utf-8") as handle:
             runs.append({row["id"]: row for row in json.load(handle)})
     names = [os.path.splitext(os.path.basename(p))[0] for p in paths]
-    print(f"{'task':<14} " + " ".join(f"{n[:24]:<24}" for n in names))
-    for task in load_tasks():
+    ids = list(dict.fromkeys(task_id for run in runs for task_id in run))   # in the order the runs have them
+    print(f"{'task':<18} " + " ".join(f"{n[:24]:<24}" for n in names))
+    for task_id in ids:
         cells = []
         for run in runs:
-            row = run.get(task["id"])
+            row = run.get(task_id)
             cells.append("-" if row is None else
                          f"{'ok' if row['solved'] else '--'} {row['steps']}st {row['stop'][:10]} {row['seconds']:.0f}s")
-        print(f"{task['id']:<14} " + " ".join(f"{c:<24}" for c in cells))
+        print(f"{task_id:<18} " + " ".join(f"{c:<24}" for c in cells))
     for name, run in zip(names, runs):
         print(f"{name}: {_total(list(run.values()))}")
 
@@ -294,7 +373,10 @@ def main() -> int:
     parser.add_argument("--model", default=os.environ.get("OPENAI_MODEL", "smollm2-135m-instruct"))
     parser.add_argument("--constrain", default=None, help="auto, always or never (default: the agent's default)")
     parser.add_argument("--no-stream", action="store_true", help="send stream=False")
-    parser.add_argument("--max-steps", type=int, default=10)
+    parser.add_argument("--max-steps", type=int, default=None,
+                        help=f"default: {SUITE_MAX_STEPS} for the suite (--split, --tasks), 10 for real_tasks.jsonl")
+    parser.add_argument("--split", choices=sorted(SPLIT_FILES), help="run the task suite's dev or test half")
+    parser.add_argument("--tasks", metavar="FILE", help="run the tasks of this .jsonl file (with the suite's tools)")
     parser.add_argument("--only", help="comma-separated task ids to run")
     parser.add_argument("--peer", action="store_true", help="run smolagents' ToolCallingAgent instead")
     parser.add_argument("--peer-max-tokens", type=int, default=512, help="max_tokens of each peer call")
@@ -308,7 +390,18 @@ def main() -> int:
     if args.compare:
         compare(args.compare)
         return 0
-    tasks = load_tasks()
+    suite = bool(args.split or args.tasks)
+    if args.split and args.tasks:
+        parser.error("give --split or --tasks, not both")
+    tasks = load_tasks(SPLIT_FILES[args.split] if args.split else args.tasks or TASKS_FILE)
+    if suite:
+        import suite_tools
+
+        args.tools = suite_tools.tools
+    else:
+        args.tools = real_tools.tools
+    if args.max_steps is None:
+        args.max_steps = SUITE_MAX_STEPS if suite else 10
     if args.only:
         tasks = [t for t in tasks if t["id"] in args.only.split(",")]
     if args.first_call:
