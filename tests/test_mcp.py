@@ -141,7 +141,7 @@ def test_an_agent_runs_an_mcp_tool(real):
 
 def test_old_server_gets_the_handshake_and_pages_are_followed(old):
     assert old._servers[0].version == "2025-11-25" and old._servers[0].modern is False
-    assert len(old) == 14                                  # two pages of tools/list
+    assert len(old) == 18                                  # three pages of tools/list
     assert old.call("echo", {"text": "hi"}) == "hi"
 
 
@@ -254,26 +254,58 @@ def test_a_100_mb_line_ends_the_connection_without_reading_it_whole(monkeypatch)
         assert text.startswith("ERROR: 'huge_line' could not be called") and "over 1,048,576 bytes" in text
 
 
-def test_a_schema_that_is_not_an_object_is_refused_naming_the_tool():
-    with pytest.raises(ToolError, match="tool 'not_object' has no inputSchema"):
-        scripted("old", "not_object")
+FIVE = "echo,fails,bad_schema,refuses,delete"    # five tools, one of them with a schema no validator here enforces
 
 
-@pytest.mark.skipif(not hasattr(agent, "_check_parameters"), reason="needs issue 18's schema check at registration")
-def test_a_schema_the_validator_cannot_enforce_is_refused_naming_the_tool():
-    with pytest.raises(ToolError, match="tool 'bad_schema' refused: .*patternProperties"):
-        scripted("old", "bad_schema")
+def test_a_tool_whose_schema_cannot_be_enforced_is_left_out_and_the_others_register(caplog):
+    with caplog.at_level(logging.WARNING, logger="agent"):
+        registry = ToolRegistry()
+        names = registry.add_mcp(SCRIPTED + ["old"], env={"SCRIPTED_TOOLS": FIVE}, timeout=2)
+    with registry:
+        assert names == ["echo", "fails", "refuses", "delete"] and len(registry) == 4
+        assert list(registry.left_out) == ["bad_schema"]
+        assert "cannot be enforced" in registry.left_out["bad_schema"]
+        assert "$dynamicRef" in registry.left_out["bad_schema"]
+        assert "1 of its 5 tools left out: 'bad_schema' (its inputSchema cannot be enforced" in caplog.text
+        assert registry.call("echo", {"text": "still here"}) == "still here"
 
 
-def test_a_refused_server_registers_nothing_and_is_stopped():
+@pytest.mark.parametrize("extra, tool, why", [
+    ("not_object", "not_object", 'it has no inputSchema of "type": "object"'),
+    ("empty_name", "", "its name is empty"),
+])
+def test_a_tool_that_cannot_be_one_is_left_out_saying_why(extra, tool, why):
+    with scripted("old", extra) as registry:
+        assert registry.left_out == {tool: why} and len(registry) == 18
+
+
+def test_asking_for_a_left_out_tool_is_an_error_that_says_why():
+    registry = ToolRegistry()
+    with pytest.raises(ToolError, match=r"tool 'bad_schema' was left out: its inputSchema cannot be enforced: .*"
+                                        r"\$dynamicRef"):
+        registry.add_mcp(SCRIPTED + ["old", "bad_schema"], tools=["echo", "bad_schema"], timeout=2)
+    assert len(registry) == 0 and registry._servers == []
+
+
+def test_two_tools_with_one_valid_name_leave_the_second_out():
+    with scripted("old", env={"SCRIPTED_TOOLS": "echo,fails"}, name="x") as registry:
+        assert [tool.name for tool in registry] == ["x_echo", "x_fails"]
+    session = agent._McpSession(agent._McpStdio(["true"], {}, None, []), 1.0)
+    built, left_out = agent._mcp_built(session, [{"name": "a.b", "inputSchema": {"type": "object"}},
+                                                 {"name": "a_b", "inputSchema": {"type": "object"}}], None, 1.0)
+    assert [tool.name for _, tool in built] == ["a_b"] and "'a_b', is that of another" in left_out["a_b"]
+
+
+def test_a_server_that_fails_midway_registers_nothing_and_is_stopped():
     registry = ToolRegistry()
     started = []
     original = agent._McpStdio.start
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(agent._McpStdio, "start", lambda self: (started.append(self), original(self)))
-        with pytest.raises(ToolError):
-            registry.add_mcp(SCRIPTED + ["old", "not_object"])
-    assert len(registry) == 0 and started[0]._process.returncode is not None
+        registry.register(agent.Tool("delete", "taken", {"type": "object", "properties": {}}, lambda: "x"))
+        with pytest.raises(ToolError, match="the tool name 'delete' is taken"):
+            registry.add_mcp(SCRIPTED + ["old"], timeout=2)        # delete comes after 13 tools that fit
+    assert [tool.name for tool in registry] == ["delete"] and started[0]._process.returncode is not None
 
 
 # -- safety and options ----------------------------------------------------------------------------------
