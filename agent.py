@@ -4202,6 +4202,8 @@ _MCP_MAX_PAGES = 100          # pages of tools/list read at most
 _MCP_STDERR_LINES = 20        # lines of a server's stderr kept, to quote when it dies
 _MCP_CLOSE_SECONDS = 2.0  # after stdin is closed, the wait before SIGTERM, and again before SIGKILL
 _MCP_SKIPPED_LOGGED = 5       # non-JSON stdout lines logged as warnings; later ones at debug level
+# replies to a server's requests sent in a row when each reply's answer holds another request
+_MCP_CHAINED_REPLIES = 10
 # a first paragraph longer than this is cut to its first sentence in the prompt
 _MCP_SUMMARY_CHARS = 300
 # schema annotations the prompt leaves out
@@ -4752,7 +4754,8 @@ class _McpSession:
 
         Over HTTP a reply is a POST whose answer may hold the server's next request: that one is
         queued and sent by this loop, not by a call inside the send, so a server that answers
-        every reply with a new request gets replies for one timeout in all, not a deep stack.
+        every reply with a new request gets _MCP_CHAINED_REPLIES replies within one deadline, not
+        a deep stack.
         """
         if message.get("method") == "ping":
             reply = {"jsonrpc": "2.0", "id": message["id"], "result": {}}
@@ -4766,7 +4769,9 @@ class _McpSession:
         self._replying.queue = queued = collections.deque([reply])
         deadline = time.monotonic() + min(self.seconds, 5.0)
         try:
-            while queued and time.monotonic() < deadline:
+            for _ in range(_MCP_CHAINED_REPLIES):
+                if not queued or time.monotonic() >= deadline:
+                    break
                 self.transport.send(queued.popleft(), deadline)
             if queued:
                 _log.warning("MCP server %s kept sending requests in answer to our replies; "

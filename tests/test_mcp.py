@@ -7,14 +7,17 @@ when a test first asks for them, once per run (session fixture `real`); the scri
 import atexit
 import json
 import logging
+import os
 import socket
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from conftest import call, final
 
 import agent
 from agent import ToolError, ToolRegistry, main
@@ -254,6 +257,83 @@ def test_a_100_mb_line_ends_the_connection_without_reading_it_whole(monkeypatch)
         assert text.startswith("ERROR: 'huge_line' could not be called") and "over 1,048,576 bytes" in text
 
 
+SECRET = "tok-0123456789-SECRET"
+
+
+def closes_within(registry, seconds):
+    """True when registry.close() returns within seconds (it runs on a thread: an old close() could hang)."""
+    closer = threading.Thread(target=registry.close, daemon=True)
+    closer.start()
+    closer.join(seconds)
+    return not closer.is_alive()
+
+
+def gone(pid, seconds=2.0):
+    """True once process pid has ended (a zombie counts as ended) within seconds."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_server_errors_that_quote_a_secret_are_scrubbed(caplog):
+    with caplog.at_level(logging.DEBUG, logger="agent"):
+        with scripted("old", env={"SERVER_TOKEN": SECRET}) as registry:
+            texts = [registry.call("leak", {}), registry.call("leak_rpc", {})]
+            result = agent.Agent(agent.MockLLM([call("leak_rpc"), final("x")]), registry).run("t")
+    assert texts[0].startswith("ERROR: 'leak' failed: upstream said: bad token ***")
+    assert texts[1].startswith("ERROR: the MCP server refused 'leak_rpc': refused Bearer ***")
+    assert "SECRET" not in "".join(texts) + json.dumps(result.to_dict()) + caplog.text
+
+
+def test_a_dead_servers_stderr_is_scrubbed(caplog):
+    with caplog.at_level(logging.DEBUG, logger="agent"):
+        with scripted("old", env={"SERVER_TOKEN": SECRET}) as registry:
+            text = registry.call("die", {})
+    assert "fatal: the tool crashed; 401 for url: https://api.example.com/v1?api_key=***" in text
+    assert "SECRET" not in text + caplog.text
+
+
+def test_a_token_in_the_command_never_shows():
+    with scripted("old", "--access-token", SECRET, f"--api-key={SECRET}x", f"TOKEN={SECRET}y") as registry:
+        label = registry._servers[0].label
+        text = registry.call("die", {})
+    assert label.startswith("python ") and label.endswith("old --access-token *** --api-key=*** TOKEN=***")
+    assert "SECRET" not in text and "MCP server python" in text
+
+
+def test_a_named_server_is_named_so_in_messages():
+    with scripted("old", name="clock") as registry:
+        assert registry.call("clock_die", {}).startswith("ERROR: 'die' could not be called: MCP server 'clock' "
+                                                          "exited with code 3")
+
+
+def test_a_server_that_stops_reading_cannot_hold_a_write_or_close(monkeypatch):
+    monkeypatch.setattr(agent._McpStdio, "close_seconds", 0.2, raising=False)
+    registry = scripted(timeout=0.3)
+    assert registry.call("stop_reading", {}).startswith("ERROR: 'stop_reading' got no answer")
+    started = time.monotonic()
+    text = registry.call("echo", {"text": "x" * 2**20})        # far more than a pipe holds
+    assert text.startswith("ERROR: 'echo' could not be called: MCP server") and "stopped reading its stdin" in text
+    assert time.monotonic() - started < 1.0
+    process = registry._servers[0].transport._process
+    assert closes_within(registry, 2.0) and process.returncode is not None
+
+
+def test_close_ends_the_children_a_server_started(monkeypatch):
+    monkeypatch.setattr(agent._McpStdio, "close_seconds", 0.2, raising=False)
+    registry = scripted()
+    child = int(registry.call("spawn_child", {}))                # it holds the server's stdout and stderr
+    assert not gone(child, 0.1)
+    assert closes_within(registry, 2.0) and gone(child)
+
+
 FIVE = "echo,fails,bad_schema,refuses,delete"    # five tools, one of them with a schema no validator here enforces
 
 
@@ -407,6 +487,123 @@ def test_http_credentials_never_show_in_a_message(serve):
         ToolRegistry().add_mcp(server.base_url, headers={"Authorization": token}, timeout=2)
     assert "SECRET" not in str(caught.value) and "HTTP 401" in str(caught.value)
     assert server.requests[0]["headers"]["Authorization"] == token
+
+
+def http_server(on_call=None, session="session-7"):
+    """A 2025-11-25 Streamable HTTP server with one tool, echo; on_call(exchange, ident) answers tools/call."""
+    def script(exchange):
+        body = exchange.body or {}
+        method, ident = body.get("method"), body.get("id")
+        if exchange.handler.command == "DELETE" or method == "server/discover" or ident is None:
+            exchange.head(400 if method == "server/discover" else 202, "text/plain", chunked=False)
+            return
+        if method == "tools/call" and on_call is not None:
+            on_call(exchange, ident)
+            return
+        results = {"initialize": {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}},
+                   "tools/list": {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]},
+                   "tools/call": {"content": [{"type": "text", "text": "echoed"}]}}
+        exchange.head(200, "application/json", chunked=False, headers={"Mcp-Session-Id": session})
+        exchange.write_raw(json.dumps({"jsonrpc": "2.0", "id": ident, "result": results.get(method, {})}).encode())
+    return script
+
+
+def test_http_texts_that_quote_the_credentials_are_scrubbed(serve):
+    def quotes_the_header(exchange, ident):
+        token = exchange.handler.headers["Authorization"]
+        name = exchange.body["params"]["name"]
+        answer = {"error": {"code": -32000, "message": f"refused {token}"}} if name == "refuse" else {
+            "result": {"content": [{"type": "text", "text": f"you sent {token}"}], "isError": name == "fail"}}
+        exchange.head(200, "application/json", chunked=False)
+        exchange.write_raw(json.dumps({"jsonrpc": "2.0", "id": ident, **answer}).encode())
+
+    server = serve(http_server(quotes_the_header))
+    with ToolRegistry() as registry:
+        registry.add_mcp(server.base_url, headers={"Authorization": f"Bearer {SECRET}"}, timeout=2)
+        session = registry._servers[0]
+        texts = []
+        for name in ("echo", "fail", "refuse"):
+            try:
+                texts.append(json.dumps(session.request("tools/call", {"name": name, "arguments": {}})))
+            except agent._McpFailure as exc:
+                texts.append(str(exc))
+        texts.append(registry.call("echo", {}))
+    assert all("***" in text for text in texts) and "SECRET" not in "".join(texts)
+
+
+def test_an_http_label_shows_no_path_or_query():
+    url = f"http://127.0.0.1:{_free_port()}/mcp/{SECRET}?key={SECRET}"
+    with pytest.raises(ToolError) as caught:
+        ToolRegistry().add_mcp(url, timeout=2)
+    assert "could not reach MCP server http://127.0.0.1:" in str(caught.value) and "SECRET" not in str(caught.value)
+
+
+def test_a_bom_before_an_http_answer_is_dropped(serve):
+    def bom_stream(exchange, ident):
+        exchange.head(200, "text/event-stream", chunked=False)
+        reply = {"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": "after a BOM"}]}}
+        exchange.write_raw(b"\xef\xbb\xbf" + b"data: " + json.dumps(reply).encode() + b"\n\n")
+
+    def script(exchange):
+        if (exchange.body or {}).get("method") == "initialize":
+            exchange.head(200, "application/json", chunked=False)
+            exchange.write_raw(b"\xef\xbb\xbf" + json.dumps({"jsonrpc": "2.0", "id": exchange.body["id"], "result": {
+                "protocolVersion": "2025-06-18", "capabilities": {}}}).encode())
+            return
+        http_server(bom_stream)(exchange)
+
+    server = serve(script)
+    with ToolRegistry() as registry:
+        registry.add_mcp(server.base_url, timeout=2)
+        assert registry.call("echo", {}) == "after a BOM"
+
+
+def test_a_server_that_answers_every_reply_with_a_ping_gets_a_bounded_chain(serve, caplog):
+    def ping(exchange, number):
+        exchange.head(200, "text/event-stream", chunked=False)
+        exchange.write_raw(b"data: " + json.dumps({"jsonrpc": "2.0", "id": f"ping-{number}", "method": "ping"}).encode()
+                           + b"\n\n")
+
+    def call_then_answer(exchange, ident):
+        ping(exchange, 0)
+        reply = {"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": "answered"}]}}
+        exchange.write_raw(b"data: " + json.dumps(reply).encode() + b"\n\n")
+
+    def script(exchange):
+        body = exchange.body or {}
+        if "result" in body:                              # our reply to its ping: answered with another ping
+            ping(exchange, len(server.requests))
+            return
+        http_server(call_then_answer)(exchange)
+
+    server = serve(script)
+    with caplog.at_level(logging.WARNING, logger="agent"), ToolRegistry() as registry:
+        registry.add_mcp(server.base_url, timeout=2)
+        assert registry.call("echo", {}) == "answered"
+    replies = [request for request in server.requests if "result" in (request["body"] or {})]
+    assert len(replies) == agent._MCP_CHAINED_REPLIES and "kept sending requests" in caplog.text
+
+
+def test_the_session_delete_cannot_hold_close(serve, monkeypatch):
+    monkeypatch.setattr(agent._McpHttp, "close_seconds", 0.3, raising=False)
+    script = http_server()
+
+    def drips_on_delete(exchange):
+        if exchange.handler.command != "DELETE":
+            return script(exchange)
+        exchange.write_raw(b"HTTP/1.1 200 OK\r\n")
+        for _ in range(100):                             # a header line every 50 ms, for 5 s
+            exchange.write_raw(b"X-Drip: 1\r\n")
+            if exchange.closed_by_client:
+                return
+            time.sleep(0.05)
+
+    server = serve(drips_on_delete)
+    registry = ToolRegistry()
+    registry.add_mcp(server.base_url, timeout=2)
+    started = time.monotonic()
+    assert closes_within(registry, 3.0) and time.monotonic() - started < 1.0
+    assert server.requests[-1]["method"] == "DELETE"
 
 
 def test_http_credentials_are_not_sent_over_plain_http_to_another_host():
