@@ -4335,7 +4335,7 @@ def _mcp_transport(server: Any, env: Optional[dict], cwd: Any, headers: Optional
                         f"http(s):// URL, got {type(server).__name__}")
     if not argv:
         raise ToolError("empty MCP server command")
-    return _McpStdio(argv, _mcp_env(env), cwd, _header_secrets(env or {}), label)
+    return _McpStdio(argv, _mcp_env(env), cwd, env or {}, label)
 
 
 def _mcp_env(extra: Optional[dict]) -> dict:
@@ -4807,19 +4807,22 @@ class _McpStdio:
     probe_seconds = _MCP_PROBE_SECONDS
     close_seconds = _MCP_CLOSE_SECONDS
 
-    def __init__(self, argv: list, env: dict, cwd: Any, secrets: list,
+    def __init__(self, argv: list, env: dict, cwd: Any, given_env: dict,
                  label: Optional[str] = None) -> None:
         self.argv, self.env, self.cwd = argv, env, cwd
-        # a token in the command (--access-token X, --api-key=X, TOKEN=X, a URL's password or
-        # query) is a secret, like the values of env=; the label shows none of them
-        for flag, arg in zip(["", *argv], argv):
+        # Secrets: a variable of env= named as a credential is (API_KEY, GITHUB_TOKEN), and so is a
+        # token in the command (--access-token X, --api-key=X, TOKEN=X) and a URL's password and
+        # query in either. Other values are not: a path or a list scrubbed would mangle results.
+        secrets: list = []
+        for flag, arg in [*(("", f"{key}={value}") for key, value in given_env.items()),
+                          *zip(["", *argv], argv)]:
             name, equals, value = arg.partition("=")
             if equals and _CREDENTIAL_HEADER.search(name):
-                secrets.append(value)
+                secrets += _header_secrets({name: value})
             elif flag.startswith("-") and "=" not in flag and _CREDENTIAL_HEADER.search(flag):
-                secrets.append(arg)
-            if "://" in arg:
-                secrets += _mcp_url_secrets(arg)
+                secrets += _header_secrets({flag: arg})
+            for url in re.findall(r"[A-Za-z][\w+.-]*://\S+", arg):
+                secrets += _mcp_url_secrets(url)
         self.secrets = [secret for secret in secrets if secret]
         self.label = label or _cut(_scrubbed(" ".join([os.path.basename(argv[0]), *argv[1:]]),
                                              self.secrets), 100)
@@ -4834,6 +4837,7 @@ class _McpStdio:
     def start(self) -> None:
         """Start the server, with no shell, in its own process group, and its reader threads;
         ToolError when it cannot be started."""
+        import select
         import subprocess
 
         program = shutil.which(self.argv[0], path=self.env.get("PATH"))
@@ -4849,10 +4853,10 @@ class _McpStdio:
         except (OSError, ValueError) as exc:
             raise ToolError(f"MCP server {self.label} could not be started: "
                             f"{_scrubbed(str(exc), self.secrets)}") from None
-        try:  # writes wait for room in the pipe with select, under their deadline
+        # writes wait for room in the pipe with poll, under their deadline; where there is no
+        # poll (Windows), a write blocks as a file's does, and close() does not wait for it
+        if hasattr(select, "poll"):
             os.set_blocking(self._process.stdin.fileno(), False)
-        except (OSError, AttributeError, ValueError):
-            pass  # where pipes cannot be made so (Windows), a write blocks as a file's does
         _MCP_OPEN.add(self)
         for target in (self._read, self._read_stderr):
             thread = threading.Thread(target=target, name="agent-mcp", daemon=True)
@@ -4888,6 +4892,7 @@ class _McpStdio:
             if left <= 0:
                 self._end(_McpGone(f"MCP server {self.label} stopped reading its stdin in the "
                                    "middle of a message; the connection was closed"))
+                self._signal("kill")   # a half-written line cannot be taken back
                 raise self._failure
             if hasattr(select, "poll"):
                 poll = select.poll()
@@ -7202,7 +7207,10 @@ def _cli_parser() -> argparse.ArgumentParser:
 def _cli_mcp_flags(parser: argparse.ArgumentParser) -> None:
     mcp = parser.add_argument_group("MCP servers",
                                     "Their tools join those of --tools; with either, the demo "
-                                    "tools are left out. A tool name two servers share is refused.")
+                                    "tools are left out. A tool whose name is taken is registered "
+                                    "as NAME_tool, NAME being its server's name in --mcp-config "
+                                    "(for a --mcp server, that is an error). A tool whose schema "
+                                    "cannot be enforced is left out, with a warning that says why.")
     mcp.add_argument("--mcp", action="append", metavar="COMMAND_OR_URL",
                      help="an MCP server (repeatable): a command, "
                      "run without a shell (\"python -m mcp_server_time\"), or an http(s):// URL")
@@ -7337,18 +7345,22 @@ def _cli_tools(paths: Optional[list], timeout: Optional[float], mcp: bool = Fals
 
 def _cli_mcp(registry: ToolRegistry, args: argparse.Namespace) -> None:
     """Add the servers of --mcp and --mcp-config, keeping the tools --mcp-tools names; ToolError for
-    a name none has."""
+    a name none has, and then no server is left running."""
     wanted = [name.strip() for name in args.mcp_tools.split(",")
               if name.strip()] if args.mcp_tools else None
     servers = [(server, {}) for server in args.mcp or []]
     servers += _cli_mcp_config(args.mcp_config) if args.mcp_config else []
     offered: list = []
-    for server, options in servers:
-        offered += _add_mcp(registry, server, tools=wanted, missing_ok=True, **options)
-    missing = [name for name in wanted or [] if name not in offered]
-    if missing:
-        raise ToolError(f"no MCP server has a tool {missing[0]!r} (--mcp-tools; they have: "
-                        f"{', '.join(offered)})")
+    try:
+        for server, options in servers:
+            offered += _add_mcp(registry, server, tools=wanted, missing_ok=True, **options)
+        missing = [name for name in wanted or [] if name not in offered]
+        if missing:
+            raise ToolError(f"no MCP server has a tool {missing[0]!r} (--mcp-tools; they have: "
+                            f"{', '.join(offered)})")
+    except BaseException:
+        registry.close()
+        raise
 
 
 def _cli_mcp_config(path: str) -> list:
@@ -7363,11 +7375,13 @@ def _cli_mcp_config(path: str) -> list:
     for name, entry in servers.items():
         if not isinstance(entry, dict) or entry.get("disabled") is True:
             continue
+        # its name in the file names it in messages and prefixes a tool whose name is taken
         if isinstance(entry.get("url"), str):
-            chosen.append((entry["url"], {"headers": entry.get("headers")}))
+            chosen.append((entry["url"], {"headers": entry.get("headers"), "config_name": name}))
         elif isinstance(entry.get("command"), str) and isinstance(entry.get("args", []), list):
             chosen.append(([entry["command"], *map(str, entry.get("args", []))],
-                           {"env": entry.get("env"), "cwd": entry.get("cwd")}))
+                           {"env": entry.get("env"), "cwd": entry.get("cwd"),
+                            "config_name": name}))
         else:
             raise ValueError(f"{path}: server {name!r} has neither a \"command\" (with \"args\" a "
                              "list) nor a \"url\"")

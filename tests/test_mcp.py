@@ -132,8 +132,6 @@ def test_one_connection_serves_concurrent_calls(real, transport):
 
 @needs_sdk
 def test_an_agent_runs_an_mcp_tool(real):
-    from conftest import call, final
-
     llm = agent.MockLLM([call("add", a=2, b=40), final("42")])
     result = agent.Agent(llm, real["sdk"]).run("What is 2 + 40?")
     assert result.answer == "42" and result.steps[0].observation.startswith("[OBSERVATION] 42\n")
@@ -193,8 +191,6 @@ def test_errors_become_error_observations(old, tool, start):
 
 
 def test_a_server_reported_failure_is_a_failed_step_and_its_text_is_the_same(old):
-    from conftest import call, final
-
     failed = "ERROR: 'fails' failed: disk full. Check the arguments or try another approach."
     llm = agent.MockLLM([call("fails"), call("echo", text="ERROR: not really"), final("x")])
     result = agent.Agent(llm, old).run("t")
@@ -370,7 +366,7 @@ def test_asking_for_a_left_out_tool_is_an_error_that_says_why():
 def test_two_tools_with_one_valid_name_leave_the_second_out():
     with scripted("old", env={"SCRIPTED_TOOLS": "echo,fails"}, name="x") as registry:
         assert [tool.name for tool in registry] == ["x_echo", "x_fails"]
-    session = agent._McpSession(agent._McpStdio(["true"], {}, None, []), 1.0)
+    session = agent._McpSession(agent._McpStdio(["true"], {}, None, {}), 1.0)
     built, left_out = agent._mcp_built(session, [{"name": "a.b", "inputSchema": {"type": "object"}},
                                                  {"name": "a_b", "inputSchema": {"type": "object"}}], None, 1.0)
     assert [tool.name for _, tool in built] == ["a_b"] and "'a_b', is that of another" in left_out["a_b"]
@@ -637,6 +633,43 @@ def test_cli_mcp_config_in_claude_desktops_format(tmp_path):
         "off": {"command": "no-such-server", "disabled": True}}}))
     with cli_registry("--mcp-config", str(config), "--mcp-tools", "env") as registry:
         assert "SERVER_TOKEN" in registry.call("env", {}).split()
+
+
+def test_cli_config_servers_that_share_a_tool_name_prefix_the_later_one(tmp_path, capsys, serve):
+    from _http_servers import chat_answer
+
+    config = tmp_path / "servers.json"
+    config.write_text(json.dumps({"mcpServers": {
+        "one": {"command": SCRIPTED[0], "args": [SCRIPTED[1], "old"], "env": {"SCRIPTED_TOOLS": "echo,fails"}},
+        "two": {"command": SCRIPTED[0], "args": [SCRIPTED[1], "old"], "env": {"SCRIPTED_TOOLS": "echo,contents"}}}}))
+    with cli_registry("--mcp-config", str(config)) as registry:
+        assert [tool.name for tool in registry] == ["echo", "fails", "two_echo", "contents"]
+        assert registry.call("two_echo", {"text": "from two"}) == "from two"
+    server = serve(chat_answer(final("hi")))
+    assert main(["--model", "m", "--base-url", server.base_url, "--mcp-config", str(config), "task"]) == 0
+    assert "MCP server 'two': tool 'echo' is registered as 'two_echo'" in capsys.readouterr().err
+
+
+def test_cli_servers_without_names_that_share_a_tool_name_are_refused_with_a_true_hint(capsys):
+    command = " ".join(f'"{part}"' for part in SCRIPTED)
+    assert main(["--mcp", command, "--mcp", command, "--mcp-tools", "echo", "--offline", "task"]) == 2
+    assert "the tool name 'echo' is taken; give the server a prefix with name=... (CLI: name the servers in " \
+           "--mcp-config" in capsys.readouterr().err
+
+
+def test_cli_says_which_tools_it_left_out_and_why(tmp_path, capsys, serve):
+    from _http_servers import chat_answer
+
+    config = tmp_path / "servers.json"
+    config.write_text(json.dumps({"mcpServers": {
+        "five": {"command": SCRIPTED[0], "args": [SCRIPTED[1], "old"], "env": {"SCRIPTED_TOOLS": FIVE}}}}))
+    server = serve(chat_answer(final("hi")))
+    assert main(["--model", "m", "--base-url", server.base_url, "--mcp-config", str(config), "task"]) == 0
+    err = capsys.readouterr().err
+    assert "agent.py: warning: MCP server 'five': 1 of its 5 tools left out: 'bad_schema' (its inputSchema " \
+           "cannot be enforced: the JSON Schema keyword '$dynamicRef'" in err
+    assert main(["--mcp-config", str(config), "--mcp-tools", "echo,bad_schema", "--offline", "task"]) == 2
+    assert "tool 'bad_schema' was left out: its inputSchema cannot be enforced" in capsys.readouterr().err
 
 
 def test_cli_an_unknown_mcp_tool_is_a_usage_error(capsys):
