@@ -4703,18 +4703,19 @@ class _McpSession:
             self._pending.pop(ident, None)
 
     def _cancel(self, ident: int, method: str) -> None:
+        # within the tool's grace: a server that reads nothing cannot make the call overrun
         try:
             self.transport.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                  "params": {"requestId": ident, "reason": "timed out"}},
-                                time.monotonic() + min(self.seconds, 5.0))
+                                time.monotonic() + _MCP_GRACE_SECONDS / 2)
         except _McpFailure as exc:
             _log.debug("MCP server %s: could not cancel %s: %s", self.label, method, exc)
 
-    def deliver(self, message: Any) -> None:
-        """Route one message that arrived: an answer to its caller (a stray or repeated id is
-        ignored)."""
+    def deliver(self, arrived: Any) -> None:
+        """Route a message that arrived (or each of a batch): an answer to its caller (a stray or
+        repeated id is ignored), the server's own request to _answer_server."""
         # a batch (protocol 2025-03-26) holds messages, never another batch
-        for message in message if isinstance(message, list) else [message]:
+        for message in arrived if isinstance(arrived, list) else [arrived]:
             if not isinstance(message, dict):
                 _log.warning("MCP server %s sent a message that is not an object; ignored",
                              self.label)

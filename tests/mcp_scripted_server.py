@@ -37,6 +37,7 @@ TOOLS = {
     "leak_rpc": ("Answer with a JSON-RPC error quoting the token.", OBJECT),
     "stop_reading": ("Read nothing more of stdin for 20 s.", OBJECT),
     "spawn_child": ("Start a child that keeps stdout and stderr open for 20 s; answer its pid.", OBJECT),
+    "ping_flood": ("Send pings without reading stdin, never answering.", OBJECT),
 }
 TOKEN = os.environ.get("SERVER_TOKEN", "")
 PAGE = 8   # tools/list pages: the client must follow nextCursor
@@ -136,6 +137,10 @@ def call(ident, name, arguments):
         return None
     if name == "stop_reading":
         time.sleep(20)
+        return None
+    if name == "ping_flood":
+        for number in range(10**6):
+            send({"jsonrpc": "2.0", "id": f"ping-{number}", "method": "ping"})
         return None
     if name == "spawn_child":
         import subprocess

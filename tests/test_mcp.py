@@ -7,7 +7,6 @@ when a test first asks for them, once per run (session fixture `real`); the scri
 import atexit
 import json
 import logging
-import os
 import socket
 import subprocess
 import sys
@@ -142,7 +141,7 @@ def test_an_agent_runs_an_mcp_tool(real):
 
 def test_old_server_gets_the_handshake_and_pages_are_followed(old):
     assert old._servers[0].version == "2025-11-25" and old._servers[0].modern is False
-    assert len(old) == 18                                  # three pages of tools/list
+    assert len(old) == 19                                  # three pages of tools/list
     assert old.call("echo", {"text": "hi"}) == "hi"
 
 
@@ -322,6 +321,15 @@ def test_a_server_that_stops_reading_cannot_hold_a_write_or_close(monkeypatch):
     assert closes_within(registry, 2.0) and process.returncode is not None
 
 
+def test_a_ping_flood_while_reading_nothing_holds_neither_the_call_nor_close(monkeypatch):
+    monkeypatch.setattr(agent._McpStdio, "close_seconds", 0.2, raising=False)
+    registry = scripted(timeout=0.3)
+    started = time.monotonic()
+    assert registry.call("ping_flood", {}).startswith("ERROR: 'ping_flood' got no answer from its MCP server")
+    assert time.monotonic() - started < 1.2
+    assert closes_within(registry, 2.0)
+
+
 def test_close_ends_the_children_a_server_started(monkeypatch):
     monkeypatch.setattr(agent._McpStdio, "close_seconds", 0.2, raising=False)
     registry = scripted()
@@ -352,7 +360,7 @@ def test_a_tool_whose_schema_cannot_be_enforced_is_left_out_and_the_others_regis
 ])
 def test_a_tool_that_cannot_be_one_is_left_out_saying_why(extra, tool, why):
     with scripted("old", extra) as registry:
-        assert registry.left_out == {tool: why} and len(registry) == 18
+        assert registry.left_out == {tool: why} and len(registry) == 19
 
 
 def test_asking_for_a_left_out_tool_is_an_error_that_says_why():
