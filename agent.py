@@ -4887,6 +4887,11 @@ class _McpStdio:
 
         fd, total = self._process.stdin.fileno(), len(data)
         while data:
+            try:
+                data = data[os.write(fd, data):]
+                continue
+            except BlockingIOError:  # the pipe is full: wait for room until the deadline
+                pass
             left = deadline - time.monotonic()
             if left <= 0 and len(data) == total:
                 raise _McpTimeout(f"MCP server {self.label} read nothing of its stdin in time")
@@ -4895,14 +4900,9 @@ class _McpStdio:
                                    "middle of a message; the connection was closed"))
                 self._signal("kill")   # a half-written line cannot be taken back
                 raise self._failure
-            if hasattr(select, "poll"):
-                poll = select.poll()
-                poll.register(fd, select.POLLOUT)
-                poll.poll(left * 1000)
-            try:
-                data = data[os.write(fd, data):]
-            except BlockingIOError:
-                continue
+            poll = select.poll()
+            poll.register(fd, select.POLLOUT)
+            poll.poll(left * 1000)
 
     def _read(self) -> None:
         stdout = self._process.stdout

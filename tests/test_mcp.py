@@ -386,10 +386,13 @@ def test_a_server_that_fails_midway_registers_nothing_and_is_stopped():
     original = agent._McpStdio.start
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(agent._McpStdio, "start", lambda self: (started.append(self), original(self)))
-        registry.register(agent.Tool("delete", "taken", {"type": "object", "properties": {}}, lambda: "x"))
-        with pytest.raises(ToolError, match="the tool name 'delete' is taken"):
-            registry.add_mcp(SCRIPTED + ["old"], timeout=2)        # delete comes after 13 tools that fit
-    assert [tool.name for tool in registry] == ["delete"] and started[0]._process.returncode is not None
+        for name in ("fails", "x_fails"):      # echo registers; fails, and its prefixed name, are taken
+            registry.register(agent.Tool(name, "taken", {"type": "object", "properties": {}}, lambda: "x"))
+        with pytest.raises(ToolError, match="the tool name 'x_fails' is taken"):
+            agent._add_mcp(registry, SCRIPTED + ["old"], env={"SCRIPTED_TOOLS": "echo,fails"}, timeout=2,
+                           config_name="x")
+    assert [tool.name for tool in registry] == ["fails", "x_fails"] and registry._servers == []
+    assert started[0]._process.returncode is not None
 
 
 # -- safety and options ----------------------------------------------------------------------------------
