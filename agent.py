@@ -4740,14 +4740,20 @@ class _McpSession:
         """Scrub every string value in a message, in place, at any depth (a loop: a deep message
         cannot exhaust the stack)."""
         holders: list = [message]
+        strings: list = []                  # (holder, key) of each string value
         while holders:
             holder = holders.pop()
             for key in range(len(holder)) if isinstance(holder, list) else list(holder):
-                value = holder[key]
-                if isinstance(value, str):
-                    holder[key] = self.scrub(value)
-                elif isinstance(value, (list, dict)):
-                    holders.append(value)
+                if isinstance(holder[key], str):
+                    strings.append((holder, key))
+                elif isinstance(holder[key], (list, dict)):
+                    holders.append(holder[key])
+        # one pass over them all finds any secret a string holds: a message of a million short
+        # strings then costs one scrub, not a million
+        joined = "\0".join(holder[key] for holder, key in strings)
+        if self.scrub(joined) != joined:
+            for holder, key in strings:
+                holder[key] = self.scrub(holder[key])
 
     def _answer_server(self, message: dict) -> None:
         """A server's own request: ping is answered; sampling, elicitation and roots are not
@@ -5205,12 +5211,16 @@ def _mcp_header_value(text: str) -> str:
 
 
 def _mcp_url_secrets(url: str) -> list:
-    """What a URL may hold that is secret: its password and the values of its query."""
+    """What a URL may hold that is secret: its password, the values of its query, and a path
+    segment that looks like a token (16 characters or more, a digit among them), as some hosted
+    servers put the key in the path."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return []
-    return [parts.password, *(item.partition("=")[2] for item in parts.query.split("&"))]
+    return [parts.password, *(item.partition("=")[2] for item in parts.query.split("&")),
+            *(segment for segment in parts.path.split("/")
+              if len(segment) >= 16 and re.search(r"\d", segment))]
 
 
 def _mcp_error_code(answer: dict) -> Any:

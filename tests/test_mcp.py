@@ -545,6 +545,19 @@ def test_an_http_label_shows_no_path_or_query():
     assert "could not reach MCP server http://127.0.0.1:" in str(caught.value) and "SECRET" not in str(caught.value)
 
 
+def test_a_key_in_the_url_path_is_scrubbed_when_the_server_quotes_it(serve):
+    def quotes_the_path(exchange, ident):
+        exchange.head(200, "application/json", chunked=False)
+        exchange.write_raw(json.dumps({"jsonrpc": "2.0", "id": ident, "error": {
+            "code": -32000, "message": f"no route {exchange.handler.path}"}}).encode())
+
+    server = serve(http_server(quotes_the_path))
+    with ToolRegistry() as registry:
+        registry.add_mcp(server.base_url.replace("/v1", f"/{SECRET}/mcp"), timeout=2)
+        text = registry.call("echo", {})
+    assert text.startswith("ERROR: the MCP server refused 'echo': no route /***/mcp") and "SECRET" not in text
+
+
 def test_a_bom_before_an_http_answer_is_dropped(serve):
     def bom_stream(exchange, ident):
         exchange.head(200, "text/event-stream", chunked=False)
