@@ -4818,13 +4818,14 @@ class _McpStdio:
                  label: Optional[str] = None) -> None:
         self.argv, self.env, self.cwd = argv, env, cwd
         # Secrets: a variable of env= named as a credential is (API_KEY, GITHUB_TOKEN), and so is a
-        # token in the command (--access-token X, --api-key=X, TOKEN=X) and a URL's password and
-        # query in either. Other values are not: a path or a list scrubbed would mangle results.
+        # token in the command (--access-token X, --api-key=X, TOKEN=X, mcp-remote's --header
+        # "Authorization: Bearer X") and a URL's password, query and token-like path segments in
+        # either. Other values are not: a path or a list scrubbed would mangle results.
         secrets: list = []
         for flag, arg in [*(("", f"{key}={value}") for key, value in given_env.items()),
                           *zip(["", *argv], argv)]:
-            name, equals, value = arg.partition("=")
-            if equals and _CREDENTIAL_HEADER.search(name):
+            name, value = re.match(r"([^=:]*)[=:]?\s*(.*)", arg, re.S).groups()
+            if value and _CREDENTIAL_HEADER.search(name):
                 secrets += _header_secrets({name: value})
             elif flag.startswith("-") and "=" not in flag and _CREDENTIAL_HEADER.search(flag):
                 secrets += _header_secrets({flag: arg})

@@ -303,6 +303,20 @@ def test_a_token_in_the_command_never_shows():
     assert "SECRET" not in text and "MCP server python" in text
 
 
+@pytest.mark.parametrize("argv, shown", [
+    (["npx", "mcp-remote", "https://h/sse", "--header", f"Authorization: Bearer {SECRET}"],
+     "npx mcp-remote https://h/sse --header Authorization: ***"),
+    (["mcp-server-postgres", f"postgresql://me:{SECRET}@db/x?sslkey={SECRET}1"],
+     "mcp-server-postgres postgresql://me:***@db/x?sslkey=***"),
+    (["docker", "run", "-e", f"GITHUB_PERSONAL_ACCESS_TOKEN={SECRET}", "ghcr.io/github/github-mcp-server"],
+     "docker run -e GITHUB_PERSONAL_ACCESS_TOKEN=*** ghcr.io/github/github-mcp-server"),
+    (["server", "--data-dir", "/home/me/projects/2026-notes", "--monkey", "12"],
+     "server --data-dir /home/me/projects/2026-notes --monkey 12"),
+])
+def test_the_label_of_a_command_hides_its_tokens(argv, shown):
+    assert agent._McpStdio(argv, {}, None, {"ROOT": "/home/me/projects/2026-notes"}).label == shown
+
+
 def test_a_named_server_is_named_so_in_messages():
     with scripted("old", name="clock") as registry:
         assert registry.call("clock_die", {}).startswith("ERROR: 'die' could not be called: MCP server 'clock' "
