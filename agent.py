@@ -4306,9 +4306,11 @@ def _add_mcp(registry: ToolRegistry, server: Any, *, name: Optional[str] = None,
     if left_out:
         registry.left_out.update({(f"{name}_{remote}" if name else remote): why
                                   for remote, why in left_out.items()})
+        # one line, however many: registry.left_out holds them all
         _log.warning("MCP server %s: %d of its %d tools left out: %s", session.label,
                      len(left_out), len(specs),
-                     "; ".join(f"{remote!r} ({why})" for remote, why in left_out.items()))
+                     _cut("; ".join(f"{remote!r} ({why})" for remote, why in left_out.items()),
+                          2000))
     return [spec["name"] for spec in specs]
 
 
@@ -4391,7 +4393,7 @@ def _mcp_built(session: _McpSession, specs: list, prefix: Optional[str], seconds
         try:
             tool = _mcp_tool(session, spec, prefix, seconds)
         except ToolError as exc:
-            left_out[remote] = str(exc)
+            left_out[remote] = _cut(str(exc), 500)
             continue
         if any(tool.name == other.name for _, other in built):
             left_out[remote] = f"its name as a tool, {tool.name!r}, is that of another of its tools"
