@@ -5001,12 +5001,12 @@ class _McpStdio:
                 break
             except subprocess.TimeoutExpired:
                 continue
-        # the server is gone; what it started may still hold its pipes
+        # the server is gone; what it started may live on in its group, holding its pipes or not
         for stop in ("terminate", "kill"):
+            self._signal(stop)
             threads[0].join(timeout=self.close_seconds / 4)
             if not threads[0].is_alive():
                 break
-            self._signal(stop)
         for thread, pipe in zip(threads, (process.stdout, process.stderr)):
             thread.join(timeout=self.close_seconds / 4)
             if not thread.is_alive():  # closing a pipe a thread still reads would wait for it

@@ -38,6 +38,7 @@ TOOLS = {
     "stop_reading": ("Read nothing more of stdin for 20 s.", OBJECT),
     "spawn_child": ("Start a child that keeps stdout and stderr open for 20 s; answer its pid.", OBJECT),
     "ping_flood": ("Send pings without reading stdin, never answering.", OBJECT),
+    "spawn_detached": ("Start a child with no pipes of ours that lives for 20 s; answer its pid.", OBJECT),
 }
 TOKEN = os.environ.get("SERVER_TOKEN", "")
 PAGE = 8   # tools/list pages: the client must follow nextCursor
@@ -142,10 +143,12 @@ def call(ident, name, arguments):
         for number in range(10**6):
             send({"jsonrpc": "2.0", "id": f"ping-{number}", "method": "ping"})
         return None
-    if name == "spawn_child":
+    if name in ("spawn_child", "spawn_detached"):
         import subprocess
 
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(20)"])
+        pipes = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(20)"],
+                                 **(pipes if name == "spawn_detached" else {}))
         return text(str(child.pid))
     send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32602, "message": f"Unknown tool: {name}"}})
     return None

@@ -141,7 +141,7 @@ def test_an_agent_runs_an_mcp_tool(real):
 
 def test_old_server_gets_the_handshake_and_pages_are_followed(old):
     assert old._servers[0].version == "2025-11-25" and old._servers[0].modern is False
-    assert len(old) == 19                                  # three pages of tools/list
+    assert len(old) == 20                                  # three pages of tools/list
     assert old.call("echo", {"text": "hi"}) == "hi"
 
 
@@ -344,10 +344,11 @@ def test_a_ping_flood_while_reading_nothing_holds_neither_the_call_nor_close(mon
     assert closes_within(registry, 2.0)
 
 
-def test_close_ends_the_children_a_server_started(monkeypatch):
+@pytest.mark.parametrize("tool", ["spawn_child", "spawn_detached"])   # holding the server's pipes, or not
+def test_close_ends_the_children_a_server_started(monkeypatch, tool):
     monkeypatch.setattr(agent._McpStdio, "close_seconds", 0.2, raising=False)
     registry = scripted()
-    child = int(registry.call("spawn_child", {}))                # it holds the server's stdout and stderr
+    child = int(registry.call(tool, {}))
     assert not gone(child, 0.1)
     assert closes_within(registry, 2.0) and gone(child)
 
@@ -374,7 +375,7 @@ def test_a_tool_whose_schema_cannot_be_enforced_is_left_out_and_the_others_regis
 ])
 def test_a_tool_that_cannot_be_one_is_left_out_saying_why(extra, tool, why):
     with scripted("old", extra) as registry:
-        assert registry.left_out == {tool: why} and len(registry) == 19
+        assert registry.left_out == {tool: why} and len(registry) == 20
 
 
 def test_asking_for_a_left_out_tool_is_an_error_that_says_why():
