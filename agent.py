@@ -5166,7 +5166,7 @@ class _McpHttp:
                 self._deliver(text)
             return
         events = _EventStream()
-        for piece in itertools.chain([head], pieces, [b""]):
+        for piece in itertools.chain([head] if head else [], pieces, [b""]):  # b"": the end
             for data in events.feed(piece):
                 if self._deliver(data) == message.get("id") and "id" in message:
                     return

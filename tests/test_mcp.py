@@ -577,7 +577,9 @@ def test_a_bom_before_an_http_answer_is_dropped(serve):
     def bom_stream(exchange, ident):
         exchange.head(200, "text/event-stream", chunked=False)
         reply = {"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": "after a BOM"}]}}
-        exchange.write_raw(b"\xef\xbb\xbf" + b"data: " + json.dumps(reply).encode() + b"\n\n")
+        exchange.write_raw(b"\xef\xbb")                  # the BOM cut between two reads
+        time.sleep(0.05)
+        exchange.write_raw(b"\xbf" + b"data: " + json.dumps(reply).encode() + b"\n\n")
 
     def script(exchange):
         if (exchange.body or {}).get("method") == "initialize":
