@@ -4272,15 +4272,15 @@ def _add_mcp(registry: ToolRegistry, server: Any, *, name: Optional[str] = None,
     if name is not None:
         _check_tool_name(name)
     seconds = timeout if timeout is not None else registry.default_timeout or _MCP_DEFAULT_TIMEOUT
+    wanted = None if tools is None else [tools] if isinstance(tools, str) else list(tools)
     session = _McpSession(_mcp_transport(server, env, cwd, headers, name or config_name), seconds)
     registered: list = []
     try:
         session.open()
         specs = _mcp_list_tools(session)
-        built, left_out = _mcp_built(session, _mcp_chosen(specs, tools, session.label, missing_ok),
+        built, left_out = _mcp_built(session, _mcp_chosen(specs, wanted, session.label, missing_ok),
                                      name, seconds)
-        wanted = [] if tools is None else [tools] if isinstance(tools, str) else list(tools)
-        refused = next((tool for tool in wanted if tool in left_out), None)
+        refused = next((tool for tool in wanted or [] if tool in left_out), None)
         if refused is not None:
             raise ToolError(f"MCP server {session.label}: tool {refused!r} was left out: "
                             f"{left_out[refused]}")
@@ -4371,10 +4371,9 @@ def _mcp_list_tools(session: _McpSession) -> list:
     raise ToolError(f"MCP server {session.label} listed more than {_MCP_MAX_PAGES} pages of tools")
 
 
-def _mcp_chosen(specs: list, wanted: Optional[Iterable[str]], label: str, missing_ok: bool) -> list:
+def _mcp_chosen(specs: list, wanted: Optional[list], label: str, missing_ok: bool) -> list:
     if wanted is None:
         return specs
-    wanted = [wanted] if isinstance(wanted, str) else list(wanted)
     offered = [spec["name"] for spec in specs]
     missing = [tool for tool in wanted if tool not in offered]
     if missing and not missing_ok:

@@ -382,7 +382,7 @@ def test_asking_for_a_left_out_tool_is_an_error_that_says_why():
     registry = ToolRegistry()
     with pytest.raises(ToolError, match=r"tool 'bad_schema' was left out: its inputSchema cannot be enforced: .*"
                                         r"\$dynamicRef"):
-        registry.add_mcp(SCRIPTED + ["old", "bad_schema"], tools=["echo", "bad_schema"], timeout=2)
+        registry.add_mcp(SCRIPTED + ["old", "bad_schema"], tools=iter(["echo", "bad_schema"]), timeout=2)
     assert len(registry) == 0 and registry._servers == []
 
 
