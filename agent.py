@@ -4357,7 +4357,10 @@ def _mcp_list_tools(session: _McpSession) -> list:
     specs: list = []
     cursor = None
     for _ in range(_MCP_MAX_PAGES):
-        result = session.request("tools/list", {"cursor": cursor} if cursor else {})
+        try:
+            result = session.request("tools/list", {"cursor": cursor} if cursor else {})
+        except _McpFailure as exc:
+            raise ToolError(f"MCP server {session.label} could not list its tools: {exc}") from None
         page = result.get("tools")
         if not isinstance(page, list) or not all(isinstance(spec, dict)
                                                  and isinstance(spec.get("name"), str)

@@ -3,7 +3,8 @@
 python tests/mcp_scripted_server.py [old|modern] [extra tools...]
 
 "old" (the default) speaks the 2025-11-25 handshake and refuses server/discover as a method it does not
-know; "silent" is old and never answers server/discover; "modern" answers server/discover. SCRIPTED_DELAY
+know; "silent" is old and never answers server/discover; "modern" answers server/discover; "nolist" is modern
+and refuses tools/list. SCRIPTED_DELAY
 (seconds, in its environment) is a slow start: it reads nothing before then. SCRIPTED_TOOLS (names, comma-separated)
 lists only those tools; SERVER_TOKEN is a secret the "leak" tools and "die" quote back. Each tool misbehaves in its own way
 when called; "bad_schema", "not_object" and "empty_name" (a tool named "") are listed only when named on the command line.
@@ -168,6 +169,8 @@ def answer(message):
     if method == "initialize":
         return {"jsonrpc": "2.0", "id": ident, "result": {"protocolVersion": "2025-11-25", "capabilities": {
             "tools": {}}, "serverInfo": {"name": "scripted", "version": "1"}}}
+    if method == "tools/list" and ERA == "nolist":
+        return {"jsonrpc": "2.0", "id": ident, "error": {"code": -32603, "message": "the tool index is broken"}}
     if method == "tools/list":
         return {"jsonrpc": "2.0", "id": ident, "result": listing((message.get("params") or {}).get("cursor"))}
     if method == "tools/call":

@@ -453,6 +453,14 @@ def test_close_stops_the_server_and_later_calls_are_errors():
     assert registry.call("echo", {"text": "x"}).startswith("ERROR: 'echo' could not be called")
 
 
+def test_a_refused_tool_listing_is_a_tool_error_and_a_usage_error_on_the_cli(capsys):
+    with pytest.raises(ToolError, match="could not list its tools: the tool index is broken"):
+        scripted("nolist")
+    command = " ".join(f'"{part}"' for part in SCRIPTED + ["nolist"])
+    assert main(["--mcp", command, "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "task"]) == 2
+    assert "could not list its tools" in capsys.readouterr().err
+
+
 def test_a_missing_command_is_a_tool_error():
     with pytest.raises(ToolError, match="command 'no-such-mcp-server' not found"):
         ToolRegistry().add_mcp("no-such-mcp-server --stdio")
