@@ -4441,16 +4441,19 @@ def _mcp_summary(description: Any) -> str:
     return paragraph
 
 
-def _mcp_trimmed(schema: Any, names: bool = False) -> Any:
+def _mcp_trimmed(schema: Any, names: bool = False, depth: int = 0) -> Any:
     """The schema without the annotations in _MCP_PROMPT_DROPS (they describe, never constrain);
     ``names``: a map of names to schemas (properties, $defs), whose keys are kept whatever they
-    are."""
+    are. ToolError past twice _MAX_SCHEMA_DEPTH levels (a schema level is a map and a schema),
+    which the schema check refuses anyway, before the stack runs out."""
+    if depth > 2 * _MAX_SCHEMA_DEPTH + 2:
+        raise ToolError(f"the schema is nested more than {_MAX_SCHEMA_DEPTH} levels deep")
     if isinstance(schema, list):
-        return [_mcp_trimmed(item) for item in schema]
+        return [_mcp_trimmed(item, depth=depth + 1) for item in schema]
     if not isinstance(schema, dict):
         return schema
     if names:
-        return {key: _mcp_trimmed(value) for key, value in schema.items()}
+        return {key: _mcp_trimmed(value, depth=depth + 1) for key, value in schema.items()}
     kept = {}
     for key, value in schema.items():
         if key in _MCP_PROMPT_DROPS:
@@ -4458,8 +4461,8 @@ def _mcp_trimmed(schema: Any, names: bool = False) -> Any:
         if key in ("enum", "const", "default"):
             kept[key] = value
         else:
-            kept[key] = _mcp_trimmed(value, names=key in ("properties", "$defs", "definitions",
-                                                          "patternProperties"))
+            kept[key] = _mcp_trimmed(value, key in ("properties", "$defs", "definitions",
+                                                    "patternProperties"), depth + 1)
     return kept
 
 

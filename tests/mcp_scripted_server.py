@@ -7,7 +7,8 @@ know; "silent" is old and never answers server/discover; "modern" answers server
 and refuses tools/list. SCRIPTED_DELAY
 (seconds, in its environment) is a slow start: it reads nothing before then. SCRIPTED_TOOLS (names, comma-separated)
 lists only those tools; SERVER_TOKEN is a secret the "leak" tools and "die" quote back. Each tool misbehaves in its own way
-when called; "bad_schema", "not_object" and "empty_name" (a tool named "") are listed only when named on the command line.
+when called; "bad_schema", "not_object", "deep_schema" and "empty_name" (a tool named "") are listed only when named on
+the command line.
 """
 import json
 import os
@@ -55,7 +56,7 @@ def text(value):
 
 
 def listing(cursor):
-    names = [name for name in TOOLS] + sorted(EXTRA & {"bad_schema", "not_object", "empty_name"})
+    names = [name for name in TOOLS] + sorted(EXTRA & {"bad_schema", "not_object", "empty_name", "deep_schema"})
     if os.environ.get("SCRIPTED_TOOLS"):
         names = os.environ["SCRIPTED_TOOLS"].split(",")
     start = int(cursor or 0)
@@ -64,6 +65,11 @@ def listing(cursor):
         if name == "bad_schema":      # a keyword the validator refuses, now and after more keywords are enforced
             schema = {"type": "object", "properties": {"x": {"$dynamicRef": "#foo"}}}
             tools.append({"name": name, "description": "A schema we cannot enforce.", "inputSchema": schema})
+        elif name == "deep_schema":   # deeper than the client's stack, were it walked by recursion alone
+            schema = OBJECT
+            for _ in range(450):
+                schema = {"type": "object", "properties": {"a": schema}}
+            tools.append({"name": name, "description": "Nested 450 levels.", "inputSchema": schema})
         elif name == "empty_name":
             tools.append({"name": "", "description": "No name.", "inputSchema": OBJECT})
         elif name == "not_object":

@@ -372,6 +372,8 @@ def test_a_tool_whose_schema_cannot_be_enforced_is_left_out_and_the_others_regis
 @pytest.mark.parametrize("extra, tool, why", [
     ("not_object", "not_object", 'it has no inputSchema of "type": "object"'),
     ("empty_name", "", "its name is empty"),
+    ("deep_schema", "deep_schema", f"its inputSchema cannot be enforced: the schema is nested more than "
+                                   f"{agent._MAX_SCHEMA_DEPTH} levels deep"),
 ])
 def test_a_tool_that_cannot_be_one_is_left_out_saying_why(extra, tool, why):
     with scripted("old", extra) as registry:
