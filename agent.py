@@ -4631,7 +4631,7 @@ class _McpSession:
         supported = supported.get("supported") if isinstance(supported, dict) else None
         if _mcp_error_code(answer) == _MCP_UNSUPPORTED_VERSION and isinstance(supported, list) \
                 and not set(supported) & set(_MCP_OLD_VERSIONS):
-            raise _McpFailure(f"it speaks only protocol versions {', '.join(map(str, supported))}; "
+            raise _McpFailure(f"it speaks only protocol versions {_cut(', '.join(map(str, supported)), 200)}; "
                               f"agent.py speaks {_MCP_VERSION} and {_MCP_OLD_VERSION}")
         return False
 
@@ -4642,7 +4642,7 @@ class _McpSession:
     def _adopt_old(self, result: Any) -> None:
         version = result.get("protocolVersion") if isinstance(result, dict) else None
         if version not in _MCP_OLD_VERSIONS:
-            raise _McpFailure(f"initialize answered with protocol version {_text(version, repr)}, "
+            raise _McpFailure(f"initialize answered with protocol version {_cut(_text(version, repr), 100)}, "
                               f"which agent.py does not speak")
         self.modern, self.version = False, version
         self.transport.send({"jsonrpc": "2.0", "method": "notifications/initialized"},
@@ -5240,7 +5240,8 @@ def _mcp_error_text(answer: dict) -> str:
     error = answer.get("error")
     if not isinstance(error, dict):
         return "an error without a message"
-    return f"{_text(error.get('message'))[:500]} (JSON-RPC error {_text(error.get('code'))})"
+    return (f"{_text(error.get('message'))[:500]} "
+            f"(JSON-RPC error {_cut(_text(error.get('code')), 40)})")
 
 
 _MCP_OPEN: set = set()   # transports still open, closed at interpreter exit
