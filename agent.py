@@ -4625,14 +4625,16 @@ class _McpSession:
         none of ours."""
         result = answer.get("result")
         if isinstance(result, dict):
-            return _MCP_VERSION in (result.get("supportedVersions") or [_MCP_VERSION])
+            versions = result.get("supportedVersions") or [_MCP_VERSION]
+            return isinstance(versions, list) and _MCP_VERSION in versions
         supported = (answer.get("error", {}).get("data", {})
                      if isinstance(answer.get("error"), dict) else {})
         supported = supported.get("supported") if isinstance(supported, dict) else None
         if _mcp_error_code(answer) == _MCP_UNSUPPORTED_VERSION and isinstance(supported, list) \
-                and not set(supported) & set(_MCP_OLD_VERSIONS):
-            raise _McpFailure(f"it speaks only protocol versions {_cut(', '.join(map(str, supported)), 200)}; "
-                              f"agent.py speaks {_MCP_VERSION} and {_MCP_OLD_VERSION}")
+                and not any(version in _MCP_OLD_VERSIONS for version in supported):
+            spoken = _cut(", ".join(map(_text, supported)), 200)
+            raise _McpFailure(f"it speaks only protocol versions {spoken}; agent.py speaks "
+                              f"{_MCP_VERSION} and {_MCP_OLD_VERSION}")
         return False
 
     def _send_initialize(self, box: queue.SimpleQueue, deadline: float) -> Any:
@@ -4642,8 +4644,8 @@ class _McpSession:
     def _adopt_old(self, result: Any) -> None:
         version = result.get("protocolVersion") if isinstance(result, dict) else None
         if version not in _MCP_OLD_VERSIONS:
-            raise _McpFailure(f"initialize answered with protocol version {_cut(_text(version, repr), 100)}, "
-                              f"which agent.py does not speak")
+            raise _McpFailure(f"initialize answered with protocol version "
+                              f"{_cut(_text(version, repr), 100)}, which agent.py does not speak")
         self.modern, self.version = False, version
         self.transport.send({"jsonrpc": "2.0", "method": "notifications/initialized"},
                             time.monotonic() + self.seconds)

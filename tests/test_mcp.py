@@ -463,6 +463,21 @@ def test_a_refused_tool_listing_is_a_tool_error_and_a_usage_error_on_the_cli(cap
     assert "could not list its tools" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("answer, modern", [
+    ({"result": {"supportedVersions": 5}}, False),                                      # not a list: not ours
+    ({"result": {"supportedVersions": ["2026-07-28"]}}, True),
+    ({"error": {"code": -32022, "data": {"supported": [{}, "2025-11-25"]}}}, False),    # unhashable: still read
+    ({"error": {"code": -32022, "data": {"supported": [{}, "1999"]}}}, None),
+])
+def test_a_discover_answer_of_any_shape_is_read_without_crashing(answer, modern):
+    session = agent._McpSession(agent._McpStdio(["true"], {}, None, {}), 1.0)
+    if modern is None:
+        with pytest.raises(agent._McpFailure, match="it speaks only protocol versions {}, 1999"):
+            session._is_modern(answer)
+    else:
+        assert session._is_modern(answer) is modern
+
+
 def test_a_missing_command_is_a_tool_error():
     with pytest.raises(ToolError, match="command 'no-such-mcp-server' not found"):
         ToolRegistry().add_mcp("no-such-mcp-server --stdio")
