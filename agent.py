@@ -4297,10 +4297,14 @@ def _add_mcp(registry: ToolRegistry, server: Any, *, name: Optional[str] = None,
                                 "registered as NAME_tool)")
             registry.register(tool)
             registered.append(tool.name)
-    except BaseException:
+    except BaseException as exc:
         for tool in registered:               # nothing stays half-registered
             registry._tools.pop(tool, None)
         session.close()
+        if isinstance(exc, Exception) and not isinstance(exc, AgentError):
+            # an answer of a shape no check foresaw: still the server's doing, not a crash
+            raise ToolError(f"MCP server {session.label} could not be added: "
+                            f"{type(exc).__name__}: {session.scrub(_text(exc))[:300]}") from None
         raise
     registry._servers.append(session)
     if left_out:

@@ -463,6 +463,19 @@ def test_a_refused_tool_listing_is_a_tool_error_and_a_usage_error_on_the_cli(cap
     assert "could not list its tools" in capsys.readouterr().err
 
 
+def test_an_answer_no_check_foresaw_is_a_tool_error_and_the_server_is_stopped(monkeypatch):
+    def unforeseen(*args):
+        raise TypeError(f"unhashable type, near {SECRET}")
+
+    started = []
+    original = agent._McpStdio.start
+    monkeypatch.setattr(agent._McpStdio, "start", lambda self: (started.append(self), original(self)))
+    monkeypatch.setattr(agent, "_mcp_built", unforeseen)
+    with pytest.raises(ToolError, match=r"could not be added: TypeError: unhashable type, near \*\*\*"):
+        ToolRegistry().add_mcp(SCRIPTED + ["old"], env={"SERVER_TOKEN": SECRET}, timeout=2)
+    assert started[0]._process.returncode is not None
+
+
 @pytest.mark.parametrize("answer, modern", [
     ({"result": {"supportedVersions": 5}}, False),                                      # not a list: not ours
     ({"result": {"supportedVersions": ["2026-07-28"]}}, True),
