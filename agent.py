@@ -424,6 +424,8 @@ class ToolRegistry:
         self.default_timeout = default_timeout  # seconds per call; a tool's own timeout wins
         self._tools: dict = {}
         self._servers: list = []                # MCP connections (add_mcp), closed by close()
+        # tools an MCP server lists that add_mcp left out (their schema, their name): name -> why
+        self.left_out: dict = {}
 
     def call(self, name: str, arguments: Any, *,
              confirm: Optional[Callable[[str, dict], bool]] = None, max_chars: Optional[int] = None,
@@ -4219,6 +4221,8 @@ _MCP_MAX_PAGES = 100          # pages of tools/list read at most
 _MCP_STDERR_LINES = 20        # lines of a server's stderr kept, to quote when it dies
 _MCP_CLOSE_SECONDS = 2.0  # after stdin is closed, the wait before SIGTERM, and again before SIGKILL
 _MCP_SKIPPED_LOGGED = 5       # non-JSON stdout lines logged as warnings; later ones at debug level
+# replies to a server's requests sent in a row when each reply's answer holds another request
+_MCP_CHAINED_REPLIES = 10
 # a first paragraph longer than this is cut to its first sentence in the prompt
 _MCP_SUMMARY_CHARS = 300
 # schema annotations the prompt leaves out
@@ -4240,12 +4244,14 @@ def add_mcp(self, server: Union[str, list], *, name: Optional[str] = None,
     shell), started with only PATH, HOME, locale and temp of our environment plus ``env``,
     in ``cwd``; or an ``http(s)://`` URL (Streamable HTTP), sent ``headers`` (its credentials,
     which no message shows). ``tools`` keeps only the tools so named; ``name`` prefixes every
-    tool name (``name_tool``) when two servers would collide. ``timeout`` bounds each request
-    (default: the registry's ``default_timeout``, or ``_MCP_DEFAULT_TIMEOUT`` seconds). A tool
-    the server marks ``destructiveHint`` asks ``confirm`` first. Every failure of a call is an
-    ``ERROR:`` result. ToolError when the server cannot be started, reached or read, or a tool
-    cannot be registered (its schema, its name): then nothing is registered and the server is
-    stopped.
+    tool name (``name_tool``) when two servers would collide, and names the server in messages.
+    ``timeout`` bounds each request (default: the registry's ``default_timeout``, or
+    ``_MCP_DEFAULT_TIMEOUT`` seconds). A tool the server marks ``destructiveHint`` asks
+    ``confirm`` first. Every failure of a call is an ``ERROR:`` result. A tool whose schema cannot
+    be enforced or whose name is not a valid one is left out: the others register, and
+    ``registry.left_out`` and a warning on the log say which and why. ToolError when the server
+    cannot be started, reached or read, a name in ``tools`` is missing or was left out, or a name
+    is taken: then nothing is registered and the server is stopped.
     """
     before = set(self._tools)
     _add_mcp(self, server, name=name, env=env, cwd=cwd, tools=tools, timeout=timeout,
@@ -4254,7 +4260,8 @@ def add_mcp(self, server: Union[str, list], *, name: Optional[str] = None,
 
 
 def close(self) -> None:
-    """Stop the MCP servers of this registry (stdin closed, then SIGTERM, then SIGKILL).
+    """Stop the MCP servers of this registry (stdin closed, then SIGTERM, then SIGKILL, to each
+    server's process group), each within a few seconds whatever the server does.
 
     Their tools stay listed and answer with an ERROR. Also done at the end of a ``with``
     block and at interpreter exit.
@@ -4271,44 +4278,74 @@ del add_mcp, close   # methods of ToolRegistry, not names of this module
 def _add_mcp(registry: ToolRegistry, server: Any, *, name: Optional[str] = None,
              env: Optional[dict] = None, cwd: Any = None, tools: Optional[Iterable[str]] = None,
              timeout: Optional[float] = None, headers: Optional[dict] = None,
-             missing_ok: bool = False) -> list:
-    """Connect, list the tools, register the chosen ones (all or none); the names the server offers.
+             missing_ok: bool = False, config_name: Optional[str] = None) -> list:
+    """Connect, list the tools, register the chosen ones that can be; the names the server offers.
 
-    ToolError for a server that cannot be started or reached or answers wrongly, a tool whose schema
-    cannot be enforced, a name in ``tools`` the server lacks (unless ``missing_ok``), or a name
-    already taken.
+    ``config_name`` (the server's name in --mcp-config) names it in messages and prefixes a tool
+    whose name is taken. A tool that cannot be registered is left out: ``registry.left_out`` and a
+    warning say why. ToolError (and nothing registered, the server stopped) for a server that cannot
+    be started or reached or answers wrongly, a name in ``tools`` the server lacks (unless
+    ``missing_ok``) or left out, or a name already taken.
     """
     _check_setting("timeout", timeout, optional=True)
     if name is not None:
         _check_tool_name(name)
     seconds = timeout if timeout is not None else registry.default_timeout or _MCP_DEFAULT_TIMEOUT
-    session = _McpSession(_mcp_transport(server, env, cwd, headers), seconds)
+    wanted = None if tools is None else [tools] if isinstance(tools, str) else list(tools)
+    session = _McpSession(_mcp_transport(server, env, cwd, headers, name or config_name), seconds)
+    registered: list = []
     try:
         session.open()
         specs = _mcp_list_tools(session)
-        chosen = _mcp_chosen(specs, tools, session.label, missing_ok)
-        built = [_mcp_tool(session, spec, name, seconds) for spec in chosen]
-        taken = next((tool.name for tool in built if tool.name in registry), None)
-        if taken is not None or len({tool.name for tool in built}) < len(built):
-            raise ToolError(f"MCP server {session.label}: the tool name "
-                            f"{taken or 'of two tools'!r} is taken; give the server a prefix with "
-                            "name=... (CLI: a name in --mcp-config)")
-    except BaseException:
+        built, left_out = _mcp_built(session, _mcp_chosen(specs, wanted, session.label, missing_ok),
+                                     name, seconds)
+        refused = next((tool for tool in wanted or [] if tool in left_out), None)
+        if refused is not None:
+            raise ToolError(f"MCP server {session.label}: tool {refused!r} was left out: "
+                            f"{left_out[refused]}")
+        for remote, tool in built:
+            if tool.name in registry and config_name is not None:
+                renamed = replace(tool, name=_mcp_local_name(config_name, remote))
+                _log.warning("MCP server %s: tool %r is registered as %r (an earlier tool has its "
+                             "name)", session.label, remote, renamed.name)
+                tool = renamed
+            if tool.name in registry:
+                raise ToolError(f"MCP server {session.label}: the tool name {tool.name!r} is "
+                                "taken; give the server a prefix with name=... (CLI: name the "
+                                "servers in --mcp-config, and a tool whose name is taken is "
+                                "registered as NAME_tool)")
+            registry.register(tool)
+            registered.append(tool.name)
+    except BaseException as exc:
+        for tool in registered:               # nothing stays half-registered
+            registry._tools.pop(tool, None)
         session.close()
+        if isinstance(exc, Exception) and not isinstance(exc, AgentError):
+            # an answer of a shape no check foresaw: still the server's doing, not a crash
+            raise ToolError(f"MCP server {session.label} could not be added: "
+                            f"{type(exc).__name__}: {session.scrub(_text(exc))[:300]}") from None
         raise
-    for tool in built:
-        registry.register(tool)
     registry._servers.append(session)
+    if left_out:
+        registry.left_out.update({(f"{name}_{remote}" if name else remote): why
+                                  for remote, why in left_out.items()})
+        # one line, however many: registry.left_out holds them all
+        _log.warning("MCP server %s: %d of its %d tools left out: %s", session.label,
+                     len(left_out), len(specs),
+                     _cut("; ".join(f"{remote!r} ({why})" for remote, why in left_out.items()),
+                          2000))
     return [spec["name"] for spec in specs]
 
 
-def _mcp_transport(server: Any, env: Optional[dict], cwd: Any, headers: Optional[dict]) -> Any:
+def _mcp_transport(server: Any, env: Optional[dict], cwd: Any, headers: Optional[dict],
+                   name: Optional[str] = None) -> Any:
     """The transport for a command (a list, or a string split as a shell would, never run by one) or
-    a URL."""
+    a URL; ``name`` names it in messages, in place of a label made of the command or URL."""
+    label = None if name is None else repr(name)
     if isinstance(server, str) and re.match(r"https?://", server.strip(), re.I):
         if env or cwd:
             raise ToolError("env= and cwd= are for a server started as a command, not for a URL")
-        return _McpHttp(server.strip(), headers or {})
+        return _McpHttp(server.strip(), headers or {}, label)
     if headers:
         raise ToolError("headers= are for a server at a URL; give a command's secrets with env=")
     if isinstance(server, str):
@@ -4323,7 +4360,7 @@ def _mcp_transport(server: Any, env: Optional[dict], cwd: Any, headers: Optional
                         f"http(s):// URL, got {type(server).__name__}")
     if not argv:
         raise ToolError("empty MCP server command")
-    return _McpStdio(argv, _mcp_env(env), cwd)
+    return _McpStdio(argv, _mcp_env(env), cwd, env or {}, label)
 
 
 def _mcp_env(extra: Optional[dict]) -> dict:
@@ -4343,7 +4380,10 @@ def _mcp_list_tools(session: _McpSession) -> list:
     specs: list = []
     cursor = None
     for _ in range(_MCP_MAX_PAGES):
-        result = session.request("tools/list", {"cursor": cursor} if cursor else {})
+        try:
+            result = session.request("tools/list", {"cursor": cursor} if cursor else {})
+        except _McpFailure as exc:
+            raise ToolError(f"MCP server {session.label} could not list its tools: {exc}") from None
         page = result.get("tools")
         if not isinstance(page, list) or not all(isinstance(spec, dict)
                                                  and isinstance(spec.get("name"), str)
@@ -4357,10 +4397,9 @@ def _mcp_list_tools(session: _McpSession) -> list:
     raise ToolError(f"MCP server {session.label} listed more than {_MCP_MAX_PAGES} pages of tools")
 
 
-def _mcp_chosen(specs: list, wanted: Optional[Iterable[str]], label: str, missing_ok: bool) -> list:
+def _mcp_chosen(specs: list, wanted: Optional[list], label: str, missing_ok: bool) -> list:
     if wanted is None:
         return specs
-    wanted = [wanted] if isinstance(wanted, str) else list(wanted)
     offered = [spec["name"] for spec in specs]
     missing = [tool for tool in wanted if tool not in offered]
     if missing and not missing_ok:
@@ -4369,23 +4408,49 @@ def _mcp_chosen(specs: list, wanted: Optional[Iterable[str]], label: str, missin
     return [spec for spec in specs if spec["name"] in wanted]
 
 
+def _mcp_built(session: _McpSession, specs: list, prefix: Optional[str], seconds: float) -> tuple:
+    """The listed tools as [(its name on the server, Tool)], and {name: why} of those left out:
+    a schema that cannot be enforced, a name that is not valid or is another tool's."""
+    built: list = []
+    left_out: dict = {}
+    for spec in specs:
+        remote = spec["name"]
+        try:
+            tool = _mcp_tool(session, spec, prefix, seconds)
+        except ToolError as exc:
+            left_out[remote] = _cut(str(exc), 500)
+            continue
+        if any(tool.name == other.name for _, other in built):
+            left_out[remote] = f"its name as a tool, {tool.name!r}, is that of another of its tools"
+        else:
+            built.append((remote, tool))
+    return built, left_out
+
+
 def _mcp_tool(session: _McpSession, spec: dict, prefix: Optional[str], seconds: float) -> Tool:
     """One listed tool as a Tool: a short description, the schema without annotations, confirm when
-    destructive."""
+    destructive; ToolError (saying why, for the left-out list) when it cannot be one."""
     remote = spec["name"]
-    local = re.sub(r"[^A-Za-z0-9_-]", "_", f"{prefix}_{remote}" if prefix else remote)[:64]
+    if not remote:
+        raise ToolError("its name is empty")
     schema = spec.get("inputSchema")
     if not isinstance(schema, dict) or schema.get("type") != "object":
-        raise ToolError(f"MCP server {session.label}: tool {remote!r} has no inputSchema of "
-                        "\"type\": \"object\"")
+        raise ToolError("it has no inputSchema of \"type\": \"object\"")
     annotations = spec.get("annotations") if isinstance(spec.get("annotations"), dict) else {}
+    local = _mcp_local_name(prefix, remote)
     try:
         return Tool(local, _mcp_summary(spec.get("description")) or remote, _mcp_trimmed(schema),
                     _mcp_caller(session, remote, seconds), seconds + _MCP_GRACE_SECONDS,
                     annotations.get("destructiveHint") is True)
     except ToolError as exc:
-        raise ToolError(f"MCP server {session.label}: tool {remote!r} refused: {exc} "
-                        "(leave it out with tools=[...], CLI --mcp-tools)") from None
+        why = str(exc).replace(f"tool {local!r}: ", "", 1)
+        raise ToolError(f"its inputSchema cannot be enforced: {why}") from None
+
+
+def _mcp_local_name(prefix: Optional[str], remote: str) -> str:
+    """The name a server's tool is registered under: prefixed, made of valid characters, cut to
+    64."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", f"{prefix}_{remote}" if prefix else remote)[:64]
 
 
 def _mcp_summary(description: Any) -> str:
@@ -4399,16 +4464,19 @@ def _mcp_summary(description: Any) -> str:
     return paragraph
 
 
-def _mcp_trimmed(schema: Any, names: bool = False) -> Any:
+def _mcp_trimmed(schema: Any, names: bool = False, depth: int = 0) -> Any:
     """The schema without the annotations in _MCP_PROMPT_DROPS (they describe, never constrain);
     ``names``: a map of names to schemas (properties, $defs), whose keys are kept whatever they
-    are."""
+    are. ToolError past twice _MAX_SCHEMA_DEPTH levels (a schema level is a map and a schema),
+    which the schema check refuses anyway, before the stack runs out."""
+    if depth > 2 * _MAX_SCHEMA_DEPTH + 2:
+        raise ToolError(f"the schema is nested more than {_MAX_SCHEMA_DEPTH} levels deep")
     if isinstance(schema, list):
-        return [_mcp_trimmed(item) for item in schema]
+        return [_mcp_trimmed(item, depth=depth + 1) for item in schema]
     if not isinstance(schema, dict):
         return schema
     if names:
-        return {key: _mcp_trimmed(value) for key, value in schema.items()}
+        return {key: _mcp_trimmed(value, depth=depth + 1) for key, value in schema.items()}
     kept = {}
     for key, value in schema.items():
         if key in _MCP_PROMPT_DROPS:
@@ -4416,8 +4484,8 @@ def _mcp_trimmed(schema: Any, names: bool = False) -> Any:
         if key in ("enum", "const", "default"):
             kept[key] = value
         else:
-            kept[key] = _mcp_trimmed(value, names=key in ("properties", "$defs", "definitions",
-                                                          "patternProperties"))
+            kept[key] = _mcp_trimmed(value, key in ("properties", "$defs", "definitions",
+                                                    "patternProperties"), depth + 1)
     return kept
 
 
@@ -4527,7 +4595,14 @@ class _McpSession:
         self._lock = threading.Lock()
         self._pending: dict = {}            # id -> the queue of the caller waiting for that answer
         self._ids = itertools.count(1)
+        # replies to the server's own requests that this thread is sending, see _answer_server
+        self._replying = threading.local()
         transport.session = self
+
+    def scrub(self, text: str) -> str:
+        """text with the server's secrets (its headers, env=, tokens in its command or URL) as
+        ``***``: every text the server sends passes here before a message, the model or a log."""
+        return _scrubbed(text, self.transport.secrets)
 
     def open(self) -> None:
         """Find the era (server/discover first; any other error, or silence, means the handshake
@@ -4573,14 +4648,16 @@ class _McpSession:
         none of ours."""
         result = answer.get("result")
         if isinstance(result, dict):
-            return _MCP_VERSION in (result.get("supportedVersions") or [_MCP_VERSION])
+            versions = result.get("supportedVersions") or [_MCP_VERSION]
+            return isinstance(versions, list) and _MCP_VERSION in versions
         supported = (answer.get("error", {}).get("data", {})
                      if isinstance(answer.get("error"), dict) else {})
         supported = supported.get("supported") if isinstance(supported, dict) else None
         if _mcp_error_code(answer) == _MCP_UNSUPPORTED_VERSION and isinstance(supported, list) \
-                and not set(supported) & set(_MCP_OLD_VERSIONS):
-            raise _McpFailure(f"it speaks only protocol versions {', '.join(map(str, supported))}; "
-                              f"agent.py speaks {_MCP_VERSION} and {_MCP_OLD_VERSION}")
+                and not any(version in _MCP_OLD_VERSIONS for version in supported):
+            spoken = _cut(", ".join(map(_text, supported)), 200)
+            raise _McpFailure(f"it speaks only protocol versions {spoken}; agent.py speaks "
+                              f"{_MCP_VERSION} and {_MCP_OLD_VERSION}")
         return False
 
     def _send_initialize(self, box: queue.SimpleQueue, deadline: float) -> Any:
@@ -4590,8 +4667,8 @@ class _McpSession:
     def _adopt_old(self, result: Any) -> None:
         version = result.get("protocolVersion") if isinstance(result, dict) else None
         if version not in _MCP_OLD_VERSIONS:
-            raise _McpFailure(f"initialize answered with protocol version {_text(version, repr)}, "
-                              f"which agent.py does not speak")
+            raise _McpFailure(f"initialize answered with protocol version "
+                              f"{_cut(_text(version, repr), 100)}, which agent.py does not speak")
         self.modern, self.version = False, version
         self.transport.send({"jsonrpc": "2.0", "method": "notifications/initialized"},
                             time.monotonic() + self.seconds)
@@ -4658,50 +4735,90 @@ class _McpSession:
             self._pending.pop(ident, None)
 
     def _cancel(self, ident: int, method: str) -> None:
+        # within the tool's grace: a server that reads nothing cannot make the call overrun
         try:
             self.transport.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                  "params": {"requestId": ident, "reason": "timed out"}},
-                                time.monotonic() + min(self.seconds, 5.0))
+                                time.monotonic() + _MCP_GRACE_SECONDS / 2)
         except _McpFailure as exc:
             _log.debug("MCP server %s: could not cancel %s: %s", self.label, method, exc)
 
-    def deliver(self, message: Any) -> None:
-        """Route one message that arrived: an answer to its caller (a stray or repeated id is
-        ignored)."""
-        if isinstance(message, list):   # a batch (protocol 2025-03-26)
-            for item in message:
-                self.deliver(item)
-            return
-        if not isinstance(message, dict):
-            _log.warning("MCP server %s sent a message that is not an object; ignored", self.label)
-            return
-        ident = message.get("id")
-        if "method" in message:
-            if "id" in message:
-                self._answer_server(message)
-            return  # a notification: progress and log messages, nothing to do
-        with self._lock:
-            # True is an int; not an id
-            box = self._pending.pop(ident, None) if type(ident) is int else None
-        if box is None:
-            _log.warning("MCP server %s answered id %s, which no caller waits "
-                         "for; ignored", self.label,
-                         _text(ident, repr)[:40])
-            return
-        box.put(message)
+    def deliver(self, arrived: Any) -> None:
+        """Route a message that arrived (or each of a batch): an answer to its caller (a stray or
+        repeated id is ignored), the server's own request to _answer_server."""
+        # a batch (protocol 2025-03-26) holds messages, never another batch
+        for message in arrived if isinstance(arrived, list) else [arrived]:
+            if not isinstance(message, dict):
+                _log.warning("MCP server %s sent a message that is not an object; ignored",
+                             self.label)
+                continue
+            if self.transport.secrets:
+                self._scrub_strings(message)
+            ident = message.get("id")
+            if "method" in message:
+                if "id" in message:
+                    self._answer_server(message)
+                continue  # a notification: progress and log messages, nothing to do
+            with self._lock:
+                # True is an int; not an id
+                box = self._pending.pop(ident, None) if type(ident) is int else None
+            if box is None:
+                _log.warning("MCP server %s answered id %s, which no caller waits for; ignored",
+                             self.label, _text(ident, repr)[:40])
+                continue
+            box.put(message)
+
+    def _scrub_strings(self, message: dict) -> None:
+        """Scrub every string value in a message, in place, at any depth (a loop: a deep message
+        cannot exhaust the stack)."""
+        holders: list = [message]
+        strings: list = []                  # (holder, key) of each string value
+        while holders:
+            holder = holders.pop()
+            for key in range(len(holder)) if isinstance(holder, list) else list(holder):
+                if isinstance(holder[key], str):
+                    strings.append((holder, key))
+                elif isinstance(holder[key], (list, dict)):
+                    holders.append(holder[key])
+        # one pass over them all finds any secret a string holds: a message of a million short
+        # strings then costs one scrub, not a million
+        joined = "\0".join(holder[key] for holder, key in strings)
+        if self.scrub(joined) != joined:
+            for holder, key in strings:
+                holder[key] = self.scrub(holder[key])
 
     def _answer_server(self, message: dict) -> None:
         """A server's own request: ping is answered; sampling, elicitation and roots are not
-        offered."""
+        offered.
+
+        Over HTTP a reply is a POST whose answer may hold the server's next request: that one is
+        queued and sent by this loop, not by a call inside the send, so a server that answers
+        every reply with a new request gets _MCP_CHAINED_REPLIES replies within one deadline, not
+        a deep stack.
+        """
         if message.get("method") == "ping":
             reply = {"jsonrpc": "2.0", "id": message["id"], "result": {}}
         else:
             reply = {"jsonrpc": "2.0", "id": message["id"],
                      "error": {"code": -32601, "message": "agent.py offers no such method"}}
+        queued = getattr(self._replying, "queue", None)
+        if queued is not None:
+            queued.append(reply)
+            return
+        self._replying.queue = queued = collections.deque([reply])
+        deadline = time.monotonic() + min(self.seconds, 5.0)
         try:
-            self.transport.send(reply, time.monotonic() + 5.0)
+            for _ in range(_MCP_CHAINED_REPLIES):
+                if not queued or time.monotonic() >= deadline:
+                    break
+                self.transport.send(queued.popleft(), deadline)
+            if queued:
+                _log.warning("MCP server %s kept sending requests in answer to our replies; "
+                             "%d left unanswered", self.label, len(queued))
         except _McpFailure as exc:
             _log.debug("MCP server %s: could not answer its request: %s", self.label, exc)
+        finally:
+            self._replying.queue = None
 
     def fail_all(self, failure: _McpFailure) -> None:
         """Wake every waiting caller with failure (the connection is gone)."""
@@ -4722,14 +4839,33 @@ class _McpStdio:
     A reader thread hands every stdout line to the session; another keeps the last lines of stderr,
     the server's log, to quote when it dies. A line that is not JSON is skipped and logged; a line
     over _MCP_MAX_MESSAGE_BYTES ends the connection (it cannot be skipped without reading it whole).
+    The server runs in a process group of its own, so that closing stops the children it started
+    (npx, uvx, docker and shell wrappers), and no write or close waits on it past a deadline.
     """
 
     probe_seconds = _MCP_PROBE_SECONDS
+    close_seconds = _MCP_CLOSE_SECONDS
 
-    def __init__(self, argv: list, env: dict, cwd: Any) -> None:
+    def __init__(self, argv: list, env: dict, cwd: Any, given_env: dict,
+                 label: Optional[str] = None) -> None:
         self.argv, self.env, self.cwd = argv, env, cwd
-        label = " ".join([os.path.basename(argv[0]), *argv[1:]])
-        self.label = _cut(label, 100)
+        # Secrets: a variable of env= named as a credential is (API_KEY, GITHUB_TOKEN), and so is a
+        # token in the command (--access-token X, --api-key=X, TOKEN=X, mcp-remote's --header
+        # "Authorization: Bearer X") and a URL's password, query and token-like path segments in
+        # either. Other values are not: a path or a list scrubbed would mangle results.
+        secrets: list = []
+        for flag, arg in [*(("", f"{key}={value}") for key, value in given_env.items()),
+                          *zip(["", *argv], argv)]:
+            name, value = re.match(r"([^=:]*)[=:]?\s*(.*)", arg, re.S).groups()
+            if value and _CREDENTIAL_HEADER.search(name):
+                secrets += _header_secrets({name: value})
+            elif flag.startswith("-") and "=" not in flag and _CREDENTIAL_HEADER.search(flag):
+                secrets += _header_secrets({flag: arg})
+            for url in re.findall(r"[A-Za-z][\w+.-]*://\S+", arg):
+                secrets += _mcp_url_secrets(url)
+        self.secrets = [secret for secret in secrets if secret]
+        self.label = label or _cut(_scrubbed(" ".join([os.path.basename(argv[0]), *argv[1:]]),
+                                             self.secrets), 100)
         self.session: Any = None
         self._process: Any = None
         self._failure: Optional[_McpFailure] = None
@@ -4739,20 +4875,28 @@ class _McpStdio:
         self._skipped = 0
 
     def start(self) -> None:
-        """Start the server, with no shell, and its reader threads; ToolError when it cannot be
-        started."""
+        """Start the server, with no shell, in its own process group, and its reader threads;
+        ToolError when it cannot be started."""
+        import select
         import subprocess
 
         program = shutil.which(self.argv[0], path=self.env.get("PATH"))
         if program is None:
             raise ToolError(f"MCP server command {self.argv[0]!r} not found (on the PATH it is "
                             "given)")
+        group = ({"start_new_session": True} if os.name == "posix" else
+                 {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)})
         try:
             self._process = subprocess.Popen([program, *self.argv[1:]], stdin=subprocess.PIPE,
                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                             env=self.env, cwd=self.cwd)
+                                             env=self.env, cwd=self.cwd, **group)
         except (OSError, ValueError) as exc:
-            raise ToolError(f"MCP server {self.label!r} could not be started: {exc}") from None
+            raise ToolError(f"MCP server {self.label} could not be started: "
+                            f"{_scrubbed(str(exc), self.secrets)}") from None
+        # writes wait for room in the pipe with poll, under their deadline; where there is no
+        # poll (Windows), a write blocks as a file's does, and close() does not wait for it
+        if hasattr(select, "poll"):
+            os.set_blocking(self._process.stdin.fileno(), False)
         _MCP_OPEN.add(self)
         for target in (self._read, self._read_stderr):
             thread = threading.Thread(target=target, name="agent-mcp", daemon=True)
@@ -4760,16 +4904,44 @@ class _McpStdio:
             self._threads.append(thread)
 
     def send(self, message: dict, deadline: float) -> None:
-        """Write one message as a line; _McpGone when the server is gone."""
-        data = _compact(message).encode("utf-8") + b"\n"
-        with self._write_lock:
+        """Write one message as a line before deadline; _McpTimeout when the server reads none of
+        it in time, _McpGone when it is gone or stopped reading mid-line (the line cannot be
+        taken back)."""
+        data = memoryview(_compact(message).encode("utf-8") + b"\n")
+        # a writer waits for another only until its own deadline
+        if not self._write_lock.acquire(timeout=max(0.0, min(deadline - time.monotonic(),
+                                                              threading.TIMEOUT_MAX))):
+            raise _McpTimeout(f"MCP server {self.label} read nothing of its stdin in time")
+        try:
             if self._failure is not None:
                 raise self._failure
+            self._write(data, deadline)
+        except (OSError, ValueError):
+            raise _McpGone(self._exit_text()) from None
+        finally:
+            self._write_lock.release()
+
+    def _write(self, data: memoryview, deadline: float) -> None:
+        import select
+
+        fd, total = self._process.stdin.fileno(), len(data)
+        while data:
             try:
-                self._process.stdin.write(data)
-                self._process.stdin.flush()
-            except (OSError, ValueError):
-                raise _McpGone(self._exit_text()) from None
+                data = data[os.write(fd, data):]
+                continue
+            except BlockingIOError:  # the pipe is full: wait for room until the deadline
+                pass
+            left = deadline - time.monotonic()
+            if left <= 0 and len(data) == total:
+                raise _McpTimeout(f"MCP server {self.label} read nothing of its stdin in time")
+            if left <= 0:
+                self._end(_McpGone(f"MCP server {self.label} stopped reading its stdin in the "
+                                   "middle of a message; the connection was closed"))
+                self._signal("kill")   # a half-written line cannot be taken back
+                raise self._failure
+            poll = select.poll()
+            poll.register(fd, select.POLLOUT)
+            poll.poll(left * 1000)
 
     def _read(self) -> None:
         stdout = self._process.stdout
@@ -4783,7 +4955,7 @@ class _McpStdio:
                     self._end(_McpGone(f"MCP server {self.label} sent a message over "
                                        f"{_MCP_MAX_MESSAGE_BYTES:,} bytes; the connection was "
                                        "closed"))
-                    self._process.kill()
+                    self._signal("kill")
                     return
                 self._take(line)
         except (OSError, ValueError):
@@ -4806,24 +4978,24 @@ class _McpStdio:
         level = logging.WARNING if self._skipped <= _MCP_SKIPPED_LOGGED else logging.DEBUG
         _log.log(level,
                  "MCP server %s printed a line that is not a JSON-RPC message; skipped: %r",
-                 self.label, line[:200].decode("utf-8", errors="replace"))
+                 self.label, self.session.scrub(line[:200].decode("utf-8", errors="replace")))
 
     def _read_stderr(self) -> None:
         try:
             for line in iter(functools.partial(self._process.stderr.readline, 65536), b""):
-                text = line.decode("utf-8", errors="replace").rstrip()
+                text = self.session.scrub(line.decode("utf-8", errors="replace").rstrip())
                 self._stderr.append(text)
                 _log.debug("MCP server %s: %s", self.label, text)
         except (OSError, ValueError):
             pass
 
     def _end(self, failure: _McpFailure) -> None:
-        with self._write_lock:
-            self._failure = self._failure or failure
+        self._failure = self._failure or failure
         self.session.fail_all(self._failure)
 
     def _exit_text(self) -> str:
-        """What happened to the server, with the last lines of its stderr."""
+        """What happened to the server, with the last lines of its stderr (scrubbed, line by
+        line, as they came)."""
         import subprocess
 
         try:
@@ -4833,40 +5005,66 @@ class _McpStdio:
         if len(self._threads) > 1:
             self._threads[1].join(timeout=1.0)   # the rest of its stderr
         what = "stopped answering" if code is None else f"exited with code {code}"
-        tail = " | ".join(line for line in self._stderr if line.strip())[-1000:]
+        tail = " | ".join(line for line in list(self._stderr) if line.strip())[-1000:]
         return f"MCP server {self.label} {what}" + (f"; its last stderr lines: {tail}" if tail
                                                     else "; no stderr")
 
     def close(self) -> None:
-        """Close stdin, wait, then SIGTERM, wait, then SIGKILL: nothing is left running."""
+        """Close stdin, wait, then SIGTERM, wait, then SIGKILL, to the server's process group:
+        nothing it started is left running, and nothing here waits on it past these waits."""
         import subprocess
 
         _MCP_OPEN.discard(self)
-        process = self._process
-        if process is None or process.returncode is not None and not self._threads:
+        process, threads, self._threads = self._process, self._threads, []
+        if process is None or not threads:
             return
-        with self._write_lock:
-            self._failure = self._failure or _McpGone(f"the connection to MCP server {self.label} "
-                                                      "was closed")
+        self._failure = self._failure or _McpGone(f"the connection to MCP server {self.label} "
+                                                  "was closed")
+        # a writer stuck on a full pipe holds the lock until its deadline: then no stdin EOF,
+        # straight to the signals, which end the write too
+        self._close_stdin()
+        for stop in (None, "terminate", "kill"):
+            if stop is not None:
+                self._signal(stop)
             try:
-                process.stdin.close()
-            except OSError:
-                pass
-        for stop in (None, process.terminate, process.kill):
-            try:
-                if stop is not None:
-                    stop()
-                process.wait(timeout=_MCP_CLOSE_SECONDS)
+                process.wait(timeout=self.close_seconds)
                 break
             except subprocess.TimeoutExpired:
                 continue
-            except OSError:
+        # the server is gone; what it started may live on in its group, holding its pipes or not
+        for stop in ("terminate", "kill"):
+            self._signal(stop)
+            threads[0].join(timeout=self.close_seconds / 4)
+            if not threads[0].is_alive():
                 break
-        for thread in self._threads:
-            thread.join(timeout=1.0)
-        self._threads = []
-        for pipe in (process.stdout, process.stderr):
-            pipe.close()
+        for thread, pipe in zip(threads, (process.stdout, process.stderr)):
+            thread.join(timeout=self.close_seconds / 4)
+            if not thread.is_alive():  # closing a pipe a thread still reads would wait for it
+                pipe.close()
+        self._close_stdin()
+
+    def _close_stdin(self) -> None:
+        if self._write_lock.acquire(timeout=0.1):
+            try:
+                self._process.stdin.close()
+            except OSError:
+                pass
+            finally:
+                self._write_lock.release()
+
+    def _signal(self, stop: str) -> None:
+        """terminate or kill the server's process group (the process alone where there are no
+        groups)."""
+        import signal
+
+        try:
+            if os.name == "posix":
+                os.killpg(self._process.pid, signal.SIGTERM if stop == "terminate"
+                          else signal.SIGKILL)
+            else:
+                getattr(self._process, stop)()
+        except OSError:  # the group is gone already
+            pass
 
 
 class _McpHttp:
@@ -4878,7 +5076,7 @@ class _McpHttp:
     server's credentials.
     """
 
-    def __init__(self, url: str, headers: dict) -> None:
+    def __init__(self, url: str, headers: dict, label: Optional[str] = None) -> None:
         parts = urlsplit(url)
         try:
             port = parts.port
@@ -4895,8 +5093,10 @@ class _McpHttp:
             raise ToolError("headers (credentials) are not sent over plain http:// to "
                             f"{parts.hostname}; use https://")
         self.url, self.headers = url, {str(key): value.strip() for key, value in headers.items()}
-        # no query: it may hold a token
-        self.label = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+        self.secrets = [*_header_secrets(self.headers), *_mcp_url_secrets(url)]
+        # no path or query: either may hold a token
+        self.label = label or urlunsplit((parts.scheme, parts.netloc, "/\u2026" if parts.path
+                                          not in ("", "/") or parts.query else "", "", ""))
         self.session: Any = None
         self.session_id: Optional[str] = None
 
@@ -4916,9 +5116,9 @@ class _McpHttp:
                     response.close()
         except LLMError as exc:              # a deadline passed, or the body is over the cap
             timeout = deadline.passed()
-            raise (_McpTimeout if timeout else _McpFailure)(self._scrub(str(exc))) from None
+            raise (_McpTimeout if timeout else _McpFailure)(self.session.scrub(str(exc))) from None
         except _Retryable as exc:            # a stall or a break mid-answer
-            raise _McpFailure(self._scrub(str(exc))) from None
+            raise _McpFailure(self.session.scrub(str(exc))) from None
 
     def _open(self, message: dict, deadline: _Deadline) -> Any:
         import http.client
@@ -4937,7 +5137,7 @@ class _McpHttp:
             if deadline.passed():
                 raise deadline.expired() from None
             raise _McpGone(f"could not reach MCP server {self.label}: "
-                           f"{self._scrub(str(reason)) or type(exc).__name__}") from None
+                           f"{self.session.scrub(str(reason)) or type(exc).__name__}") from None
         return None
 
     def _headers(self, message: dict) -> dict:
@@ -4976,7 +5176,7 @@ class _McpHttp:
                               "follows none; fix the URL)")
         hint = " (check the credentials in its headers)" if exc.code in (401, 403) else ""
         raise _McpFailure(f"HTTP {exc.code} from MCP server {self.label}{hint}: "
-                          f"{_quoted(text, self._scrub)}")
+                          f"{_quoted(text, self.session.scrub)}")
 
     def _read(self, response: Any, message: dict, deadline: _Deadline) -> None:
         """Deliver the JSON answer, or each event of the stream until the answer to message has
@@ -4984,13 +5184,19 @@ class _McpHttp:
         if message.get("method") == "initialize":
             self.session_id = response.headers.get("Mcp-Session-Id") or self.session_id
         body = _Body(response, deadline, _MCP_MAX_MESSAGE_BYTES, deadline.left())
+        pieces, head = iter(body.read, b""), b""
+        for piece in pieces:           # enough to see a BOM, which some servers send first
+            head += piece
+            if len(head) >= len(_BOM):
+                break
+        head = head[len(_BOM):] if head.startswith(_BOM) else head
         if "event-stream" not in (response.headers.get("Content-Type") or ""):
-            text = b"".join(iter(body.read, b"")).decode("utf-8", errors="replace")
+            text = b"".join([head, *pieces]).decode("utf-8", errors="replace")
             if text.strip():
                 self._deliver(text)
             return
         events = _EventStream()
-        for piece in itertools.chain(iter(body.read, b""), [b""]):
+        for piece in itertools.chain([head] if head else [], pieces, [b""]):  # b"": the end
             for data in events.feed(piece):
                 if self._deliver(data) == message.get("id") and "id" in message:
                     return
@@ -5001,15 +5207,15 @@ class _McpHttp:
             answer = json.loads(text)
         except (ValueError, RecursionError):
             raise _McpFailure(f"MCP server {self.label} answered with something that is not JSON: "
-                              f"{_quoted(text, self._scrub)}") from None
+                              f"{_quoted(text, self.session.scrub)}") from None
         self.session.deliver(answer)
         return answer.get("id") if isinstance(answer, dict) and "method" not in answer else None
 
-    def _scrub(self, text: str) -> str:
-        return _scrubbed(text, _header_secrets(self.headers))   # the one scrubber, as the client's
+    close_seconds = _MCP_CLOSE_SECONDS
 
     def close(self) -> None:
-        """End the session of a handshake-era server (DELETE, best effort)."""
+        """End the session of a handshake-era server (DELETE, best effort, within close_seconds
+        however slowly the server answers)."""
         import urllib.request
 
         _MCP_OPEN.discard(self)
@@ -5017,11 +5223,14 @@ class _McpHttp:
             return
         headers = {"Mcp-Session-Id": self.session_id, **self.headers}
         self.session_id = None
+        seconds = self.close_seconds
+        deadline = _Deadline(seconds, time.monotonic() + seconds, self.label, name="timeout")
         try:
             request = urllib.request.Request(self.url, headers=headers, method="DELETE")
-            _build_opener(self.url).open(request, timeout=2.0).close()
+            _build_opener(self.url, seconds, deadline).open(request, timeout=seconds).close()
         except Exception as exc:  # the server may be gone already; nothing is left running here
-            _log.debug("MCP server %s: DELETE of the session failed: %s", self.label, exc)
+            _log.debug("MCP server %s: DELETE of the session failed: %s", self.label,
+                       self.session.scrub(_text(exc)))
 
 
 def _mcp_header_value(text: str) -> str:
@@ -5034,6 +5243,19 @@ def _mcp_header_value(text: str) -> str:
     return f"=?base64?{base64.b64encode(text.encode('utf-8')).decode('ascii')}?="
 
 
+def _mcp_url_secrets(url: str) -> list:
+    """What a URL may hold that is secret: its password, the values of its query, and a path
+    segment that looks like a token (16 characters or more, a digit among them), as some hosted
+    servers put the key in the path."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    return [parts.password, *(item.partition("=")[2] for item in parts.query.split("&")),
+            *(segment for segment in parts.path.split("/")
+              if len(segment) >= 16 and re.search(r"\d", segment))]
+
+
 def _mcp_error_code(answer: dict) -> Any:
     error = answer.get("error")
     return error.get("code") if isinstance(error, dict) else None
@@ -5043,7 +5265,8 @@ def _mcp_error_text(answer: dict) -> str:
     error = answer.get("error")
     if not isinstance(error, dict):
         return "an error without a message"
-    return f"{_text(error.get('message'))[:500]} (JSON-RPC error {_text(error.get('code'))})"
+    return (f"{_text(error.get('message'))[:500]} "
+            f"(JSON-RPC error {_cut(_text(error.get('code')), 40)})")
 
 
 _MCP_OPEN: set = set()   # transports still open, closed at interpreter exit
@@ -7101,7 +7324,10 @@ def _cli_parser() -> argparse.ArgumentParser:
 def _cli_mcp_flags(parser: argparse.ArgumentParser) -> None:
     mcp = parser.add_argument_group("MCP servers",
                                     "Their tools join those of --tools; with either, the demo "
-                                    "tools are left out. A tool name two servers share is refused.")
+                                    "tools are left out. A tool whose name is taken is registered "
+                                    "as NAME_tool, NAME being its server's name in --mcp-config "
+                                    "(for a --mcp server, that is an error). A tool whose schema "
+                                    "cannot be enforced is left out, with a warning that says why.")
     mcp.add_argument("--mcp", action="append", metavar="COMMAND_OR_URL",
                      help="an MCP server (repeatable): a command, "
                      "run without a shell (\"python -m mcp_server_time\"), or an http(s):// URL")
@@ -7236,18 +7462,22 @@ def _cli_tools(paths: Optional[list], timeout: Optional[float], mcp: bool = Fals
 
 def _cli_mcp(registry: ToolRegistry, args: argparse.Namespace) -> None:
     """Add the servers of --mcp and --mcp-config, keeping the tools --mcp-tools names; ToolError for
-    a name none has."""
+    a name none has, and then no server is left running."""
     wanted = [name.strip() for name in args.mcp_tools.split(",")
               if name.strip()] if args.mcp_tools else None
     servers = [(server, {}) for server in args.mcp or []]
     servers += _cli_mcp_config(args.mcp_config) if args.mcp_config else []
     offered: list = []
-    for server, options in servers:
-        offered += _add_mcp(registry, server, tools=wanted, missing_ok=True, **options)
-    missing = [name for name in wanted or [] if name not in offered]
-    if missing:
-        raise ToolError(f"no MCP server has a tool {missing[0]!r} (--mcp-tools; they have: "
-                        f"{', '.join(offered)})")
+    try:
+        for server, options in servers:
+            offered += _add_mcp(registry, server, tools=wanted, missing_ok=True, **options)
+        missing = [name for name in wanted or [] if name not in offered]
+        if missing:
+            raise ToolError(f"no MCP server has a tool {missing[0]!r} (--mcp-tools; they have: "
+                            f"{', '.join(offered)})")
+    except BaseException:
+        registry.close()
+        raise
 
 
 def _cli_mcp_config(path: str) -> list:
@@ -7262,11 +7492,13 @@ def _cli_mcp_config(path: str) -> list:
     for name, entry in servers.items():
         if not isinstance(entry, dict) or entry.get("disabled") is True:
             continue
+        # its name in the file names it in messages and prefixes a tool whose name is taken
         if isinstance(entry.get("url"), str):
-            chosen.append((entry["url"], {"headers": entry.get("headers")}))
+            chosen.append((entry["url"], {"headers": entry.get("headers"), "config_name": name}))
         elif isinstance(entry.get("command"), str) and isinstance(entry.get("args", []), list):
             chosen.append(([entry["command"], *map(str, entry.get("args", []))],
-                           {"env": entry.get("env"), "cwd": entry.get("cwd")}))
+                           {"env": entry.get("env"), "cwd": entry.get("cwd"),
+                            "config_name": name}))
         else:
             raise ValueError(f"{path}: server {name!r} has neither a \"command\" (with \"args\" a "
                              "list) nor a \"url\"")

@@ -210,6 +210,7 @@ class ScriptedServer:
                 self.answer(None)
 
             do_CONNECT = do_GET   # a script may play an HTTPS proxy
+            do_DELETE = do_GET    # an MCP client ends its session so
 
             def answer(self, body):
                 server.requests.append({"method": self.command, "path": self.path, "headers": dict(self.headers),

@@ -3,9 +3,12 @@
 python tests/mcp_scripted_server.py [old|modern] [extra tools...]
 
 "old" (the default) speaks the 2025-11-25 handshake and refuses server/discover as a method it does not
-know; "silent" is old and never answers server/discover; "modern" answers server/discover. SCRIPTED_DELAY
-(seconds, in its environment) is a slow start: it reads nothing before then. Each tool misbehaves in its own way when called; "bad_schema" and
-"not_object" are listed only when named on the command line.
+know; "silent" is old and never answers server/discover; "modern" answers server/discover; "nolist" is modern
+and refuses tools/list. SCRIPTED_DELAY
+(seconds, in its environment) is a slow start: it reads nothing before then. SCRIPTED_TOOLS (names, comma-separated)
+lists only those tools; SERVER_TOKEN is a secret the "leak" tools and "die" quote back. Each tool misbehaves in its own way
+when called; "bad_schema", "not_object", "deep_schema" and "empty_name" (a tool named "") are listed only when named on
+the command line.
 """
 import json
 import os
@@ -32,7 +35,14 @@ TOOLS = {
     "wants_input": ("Answer with resultType input_required.", OBJECT),
     "env": ("Answer with the environment's variable names.", OBJECT),
     "delete": ("Delete everything (marked destructive).", OBJECT),
+    "leak": ("Answer with isError quoting the token.", OBJECT),
+    "leak_rpc": ("Answer with a JSON-RPC error quoting the token.", OBJECT),
+    "stop_reading": ("Read nothing more of stdin for 20 s.", OBJECT),
+    "spawn_child": ("Start a child that keeps stdout and stderr open for 20 s; answer its pid.", OBJECT),
+    "ping_flood": ("Send pings without reading stdin, never answering.", OBJECT),
+    "spawn_detached": ("Start a child with no pipes of ours that lives for 20 s; answer its pid.", OBJECT),
 }
+TOKEN = os.environ.get("SERVER_TOKEN", "")
 PAGE = 8   # tools/list pages: the client must follow nextCursor
 
 
@@ -46,13 +56,22 @@ def text(value):
 
 
 def listing(cursor):
-    names = [name for name in TOOLS] + sorted(EXTRA & {"bad_schema", "not_object"})
+    names = [name for name in TOOLS] + sorted(EXTRA & {"bad_schema", "not_object", "empty_name", "deep_schema"})
+    if os.environ.get("SCRIPTED_TOOLS"):
+        names = os.environ["SCRIPTED_TOOLS"].split(",")
     start = int(cursor or 0)
     tools = []
     for name in names[start:start + PAGE]:
-        if name == "bad_schema":
-            schema = {"type": "object", "properties": {"x": {"type": "string", "patternProperties": {}}}}
+        if name == "bad_schema":      # a keyword the validator refuses, now and after more keywords are enforced
+            schema = {"type": "object", "properties": {"x": {"$dynamicRef": "#foo"}}}
             tools.append({"name": name, "description": "A schema we cannot enforce.", "inputSchema": schema})
+        elif name == "deep_schema":   # deeper than the client's stack, were it walked by recursion alone
+            schema = OBJECT
+            for _ in range(450):
+                schema = {"type": "object", "properties": {"a": schema}}
+            tools.append({"name": name, "description": "Nested 450 levels.", "inputSchema": schema})
+        elif name == "empty_name":
+            tools.append({"name": "", "description": "No name.", "inputSchema": OBJECT})
         elif name == "not_object":
             tools.append({"name": name, "description": "Takes an array.", "inputSchema": {"type": "array"}})
         else:
@@ -75,7 +94,7 @@ def call(ident, name, arguments):
         print("[1, 2")
         return text("done")
     if name == "die":
-        sys.stderr.write("fatal: the tool crashed\n")
+        sys.stderr.write(f"fatal: the tool crashed; 401 for url: https://api.example.com/v1?api_key={TOKEN}\n")
         sys.stderr.flush()
         os._exit(3)
     if name == "hang":
@@ -118,6 +137,26 @@ def call(ident, name, arguments):
         return text(" ".join(sorted(os.environ)))
     if name == "delete":
         return text("deleted")
+    if name == "leak":
+        return {"content": [{"type": "text", "text": f"upstream said: bad token {TOKEN}"}], "isError": True}
+    if name == "leak_rpc":
+        send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32000, "message": f"refused Bearer {TOKEN}",
+                                                       "data": {"token": TOKEN}}})
+        return None
+    if name == "stop_reading":
+        time.sleep(20)
+        return None
+    if name == "ping_flood":
+        for number in range(10**6):
+            send({"jsonrpc": "2.0", "id": f"ping-{number}", "method": "ping"})
+        return None
+    if name in ("spawn_child", "spawn_detached"):
+        import subprocess
+
+        pipes = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(20)"],
+                                 **(pipes if name == "spawn_detached" else {}))
+        return text(str(child.pid))
     send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32602, "message": f"Unknown tool: {name}"}})
     return None
 
@@ -136,6 +175,8 @@ def answer(message):
     if method == "initialize":
         return {"jsonrpc": "2.0", "id": ident, "result": {"protocolVersion": "2025-11-25", "capabilities": {
             "tools": {}}, "serverInfo": {"name": "scripted", "version": "1"}}}
+    if method == "tools/list" and ERA == "nolist":
+        return {"jsonrpc": "2.0", "id": ident, "error": {"code": -32603, "message": "the tool index is broken"}}
     if method == "tools/list":
         return {"jsonrpc": "2.0", "id": ident, "result": listing((message.get("params") or {}).get("cursor"))}
     if method == "tools/call":
