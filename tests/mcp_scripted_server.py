@@ -51,7 +51,7 @@ def listing(cursor):
     tools = []
     for name in names[start:start + PAGE]:
         if name == "bad_schema":
-            schema = {"type": "object", "properties": {"x": {"type": "string", "patternProperties": {}}}}
+            schema = {"type": "object", "properties": {"x": {"type": "string", "$dynamicRef": "#a"}}}
             tools.append({"name": name, "description": "A schema we cannot enforce.", "inputSchema": schema})
         elif name == "not_object":
             tools.append({"name": name, "description": "Takes an array.", "inputSchema": {"type": "array"}})

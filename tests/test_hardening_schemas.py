@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import agent
-from agent import Agent, MockLLM, ToolError, ToolRegistry, _validate
+from agent import Agent, MockLLM, ToolError, ToolRegistry
 
 # The vocabulary, written out here and not read from agent.py, so that a keyword agent.py forgets shows up.
 CORE = {"$schema", "$id", "$ref", "$anchor", "$dynamicRef", "$dynamicAnchor", "$vocabulary", "$comment", "$defs",
@@ -58,18 +58,31 @@ ENFORCED = {
     "$ref": ({"$ref": "#/$defs/small"}, 11, 10),
     "$defs": ({"$ref": "#/$defs/small"}, 11, 10),
     "definitions": ({"$ref": "#/definitions/small"}, 11, 10),
+    "$anchor": ({"$ref": "#tiny"}, 11, 10),
+    "if": ({"if": {"type": "integer"}, "then": {"minimum": 0}}, -1, "x"),
+    "then": ({"if": {"minimum": 5}, "then": {"multipleOf": 2}}, 7, 8),
+    "else": ({"if": {"type": "string"}, "else": {"type": "integer"}}, 1.5, "x"),
+    "dependentSchemas": ({"dependentSchemas": {"a": {"required": ["b"]}}}, {"a": 1}, {"a": 1, "b": 2}),
+    "dependentRequired": ({"dependentRequired": {"a": ["b"]}}, {"a": 1}, {"b": 1}),
+    "dependencies": ({"dependencies": {"a": ["b"]}}, {"a": 1}, {"a": 1, "b": 1}),
+    "prefixItems": ({"prefixItems": [{"type": "string"}]}, [1], ["a", 1]),
+    "contains": ({"contains": {"type": "string"}}, [1], [1, "a"]),
+    "minContains": ({"contains": {"type": "string"}, "minContains": 2}, [1, "a"], ["a", "b"]),
+    "maxContains": ({"contains": {"type": "string"}, "maxContains": 1}, ["a", "b"], ["a", 1]),
+    "patternProperties": ({"patternProperties": {"^n_": {"type": "integer"}}}, {"n_a": "x"}, {"n_a": 1, "b": "x"}),
+    "propertyNames": ({"propertyNames": {"maxLength": 3}}, {"abcd": 1}, {"abc": 1}),
+    "additionalItems": ({"items": [{}], "additionalItems": {"type": "integer"}}, [1, "x"], ["x", 1]),
+    "unevaluatedItems": ({"prefixItems": [{}], "unevaluatedItems": False}, [1, 2], [1]),
+    "unevaluatedProperties": ({"allOf": [{"properties": {"a": {}}}], "unevaluatedProperties": False},
+                              {"a": 1, "b": 2}, {"a": 1}),
 }
-DEFS = {"$defs": {"small": {"type": "integer", "maximum": 10}}, "definitions": {"small": {"maximum": 10}}}
-REFUSED = {"$anchor", "$dynamicRef", "$dynamicAnchor", "$vocabulary", "$recursiveRef", "$recursiveAnchor",
-           "if", "then", "else", "dependentSchemas", "prefixItems", "contains", "patternProperties",
-           "propertyNames", "additionalItems", "dependencies", "unevaluatedItems", "unevaluatedProperties",
-           "maxContains", "minContains", "dependentRequired", "contentEncoding", "contentMediaType", "contentSchema"}
+DEFS = {"$defs": {"small": {"type": "integer", "maximum": 10}, "tiny": {"$anchor": "tiny", "maximum": 10}},
+        "definitions": {"small": {"maximum": 10}}}
+REFUSED = {"$dynamicRef", "$dynamicAnchor", "$vocabulary", "$recursiveRef", "$recursiveAnchor"}
 ANNOTATIONS = {"$schema", "$id", "$comment", "format", "title", "description", "default", "deprecated", "readOnly",
-               "writeOnly", "examples"}
-REFUSED_VALUES = {"$anchor": "a", "$dynamicRef": "#a", "$dynamicAnchor": "a", "$vocabulary": {},
-                  "$recursiveRef": "#", "$recursiveAnchor": True, "dependentRequired": {"a": ["b"]},
-                  "maxContains": 1, "minContains": 1, "contentEncoding": "base64",
-                  "contentMediaType": "application/json", "dependencies": {"a": ["b"]}}
+               "writeOnly", "examples", "contentEncoding", "contentMediaType", "contentSchema"}
+REFUSED_VALUES = {"$dynamicRef": "#a", "$dynamicAnchor": "a", "$vocabulary": {},
+                  "$recursiveRef": "#", "$recursiveAnchor": True}
 
 
 def tool_with(schema, ran, name="f", **root):
@@ -108,7 +121,8 @@ def test_every_keyword_not_enforced_is_refused_at_registration_naming_it_and_the
 @pytest.mark.parametrize("keyword", sorted(ANNOTATIONS))
 def test_annotations_are_accepted_and_change_nothing(keyword):
     ran = []
-    registry = tool_with({"type": "string", keyword: "x" if keyword != "examples" else ["x"]}, ran)
+    value = {"examples": ["x"], "$schema": "https://json-schema.org/draft/2020-12/schema"}.get(keyword, "x")
+    registry = tool_with({"type": "string", keyword: value}, ran)
     assert registry.call("f", {"x": "y"}) == "ran"
     assert registry.call("f", {"x": 1}).startswith("ERROR: invalid arguments")
 
@@ -139,7 +153,9 @@ def test_an_unknown_keyword_is_refused_with_the_one_meant():
     ({"required": "a"}, ["required"]),
     ({"enum": "ab"}, ["enum"]),
     ({"anyOf": []}, ["anyOf"]),
-    ({"items": [{"type": "string"}]}, ["items"]),            # draft 7's tuple form
+    ({"prefixItems": []}, ["prefixItems"]),
+    ({"$schema": "https://example.com/my-meta-schema"}, ["$schema"]),   # may turn vocabularies off
+    ({"patternProperties": {"\\p{L}": {}}}, ["patternProperties", "p{L}"]),   # no equal in Python's re
     ({"properties": {"a": 1}}, ["properties"]),
     ({"$ref": "#/$defs/missing"}, ["$ref", "missing"]),
     ({"$ref": "https://example.com/s.json"}, ["$ref", "local"]),
@@ -327,6 +343,10 @@ def test_a_run_with_a_boolean_subschema_calls_the_tool():
 
 # -- action_schema() and the prompt with references -----------------------------------------
 
+def _validate(value, schema):
+    return agent._Schema(schema).validate(value)
+
+
 def reply(name, arguments):
     return {"type": "tool_call", "thought": "t", "name": name, "arguments": arguments}
 
@@ -338,11 +358,11 @@ def test_action_schema_keeps_references_resolvable_from_its_own_root():
         "type": "object", "properties": {"a": {"$ref": "#/$defs/Address"}},
         "$defs": {"Address": {"type": "integer"}}})           # the same name, another schema
     schema = registry.action_schema()
-    assert _validate(reply("save_person", GOOD), schema, "") is not None
-    assert _validate(reply("other", {"a": 3}), schema, "") is not None
+    assert _validate(reply("save_person", GOOD), schema) is not None
+    assert _validate(reply("other", {"a": 3}), schema) is not None
     for bad in [reply("save_person", with_change(["home", "zip"], "x")), reply("other", {"a": "x"})]:
         with pytest.raises(agent._ArgumentError):
-            _validate(bad, schema, "")
+            _validate(bad, schema)
     text = json.dumps(schema)
     refs = set(re.findall(r'"\$ref": "([^"]*)"', text))
     assert refs and all(ref.startswith("#/$defs/") and ref[8:] in schema["$defs"] for ref in refs)
