@@ -1029,7 +1029,7 @@ class _Schema:
                 except _ArgumentError as exc:
                     errors.append(str(exc))
             else:
-                raise _ArgumentError("; or ".join(errors))
+                raise _ArgumentError(_cut("; or ".join(dict.fromkeys(errors)), 2000))
         if "oneOf" in schema:
             matches, errors = [], []
             for option in schema["oneOf"]:
@@ -1041,7 +1041,7 @@ class _Schema:
                 raise _ArgumentError(f"{_parameter(path)} must match exactly one of the allowed "
                                      f"shapes, and matches {len(matches)}: got {_shown(value)}")
             if not matches:
-                raise _ArgumentError("; or ".join(errors))
+                raise _ArgumentError(_cut("; or ".join(dict.fromkeys(errors)), 2000))
             value = matches[0]
         if "not" in schema and passes(value, schema["not"]):
             raise _ArgumentError(f"{_parameter(path)} must not match "
@@ -1247,7 +1247,7 @@ def _regex(pattern: str) -> Callable[[str], bool]:
     Python's ``re`` parses the pattern, and its tree runs here as an automaton, never by ``re``,
     whose backtracking can take exponential time (``^(\w+\s?)*$`` on 42 characters) and holds the
     interpreter lock while it does. The automaton's states are built as they are met and kept, so
-    a pattern checked again costs a dictionary lookup per character; a search that meets over two
+    a pattern checked again costs a dictionary lookup per character; a search that meets over a
     million new states raises ValueError. What the automaton cannot
     hold is refused: back-references, lookarounds, inline flags, and Python's own escapes, with
     what Python's parser refuses (``\p{..}``, ``\u{..}``, named groups). ECMA's meanings:
@@ -1382,7 +1382,7 @@ def _regex(pattern: str) -> Callable[[str], bool]:
             after = steps.get((found[0], text[i]))
             if after is None:
                 work += len(found[0])
-                if work > 2_000_000:   # states met: bounded, whatever the pattern and the text
+                if work > 1_000_000:   # states met: bounded, whatever the pattern and the text
                     raise ValueError("the text is too long to check against this pattern")
                 if len(steps) > 50_000:
                     steps.clear()

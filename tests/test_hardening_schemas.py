@@ -7,6 +7,7 @@ is registered, with a ToolError naming the keyword and the tool. Annotations sta
 import copy
 import json
 import re
+import time
 
 import pytest
 from hypothesis import given
@@ -414,3 +415,129 @@ def test_a_pattern_is_read_as_json_schema_means_it(pattern, value, ok):
     ran = []
     out = tool_with({"type": "string", "pattern": pattern}, ran).call("f", {"x": value})
     assert (out == "ran") is ok, out
+
+
+# -- bounded work: shared references and backtracking patterns ------------------------------
+
+def shared_refs(levels, combinator, leaf):
+    """d0 applies d1 twice, d1 applies d2 twice, ...: 2**levels paths through a schema of `levels` lines."""
+    def uses(i):
+        ref = {"$ref": f"#/$defs/d{i + 1}"}
+        return {"not": {"not": ref}} if combinator == "not" else (
+            {"if": ref, "then": ref, "else": ref} if combinator == "if" else {combinator: [ref, ref]})
+    defs = {f"d{i}": uses(i) for i in range(levels)}
+    defs[f"d{levels}"] = leaf
+    return {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}
+
+
+def nodes(schema):
+    """The subschemas (objects) in a schema's JSON: its size as validation walks it."""
+    if isinstance(schema, list):
+        return sum(nodes(item) for item in schema)
+    return 1 + sum(nodes(value) for value in schema.values()) if isinstance(schema, dict) else 0
+
+
+def positions(value):
+    """The places in a value: each item, each key (propertyNames checks keys) and the value itself."""
+    if isinstance(value, list):
+        return 1 + sum(positions(item) for item in value)
+    return 1 + sum(1 + positions(item) for item in value.values()) if isinstance(value, dict) else 1
+
+
+def checks(parameters, arguments):
+    """How many (subschema, value) pairs validating arguments checks: the work, counted, not timed."""
+    schema, memo = agent._Schema(parameters), {}
+    try:
+        schema._check(arguments, schema.root, "", memo, 0)
+    except agent._ArgumentError:
+        pass
+    return len(memo)
+
+
+@pytest.mark.parametrize("combinator", ["allOf", "anyOf", "oneOf", "not", "if"])
+def test_references_that_share_definitions_cost_the_schemas_size_not_its_paths(combinator):
+    parameters = shared_refs(40, combinator, {"type": "integer", "minimum": 0})
+    for x in (5, -5, "five", [1, 2]):
+        assert checks(parameters, {"x": x}) <= 4 * nodes(parameters) * positions({"x": x})
+    registry = ToolRegistry()
+    registry.register(lambda x: "ran", name="deep", parameters=parameters)
+    assert registry.action_schema()["$defs"]         # the action schema copies each definition once
+    expected = "ERROR" if combinator == "oneOf" else "ran"   # 5 matches both of oneOf's branches
+    assert registry.call("deep", {"x": 5}).startswith(expected)
+    assert registry.call("deep", {"x": "five"}).startswith("ERROR")
+
+
+def test_a_backtracking_pattern_is_searched_in_linear_time():
+    search = agent._regex(r"^(\w+\s?)*$")   # Python's re takes 2**41 steps on the 42 characters below
+    started = time.perf_counter()
+    assert not search("a" * 41 + "!") and search("ab cd ef") and not search("a b" * 5000 + "!")
+    assert time.perf_counter() - started < 2.0
+    registry = ToolRegistry()
+    registry.register(lambda x: "ran", name="p", parameters={
+        "type": "object", "properties": {"x": {"type": "string", "pattern": r"^(\w+\s?)*$"}}})
+    assert registry.call("p", {"x": "a" * 41 + "!"}).startswith("ERROR: invalid arguments")
+    assert registry.call("p", {"x": "a" * 41}) == "ran"
+
+
+def test_a_search_that_would_meet_too_many_states_refuses_the_argument_and_says_why():
+    registry = ToolRegistry()
+    registry.register(lambda x: "ran", name="p", parameters={   # a new set of states at almost every character
+        "type": "object", "properties": {"x": {"type": "string", "pattern": "(a|b)*a(a|b){20}c"}}})
+    windows = "".join(format(i, "021b") for i in range(10_000)).translate({48: "a", 49: "b"})
+    started = time.perf_counter()
+    with pytest.raises(ValueError, match="too long"):
+        agent._regex("(a|b)*a(a|b){20}c")(windows)
+    out = registry.call("p", {"x": windows})
+    assert time.perf_counter() - started < 5.0
+    assert out.startswith("ERROR: invalid arguments") and "too long" in out, out
+
+
+ATOMS = st.sampled_from(["a", "b", ".", "\\w", "\\s", "\\d", "[ab]", "[^a]", "\\b", "^", "$"])
+
+
+@st.composite
+def patterns(draw, depth=0):
+    parts = []
+    for _ in range(draw(st.integers(1, 3))):
+        atom = f"({draw(patterns(depth + 1))})" if depth < 2 and draw(st.booleans()) else draw(ATOMS)
+        quantifier = "" if atom in ("^", "$", "\\b") else draw(st.sampled_from(["", "*", "+", "?", "{1,3}"]))
+        parts.append(atom + quantifier)
+    branch = "".join(parts)
+    return branch + "|" + draw(patterns(depth + 1)) if depth < 2 and draw(st.integers(0, 4)) == 0 else branch
+
+
+@given(patterns(), st.text("ab !1", max_size=10), st.text("ab !1", min_size=500, max_size=2000))
+def test_any_pattern_searches_as_re_does_on_plain_text_and_never_hangs(pattern, short, long):
+    # on these characters ECMA's and Python's meanings agree, and 10 characters keep re fast
+    search = agent._regex(pattern)
+    assert search(short) == bool(re.search(pattern, short)), (pattern, short)
+    started = time.perf_counter()
+    try:
+        search(long)
+    except ValueError:   # the search's own bound: the argument is refused, saying so
+        pass
+    assert time.perf_counter() - started < 5.0
+
+
+LEAVES = st.one_of(st.just({"type": "integer"}), st.just({"type": "string", "maxLength": 3}),
+                   patterns().map(lambda p: {"type": "string", "pattern": p}),
+                   st.just({"type": "array", "items": {"type": "integer"}}),
+                   st.just({"type": "object", "propertyNames": {"pattern": "^[a-z]+$"},
+                            "additionalProperties": {"type": "integer"}}))
+VALUES = st.recursive(st.one_of(st.integers(-3, 3), st.text("ab !", max_size=6), st.none()),
+                      lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                              st.dictionaries(st.text("ab", max_size=2), inner, max_size=3)),
+                      max_leaves=8)
+
+
+@given(st.integers(1, 30), st.lists(st.sampled_from(["allOf", "anyOf", "oneOf", "not", "if"]), min_size=1),
+       LEAVES, VALUES)
+def test_any_schema_with_shared_references_validates_in_work_linear_in_its_size(levels, combinators, leaf, x):
+    parameters = shared_refs(levels, combinators[0], leaf)
+    for i, combinator in enumerate(combinators[1:levels]):   # mixed combinators, still shared
+        parameters["$defs"][f"d{i + 1}"] = shared_refs(levels, combinator, leaf)["$defs"][f"d{i + 1}"]
+    assert checks(parameters, {"x": x}) <= 4 * nodes(parameters) * positions({"x": x})
+    registry = ToolRegistry(default_timeout=None)
+    registry.register(lambda x=None: "ran", name="t", parameters=parameters)
+    out = registry.call("t", {"x": x})
+    assert out == "ran" or out.startswith("ERROR: invalid arguments"), out
