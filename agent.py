@@ -824,6 +824,7 @@ class _Schema:
         self.draft7 = isinstance(root, dict) and "/draft-0" in str(root.get("$schema", ""))
         self.targets: dict = {}       # id(schema holding "$ref") -> the schema it refers to
         self.patterns: dict = {}      # pattern -> its compiled search
+        self.leaves: set = set()      # ids of the schemas that hold no other: checked, not memoised
         nodes: dict = {}              # id -> schema, every one walked
         base = "https://tool.invalid/root.json"
         found: dict = {base: root}    # absolute URI (of an $id, or with an anchor) -> schema
@@ -877,6 +878,7 @@ class _Schema:
                 found.setdefault(base.split("#")[0] + name, schema)
         if "$ref" in schema:
             refs.append((schema, base, where))
+        leaf = "$ref" not in schema
         for keyword, value in schema.items():
             kind = _SCHEMA_KEYWORDS.get(keyword)
             if kind in ("schemas", "patterns", "dependencies"):
@@ -887,8 +889,11 @@ class _Schema:
                 subs = [("", value)] if kind in ("schema", "items") else ()
             for name, sub in subs:
                 if isinstance(sub, (dict, bool)):
+                    leaf = False
                     place = f"{where}/{keyword}" + (f"/{name}" if name != "" else "")
                     self._walk(sub, base, place, nodes, found, refs, depth + 1)
+        if leaf:
+            self.leaves.add(id(schema))
 
     def _joined(self, base: str, uri: str, where: str) -> str:
         """uri read against base; ToolError for a relative one that cannot be (a URN base)."""
@@ -962,11 +967,15 @@ class _Schema:
 
     def _check(self, value: Any, schema: Any, path: str, memo: dict, depth: int) -> Any:
         """value against one subschema, each (subschema, value, place) once: memo holds what each
-        gave, or ... while it is being checked (a reference back to it reads no value)."""
+        gave, or ... while it is being checked (a reference back to it reads no value). A schema
+        that holds no other costs its own keywords only: it is checked again, not remembered."""
         if schema is True:
             return value
         if schema is False:
             raise _ArgumentError(f"{_parameter(path)} is not allowed, got {_shown(value)}")
+        memo[None] = memo.get(None, 0) + 1     # the work, counted
+        if id(schema) in self.leaves:
+            return self._keywords(value, schema, path, memo, depth + 1)
         key = (id(schema), id(value), path)
         done = memo.get(key)
         if done is not None:
@@ -1073,15 +1082,18 @@ class _Schema:
             if key not in value:
                 raise _ArgumentError(f"missing required parameter {prefix + key!r}")
         # dependencies: a list of names is dependentRequired, a schema dependentSchemas
-        depends = {**schema.get("dependencies", {}), **schema.get("dependentRequired", {})}
-        for key, needs in depends.items():
+        depends = [*schema.get("dependencies", {}).items(),
+                   *schema.get("dependentRequired", {}).items(),
+                   *schema.get("dependentSchemas", {}).items()] if (
+            "dependencies" in schema or "dependentRequired" in schema
+            or "dependentSchemas" in schema) else ()
+        for key, needs in depends:
             missing = [name for name in needs if name not in value] if (
                 key in value and isinstance(needs, list)) else []
             if missing:
                 raise _ArgumentError(f"missing parameter {prefix + missing[0]!r}, required with "
                                      f"{prefix + key!r}")
-        for key, sub in [*schema.get("dependencies", {}).items(),
-                         *schema.get("dependentSchemas", {}).items()]:
+        for key, sub in depends:
             if key in value and not isinstance(sub, list):
                 value = check(value, sub)
         for key in value if "propertyNames" in schema else ():
@@ -1248,9 +1260,10 @@ def _regex(pattern: str) -> Callable[[str], bool]:
     whose backtracking can take exponential time (``^(\w+\s?)*$`` on 42 characters) and holds the
     interpreter lock while it does. The automaton's states are built as they are met and kept, so
     a pattern checked again costs a dictionary lookup per character; a search that meets over a
-    million new states raises ValueError. What the automaton cannot
-    hold is refused: back-references, lookarounds, inline flags, and Python's own escapes, with
-    what Python's parser refuses (``\p{..}``, ``\u{..}``, named groups). ECMA's meanings:
+    million new states raises ValueError. Refused: what the automaton cannot hold
+    (back-references, lookarounds, inline flags, Python's own ``\A`` and ``\Z``), what Python's
+    parser refuses (``\p{..}``, ``\u{..}``, ECMA's named groups) or reads otherwise (``[]``,
+    ``[^]``). ECMA's meanings:
     ``.`` is anything but a line terminator; ``\d``, ``\w`` and ``\b`` are ASCII; ``\s`` is
     ECMA's white space; ``$`` is the very end; ``\cX`` is a control character.
     """
