@@ -825,6 +825,7 @@ class _Schema:
         self.targets: dict = {}       # id(schema holding "$ref") -> the schema it refers to
         self.patterns: dict = {}      # pattern -> its compiled search
         self.leaves: set = set()      # ids of the schemas that hold no other: checked, not memoised
+        self.states = 0               # the patterns' automata, in states
         nodes: dict = {}              # id -> schema, every one walked
         base = "https://tool.invalid/root.json"
         found: dict = {base: root}    # absolute URI (of an $id, or with an anchor) -> schema
@@ -860,7 +861,10 @@ class _Schema:
             if problem is None and kind in ("regex", "patterns"):
                 for pattern in [value] if kind == "regex" else value:
                     try:
-                        self.patterns[pattern] = _regex(pattern)
+                        self.patterns[pattern], size = _regex(pattern)
+                        self.states += size
+                        if self.states > 200_000:   # memory, whatever the number of patterns
+                            raise ValueError("the schema's patterns together are too large")
                     except ValueError as exc:
                         problem = (f"has the pattern {pattern!r}, which agent.py cannot "
                                    f"enforce: {exc}")
@@ -869,13 +873,17 @@ class _Schema:
         # the base URI: an $id starting with "#" is draft 7's anchor, and draft 7 ignores an $id
         # beside a $ref
         uri = schema.get("$id") if not (self.draft7 and "$ref" in schema) else None
+        names = []
         if uri is not None and not uri.startswith("#"):
             base = self._joined(base, uri.split("#")[0], where)
-            found.setdefault(base, schema)
+            names.append(base)
         for name in (uri if uri and uri.startswith("#") else None,
                      "#" + schema["$anchor"] if "$anchor" in schema else None):
             if name:
-                found.setdefault(base.split("#")[0] + name, schema)
+                names.append(base.split("#")[0] + name)
+        for name in names:   # one name, two schemas: a reference to it would be a guess
+            if found.setdefault(name, schema) is not schema:
+                raise ToolError(f"tool {self.tool}: {name!r} names two schemas (again at {where})")
         if "$ref" in schema:
             refs.append((schema, base, where))
         leaf = "$ref" not in schema
@@ -1025,7 +1033,8 @@ class _Schema:
         for option in schema.get("allOf", ()):
             value = check(value, option)
         if "anyOf" in schema:
-            kinds = [o.get("type") if isinstance(o, dict) else None for o in schema["anyOf"]]
+            kinds = [o.get("type") if isinstance(o, dict) and not o.get("nullable") else None
+                     for o in schema["anyOf"]]
             if all(isinstance(k, str) for k in kinds) and not any(_is_type(value, k)
                                                                   for k in kinds):
                 raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got "
@@ -1251,10 +1260,11 @@ def _types_problem(value: Any) -> Optional[str]:
     return f"has the unknown type {wrong!r} ({hint}the types are {', '.join(_PYTHON_TYPES)})"
 
 
-@functools.lru_cache(maxsize=256)
-def _regex(pattern: str) -> Callable[[str], bool]:
+@functools.lru_cache(maxsize=64)
+def _regex(pattern: str) -> tuple[Callable[[str], bool], int]:
     r"""A JSON Schema pattern as a search that means what ECMA-262 (with its u flag) means, and
-    that runs in time linear in the text: ValueError for what cannot be read so.
+    that runs in time linear in the text, with the number of its automaton's states; ValueError
+    for what cannot be read so.
 
     Python's ``re`` parses the pattern, and its tree runs here as an automaton, never by ``re``,
     whose backtracking can take exponential time (``^(\w+\s?)*$`` on 42 characters) and holds the
@@ -1306,8 +1316,8 @@ def _regex(pattern: str) -> Callable[[str], bool]:
     states: list = []   # [kind, test, next, other next]: "char", "split", "at", "match"
 
     def add(kind: str, test: Any = None, then: Any = None, other: Any = None) -> int:
-        if len(states) >= 20_000:
-            raise ValueError("it repeats too much (over 20000 steps)")
+        if len(states) >= 10_000:
+            raise ValueError("it repeats too much (over 10000 states)")
         states.append([kind, test, then, other])
         return len(states) - 1
 
@@ -1385,7 +1395,7 @@ def _regex(pattern: str) -> Callable[[str], bool]:
                     else:
                         matched = True
                 work += len(seen)
-                if len(closures) > 50_000:
+                if len(closures) > 5_000:   # the memory a pattern keeps stays small
                     closures.clear()
                 found = closures[(current, at)] = (frozenset(reading), matched)
             if found[1]:
@@ -1397,14 +1407,14 @@ def _regex(pattern: str) -> Callable[[str], bool]:
                 work += len(found[0])
                 if work > 1_000_000:   # states met: bounded, whatever the pattern and the text
                     raise ValueError("the text is too long to check against this pattern")
-                if len(steps) > 50_000:
+                if len(steps) > 5_000:
                     steps.clear()
                 after = steps[(found[0], text[i])] = frozenset(
                     states[s][2] for s in found[0] if states[s][1](text[i]))
             current = after
         return False
 
-    return search
+    return search, len(states)
 
 
 class _ArgumentError(Exception):

@@ -156,6 +156,9 @@ def test_an_unknown_keyword_is_refused_with_the_one_meant():
     ({"anyOf": []}, ["anyOf"]),
     ({"prefixItems": []}, ["prefixItems"]),
     ({"$schema": "https://example.com/my-meta-schema"}, ["$schema"]),   # may turn vocabularies off
+    ({"$ref": "#a", "$defs": {"b": {"$anchor": "a"}, "c": {"$anchor": "a"}}}, ["#a", "two schemas"]),
+    ({"pattern": "a{20000}"}, ["pattern", "repeats too much"]),
+    ({"properties": {f"p{i}": {"pattern": f"b{{{9000 + i}}}"} for i in range(30)}}, ["too large"]),
     ({"patternProperties": {"\\p{L}": {}}}, ["patternProperties", "p{L}"]),   # no equal in Python's re
     ({"properties": {"a": 1}}, ["properties"]),
     ({"$ref": "#/$defs/missing"}, ["$ref", "missing"]),
@@ -476,8 +479,15 @@ def test_nested_branches_that_each_collect_what_they_evaluate_cost_their_size():
         assert checks(parameters, {"x": x}) <= 4 * nodes(parameters) * positions({"x": x})
 
 
+def test_a_nullable_branch_of_any_of_takes_null():
+    ran = []
+    registry = tool_with({"anyOf": [{"type": "string", "nullable": True}, {"type": "integer"}]}, ran)
+    assert registry.call("f", {"x": None}) == "ran" and registry.call("f", {"x": 1}) == "ran"
+    assert registry.call("f", {"x": [1]}).startswith("ERROR: invalid arguments") and ran == [None, 1]
+
+
 def test_a_backtracking_pattern_is_searched_in_linear_time():
-    search = agent._regex(r"^(\w+\s?)*$")   # Python's re takes 2**41 steps on the 42 characters below
+    search, _ = agent._regex(r"^(\w+\s?)*$")   # Python's re takes 2**41 steps on the 42 characters below
     started = time.perf_counter()
     assert not search("a" * 41 + "!") and search("ab cd ef") and not search("a b" * 5000 + "!")
     assert time.perf_counter() - started < 2.0
@@ -495,7 +505,7 @@ def test_a_search_that_would_meet_too_many_states_refuses_the_argument_and_says_
     windows = "".join(format(i, "021b") for i in range(10_000)).translate({48: "a", 49: "b"})
     started = time.perf_counter()
     with pytest.raises(ValueError, match="too long"):
-        agent._regex("(a|b)*a(a|b){20}c")(windows)
+        agent._regex("(a|b)*a(a|b){20}c")[0](windows)
     out = registry.call("p", {"x": windows})
     assert time.perf_counter() - started < 5.0
     assert out.startswith("ERROR: invalid arguments") and "too long" in out, out
@@ -518,7 +528,7 @@ def patterns(draw, depth=0):
 @given(patterns(), st.text("ab !1", max_size=10), st.text("ab !1", min_size=500, max_size=2000))
 def test_any_pattern_searches_as_re_does_on_plain_text_and_never_hangs(pattern, short, long):
     # on these characters ECMA's and Python's meanings agree, and 10 characters keep re fast
-    search = agent._regex(pattern)
+    search, _ = agent._regex(pattern)
     assert search(short) == bool(re.search(pattern, short)), (pattern, short)
     started = time.perf_counter()
     try:
