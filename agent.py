@@ -486,7 +486,7 @@ class ToolRegistry:
                                            "can enforce"))
         except RecursionError:
             return _failed(_TOO_DEEP.format(name=name))
-        except _ArgumentError as exc:
+        except (_ArgumentError, ValueError) as exc:   # ValueError: a pattern's search gave up
             expected = json.dumps(tool.parameters.get("properties", {}), ensure_ascii=False)
             return _failed(_INVALID.format(name=name, problem=exc, expected=expected))
         refusal = _too_late(name, deadline)
@@ -1270,10 +1270,11 @@ def _regex(pattern: str) -> tuple[Callable[[str], bool], int]:
     whose backtracking can take exponential time (``^(\w+\s?)*$`` on 42 characters) and holds the
     interpreter lock while it does. The automaton's states are built as they are met and kept, so
     a pattern checked again costs a dictionary lookup per character; a search that meets over a
-    million new states raises ValueError. Refused: what the automaton cannot hold
-    (back-references, lookarounds, inline flags, Python's own ``\A`` and ``\Z``), what Python's
-    parser refuses (``\p{..}``, ``\u{..}``, ECMA's named groups) or reads otherwise (``[]``,
-    ``[^]``). ECMA's meanings:
+    million new states raises ValueError: not _ArgumentError, so that no branch (``not``,
+    ``anyOf``) takes the text for one that does not match, and the whole call is refused. Refused:
+    what the automaton cannot hold (back-references, lookarounds, inline flags, Python's own
+    ``\A`` and ``\Z``), what Python's parser refuses (``\p{..}``, ``\u{..}``, ECMA's named
+    groups) or reads otherwise (``[]``, ``[^]``). ECMA's meanings:
     ``.`` is anything but a line terminator; ``\d``, ``\w`` and ``\b`` are ASCII; ``\s`` is
     ECMA's white space; ``$`` is the very end; ``\cX`` is a control character.
     """
@@ -1406,7 +1407,8 @@ def _regex(pattern: str) -> tuple[Callable[[str], bool], int]:
             if after is None:
                 work += len(found[0])
                 if work > 1_000_000:   # states met: bounded, whatever the pattern and the text
-                    raise ValueError("the text is too long to check against this pattern")
+                    raise ValueError(f"a value of {n} characters is too long to check against the "
+                                     f"pattern {_cut(pattern, 80)!r}: send a shorter one")
                 if len(steps) > 5_000:
                     steps.clear()
                 after = steps[(found[0], text[i])] = frozenset(
@@ -1498,11 +1500,9 @@ def _check_bounds(value: Any, schema: dict, path: str, patterns: dict) -> None:
     if problem is None and step is not None and _is_number(value) and not _is_multiple(value, step):
         problem = f"be a multiple of {step}"
     pattern = schema.get("pattern")
-    if problem is None and pattern is not None and isinstance(value, str):
-        try:
-            problem = None if patterns[pattern](value) else f"match the pattern {pattern!r}"
-        except ValueError as exc:   # the search's bound: refused, never taken as a match
-            problem = f"match the pattern {pattern!r} ({exc}; send a shorter one)"
+    if (problem is None and pattern is not None and isinstance(value, str)
+            and not patterns[pattern](value)):
+        problem = f"match the pattern {pattern!r}"
     if problem is None and schema.get("uniqueItems") is True and isinstance(value, list):
         keys = [_json_key(item) for item in value]
         problem = "hold no item twice" if len(set(keys)) < len(keys) else None

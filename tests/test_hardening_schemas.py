@@ -452,7 +452,7 @@ def checks(parameters, arguments):
     schema, memo = agent._Schema(parameters), {}
     try:
         schema._check(arguments, schema.root, "", memo, 0)
-    except agent._ArgumentError:
+    except (agent._ArgumentError, ValueError):
         pass
     return memo[None]
 
@@ -508,6 +508,14 @@ def test_a_search_that_would_meet_too_many_states_refuses_the_argument_and_says_
         agent._regex("(a|b)*a(a|b){20}c")[0](windows)
     out = registry.call("p", {"x": windows})
     assert time.perf_counter() - started < 5.0
+    registry.register(lambda x: "ran", name="keys", parameters={   # and so for a name patternProperties reads
+        "type": "object", "properties": {"x": {"patternProperties": {"(a|b)*a(a|b){20}c": {}}}}})
+    out = registry.call("keys", {"x": {windows: 1}})
+    assert out.startswith("ERROR: invalid arguments") and "too long" in out, out
+    registry.register(lambda x: "ran", name="negated", parameters={   # a search that gave up is no mismatch
+        "type": "object", "properties": {"x": {"not": {"pattern": "(a|b)*a(a|b){20}c"}}}})
+    out = registry.call("negated", {"x": windows})
+    assert out.startswith("ERROR: invalid arguments") and "too long" in out, out
     assert out.startswith("ERROR: invalid arguments") and "too long" in out, out
 
 
