@@ -858,6 +858,9 @@ class _Schema:
                                 f"is not enforced by agent.py{meant}; remove it, or check the "
                                 "value in the tool itself")
             problem = _keyword_problem(kind, value) if kind else None
+            if self.draft7 and keyword in ("prefixItems", "minContains"):
+                # draft 7 ignores them, and applying them would loosen its items or contains
+                problem = "is not a draft 7 keyword: draft 7 reads the items without it"
             if problem is None and kind in ("regex", "patterns"):
                 for pattern in [value] if kind == "regex" else value:
                     try:

@@ -172,6 +172,15 @@ def test_a_keyword_with_a_value_it_cannot_have_is_refused_at_registration(schema
         assert word in str(info.value), str(info.value)
 
 
+@pytest.mark.parametrize("keyword", ["prefixItems", "minContains"])
+def test_a_later_keyword_that_would_loosen_a_draft_7_schema_is_refused(keyword):
+    # draft 7 applies items to every item and asks contains for one match; these would loosen that
+    with pytest.raises(ToolError, match=f"{keyword}.*draft 7"):
+        tool_with({"prefixItems": [{}], "items": {"type": "integer"}} if keyword == "prefixItems"
+                  else {"contains": {"type": "integer"}, "minContains": 0}, [],
+                  **{"$schema": "http://json-schema.org/draft-07/schema#"})
+
+
 def test_a_schema_that_is_not_json_is_refused_at_registration():
     looped = {"type": "object", "properties": {}}
     looped["properties"]["self"] = looped
