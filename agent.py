@@ -33,8 +33,9 @@ section, and a part whose ruler says "skip on first read" is machinery the rest 
   texts, memory's notes).
 - Tools: ``Tool.from_function`` describes a function; ``ToolRegistry.call`` validates the arguments
   and runs the tool; ``action_schema`` describes every valid reply; then how a signature becomes a
-  schema, and the schema keywords that are enforced. The worker pool that runs a call under its time
-  limit (skip on first read).
+  schema, and the schema keywords that are enforced: ``_Schema`` checks a schema once and validates
+  arguments against it, ``_regex`` runs a pattern as ECMA-262 means it. The worker pool that runs a
+  call under its time limit (skip on first read).
 - Protocol: ``SYSTEM_PROMPT`` and ``Action``; ``parse_action`` reads a reply, with its steps after
   it (``_unwrap``, ``_drop_think``, ``_locate``, ``_check_rest``, ``_interpret``); ``_refuse`` and
   ``_observation`` write what goes back; ``_repeating_tail`` detects a looping reply; the near-JSON
