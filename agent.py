@@ -1226,8 +1226,8 @@ def _keyword_problem(kind: str, value: Any) -> Optional[str]:
         "uri": (isinstance(value, str), "must be a URI"),
         # another meta-schema may turn vocabularies off, or on: only the drafts read here are known
         "metaschema": (isinstance(value, str) and re.fullmatch(
-            r"https?://json-schema\.org/(draft-0[67]/|draft/20(19-09|20-12)/)schema#?", value),
-            "must name draft 7 or 2020-12 (or 6, or 2019-09): another meta-schema is not read"),
+            r"https?://json-schema\.org/(draft-0[4-7]/|draft/20(19-09|20-12)/)schema#?", value),
+            "must name draft 7 or 2020-12 (or 4, 6, 2019-09): another meta-schema is not read"),
         "name": (isinstance(value, str) and re.match(r"[A-Za-z_][\w.-]*\Z", value, re.ASCII),
                  "must be a name"),
         "ref": (isinstance(value, str), "must be a reference (\"#/$defs/Name\")"),
