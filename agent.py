@@ -33,8 +33,9 @@ section, and a part whose ruler says "skip on first read" is machinery the rest 
   texts, memory's notes).
 - Tools: ``Tool.from_function`` describes a function; ``ToolRegistry.call`` validates the arguments
   and runs the tool; ``action_schema`` describes every valid reply; then how a signature becomes a
-  schema, and the schema keywords that are enforced. The worker pool that runs a call under its time
-  limit (skip on first read).
+  schema, and the schema keywords that are enforced: ``_Schema`` checks a schema once and validates
+  arguments against it, ``_regex`` runs a pattern as ECMA-262 means it. The worker pool that runs a
+  call under its time limit (skip on first read).
 - Protocol: ``SYSTEM_PROMPT`` and ``Action``; ``parse_action`` reads a reply, with its steps after
   it (``_unwrap``, ``_drop_think``, ``_locate``, ``_check_rest``, ``_interpret``); ``_refuse`` and
   ``_observation`` write what goes back; ``_repeating_tail`` detects a looping reply; the near-JSON
@@ -365,13 +366,15 @@ class Tool:
     func: Callable[..., Any]
     timeout: Optional[float] = None   # seconds; None: the registry's default
     confirm: bool = False             # ask confirm(name, arguments) before every run
+    # parameters as checked when the tool was made: what validates its arguments
+    _schema: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         try:
             _check_setting("timeout", self.timeout, optional=True)
         except ValueError as exc:
             raise ToolError(f"tool {_text(self.name, repr)}: {exc}") from None
-        _check_parameters(self.parameters, _text(self.name, repr))
+        self._schema = _check_parameters(self.parameters, _text(self.name, repr))
 
     @classmethod
     def from_function(cls, func: Callable, *, name: Optional[str] = None,
@@ -476,11 +479,17 @@ class ToolRegistry:
         if not isinstance(arguments, dict):
             return _failed(_NOT_AN_OBJECT.format(name=name, got=_shown(arguments)))
         try:
-            _check_declared(arguments, tool.parameters)
-            kwargs = _validate(arguments, tool.parameters, "")
+            schema = tool._schema
+            if schema is None or schema.root is not tool.parameters:   # parameters replaced since
+                schema = tool._schema = _check_parameters(tool.parameters, repr(name))
+            schema.check_declared(arguments)
+            kwargs = schema.validate(arguments)
+        except ToolError as exc:
+            return _failed(_INVALID.format(name=name, problem=exc, expected="a schema agent.py "
+                                           "can enforce"))
         except RecursionError:
             return _failed(_TOO_DEEP.format(name=name))
-        except _ArgumentError as exc:
+        except (_ArgumentError, ValueError) as exc:   # ValueError: a pattern's search gave up
             expected = json.dumps(tool.parameters.get("properties", {}), ensure_ascii=False)
             return _failed(_INVALID.format(name=name, problem=exc, expected=expected))
         refusal = _too_late(name, deadline)
@@ -594,7 +603,7 @@ class ToolRegistry:
         branches = [{
             "type": "object",
             "properties": {"type": {"const": "tool_call"}, "thought": dict(thought),
-                           "name": {"const": t.name}, "arguments": _embedded(t.parameters, defs)},
+                           "name": {"const": t.name}, "arguments": _embedded(t._schema, defs)},
             "required": ["type", "thought", "name", "arguments"], "additionalProperties": False,
         } for t in self._tools.values()]
         branches.append({
@@ -757,27 +766,36 @@ def _hint_schema(hint: Any, where: str) -> dict:
 # refused when the tool is registered (a schema never fails open), except the annotations, which
 # describe and never constrain.
 _SCHEMA_KEYWORDS = {
-    "type": "types", "enum": "list", "const": "any", "$ref": "ref", "$defs": "schemas",
-    "definitions": "schemas", "properties": "schemas", "required": "names",
-    "additionalProperties": "schema", "minProperties": "count", "maxProperties": "count",
-    "items": "schema", "minItems": "count", "maxItems": "count", "uniqueItems": "bool",
+    "type": "types", "enum": "list", "const": "any", "nullable": "bool", "$schema": "metaschema",
+    "$ref": "ref", "$id": "uri", "$anchor": "name", "$defs": "schemas", "definitions": "schemas",
+    "allOf": "schema_list", "anyOf": "schema_list", "oneOf": "schema_list", "not": "schema",
+    "if": "schema", "then": "schema", "else": "schema",
+    "properties": "schemas", "patternProperties": "patterns", "additionalProperties": "schema",
+    "unevaluatedProperties": "schema", "propertyNames": "schema", "required": "names",
+    "dependentRequired": "names_map", "dependentSchemas": "schemas", "dependencies": "dependencies",
+    "minProperties": "count", "maxProperties": "count",
+    "prefixItems": "schema_list", "items": "items", "additionalItems": "schema",
+    "unevaluatedItems": "schema", "contains": "schema", "minContains": "count",
+    "maxContains": "count", "minItems": "count", "maxItems": "count", "uniqueItems": "bool",
     "minLength": "count", "maxLength": "count", "pattern": "regex", "minimum": "number",
     "maximum": "number", "exclusiveMinimum": "number", "exclusiveMaximum": "number",
-    "multipleOf": "positive", "allOf": "schema_list", "anyOf": "schema_list",
-    "oneOf": "schema_list", "not": "schema",
+    "multipleOf": "positive",
 }
-_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "format", "$schema",
-                          "$id", "$comment", "deprecated", "readOnly", "writeOnly",
+# Annotations describe and never constrain; so do extension keys ("x-..."). contentSchema holds a
+# schema that is not applied, so nothing in it can be referred to.
+_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "example", "format",
+                          "$comment", "deprecated", "readOnly", "writeOnly",
+                          "contentEncoding", "contentMediaType", "contentSchema",
                           "discriminator"})   # pydantic's, beside a oneOf that is enforced anyway
 # "int" meant "integer"
 _TYPE_ALIASES = {python.__name__: name for python, name in _JSON_TYPES.items()}
 _MAX_SCHEMA_DEPTH = 200   # subschemas nested, or references followed, deeper than this are refused
 
 
-def _check_parameters(parameters: Any, tool: str) -> None:
-    """ToolError, naming the tool and the keyword, unless parameters is a JSON Schema of an object
-    whose every keyword is enforced (or an annotation), whose every value fits its keyword, and
-    whose references resolve."""
+def _check_parameters(parameters: Any, tool: str) -> _Schema:
+    """The checked schema of a tool's parameters; ToolError, naming the tool and the keyword,
+    unless parameters is a JSON Schema of an object whose every keyword is enforced (or an
+    annotation), whose every value fits its keyword, and whose references resolve."""
     if not isinstance(parameters, dict) or parameters.get("type") != "object":
         raise ToolError(f"parameters of tool {tool} must be a JSON Schema with \"type\": "
                         "\"object\"")
@@ -785,87 +803,447 @@ def _check_parameters(parameters: Any, tool: str) -> None:
         json.dumps(parameters, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:
         raise ToolError(f"parameters of tool {tool} are not JSON: {exc}") from None
-    nodes: dict = {}
-    refs: list = []
-    _check_schema(parameters, "#", tool, nodes, refs)
-    for where, ref in refs:   # a reference must point to one of the schemas just checked
-        target = _resolve_ref(parameters, ref)
-        if not isinstance(target, bool) and id(target) not in nodes:
-            raise ToolError(f"tool {tool}: \"$ref\" {ref!r} at {where} points to no schema in the "
-                            "tool's parameters")
-    declared = _declared(parameters, parameters)
-    missing = [key for key in parameters.get("required", []) if declared is not None
-               and key not in declared]
+    schema = _Schema(parameters, tool)
+    missing = [key for key in parameters.get("required", []) if schema.declared is not None
+               and key not in schema.declared]
     if missing:
         raise ToolError(f"tool {tool}: the required parameter {missing[0]!r} is not in "
                         "\"properties\"")
+    return schema
 
 
-def _check_schema(schema: Any, where: str, tool: str, nodes: dict, refs: list,
-                  depth: int = 0) -> None:
-    """Check one schema and its subschemas; collect the schemas seen (by id) and the references to
-    resolve."""
-    if isinstance(schema, bool):
-        return
-    if depth > _MAX_SCHEMA_DEPTH:
-        raise ToolError(f"tool {tool}: the schema is nested more than {_MAX_SCHEMA_DEPTH} levels "
-                        f"deep at {where}")
-    nodes[id(schema)] = schema
-    for keyword, value in schema.items():
-        kind = _SCHEMA_KEYWORDS.get(keyword)
-        if kind is None and keyword not in _ANNOTATIONS:
-            known = difflib.get_close_matches(_text(keyword), [*_SCHEMA_KEYWORDS, *_ANNOTATIONS],
-                                              n=1, cutoff=0.8)
-            meant = f" (did you mean {known[0]!r}?)" if known else ""
-            raise ToolError(f"tool {tool}: the JSON Schema keyword {keyword!r} at {where} is not "
-                            f"enforced by agent.py{meant}; remove it, or check the value in the "
-                            "tool itself")
-        problem = _keyword_problem(kind, value) if kind else None
-        if problem:
-            raise ToolError(f"tool {tool}: {keyword!r} at {where} {problem}")
-        if kind == "ref":
-            refs.append((where, value))
-        for sub_where, sub in _subschemas(keyword, value, where):
-            _check_schema(sub, sub_where, tool, nodes, refs, depth + 1)
+class _Schema:
+    """A JSON Schema checked once, then used to validate any number of values (``validate``).
+
+    Checking walks the schema once: it refuses a keyword that is not enforced, resolves every
+    ``$ref`` against the ``$id`` it sits under, and compiles every pattern. Validation remembers
+    each (subschema, value, place) it has checked, so a schema whose references share definitions
+    costs its size times the value's, never the number of paths through it. Draft 7 is read where
+    the root's ``$schema`` says so; its ``$id`` beside a ``$ref`` is then ignored, as it says.
+    """
+
+    def __init__(self, root: Any, tool: str = "the schema") -> None:
+        self.root, self.tool = root, tool
+        self.draft7 = isinstance(root, dict) and "/draft-0" in str(root.get("$schema", ""))
+        self.targets: dict = {}       # id(schema holding "$ref") -> the schema it refers to
+        self.patterns: dict = {}      # pattern -> its compiled search
+        self.leaves: set = set()      # ids of the schemas that hold no other: checked, not memoised
+        self.states = 0               # the patterns' automata, in states
+        nodes: dict = {}              # id -> schema, every one walked
+        base = "https://tool.invalid/root.json"
+        found: dict = {base: root}    # absolute URI (of an $id, or with an anchor) -> schema
+        refs: list = []               # (schema holding "$ref", its base URI, where)
+        self._walk(root, base, "#", nodes, found, refs, 0)
+        for schema, base, where in refs:
+            target = self._resolve(schema["$ref"], base, found, where)
+            if target is None or (not isinstance(target, bool) and id(target) not in nodes):
+                raise ToolError(f"tool {tool}: \"$ref\" {schema['$ref']!r} at {where} points to no "
+                                "schema in the tool's parameters (only local references are read, "
+                                "never another document)")
+            self.targets[id(schema)] = target
+        self.declared = self._declared(root, {})
+
+    def _walk(self, schema: Any, base: str, where: str, nodes: dict, found: dict, refs: list,
+              depth: int) -> None:
+        if isinstance(schema, bool):
+            return
+        if depth > _MAX_SCHEMA_DEPTH:
+            raise ToolError(f"tool {self.tool}: the schema is nested more than "
+                            f"{_MAX_SCHEMA_DEPTH} levels deep at {where}")
+        nodes[id(schema)] = schema
+        for keyword, value in schema.items():
+            kind = _SCHEMA_KEYWORDS.get(keyword)
+            if kind is None and keyword not in _ANNOTATIONS and not keyword.startswith("x-"):
+                known = difflib.get_close_matches(_text(keyword), [*_SCHEMA_KEYWORDS,
+                                                                   *_ANNOTATIONS], n=1, cutoff=0.8)
+                meant = f" (did you mean {known[0]!r}?)" if known else ""
+                raise ToolError(f"tool {self.tool}: the JSON Schema keyword {keyword!r} at {where} "
+                                f"is not enforced by agent.py{meant}; remove it, or check the "
+                                "value in the tool itself")
+            problem = _keyword_problem(kind, value) if kind else None
+            if self.draft7 and keyword in ("prefixItems", "minContains"):
+                # draft 7 ignores them, and applying them would loosen its items or contains
+                problem = "is not a draft 7 keyword: draft 7 reads the items without it"
+            if problem is None and kind in ("regex", "patterns"):
+                for pattern in [value] if kind == "regex" else value:
+                    try:
+                        self.patterns[pattern], size = _regex(pattern)
+                        self.states += size
+                        if self.states > 200_000:   # memory, whatever the number of patterns
+                            raise ValueError("the schema's patterns together are too large")
+                    except ValueError as exc:
+                        problem = (f"has the pattern {pattern!r}, which agent.py cannot "
+                                   f"enforce: {exc}")
+            if problem:
+                raise ToolError(f"tool {self.tool}: {keyword!r} at {where} {problem}")
+        # the base URI: an $id starting with "#" is draft 7's anchor, and draft 7 ignores an $id
+        # beside a $ref
+        uri = schema.get("$id") if not (self.draft7 and "$ref" in schema) else None
+        names = []
+        if uri is not None and not uri.startswith("#"):
+            base = self._joined(base, uri.split("#")[0], where)
+            names.append(base)
+        for name in (uri if uri and uri.startswith("#") else None,
+                     "#" + schema["$anchor"] if "$anchor" in schema else None):
+            if name:
+                names.append(base.split("#")[0] + name)
+        for name in names:   # one name, two schemas: a reference to it would be a guess
+            if found.setdefault(name, schema) is not schema:
+                raise ToolError(f"tool {self.tool}: {name!r} names two schemas (again at {where})")
+        if "$ref" in schema:
+            refs.append((schema, base, where))
+        leaf = "$ref" not in schema
+        for keyword, value in schema.items():
+            kind = _SCHEMA_KEYWORDS.get(keyword)
+            if kind in ("schemas", "patterns", "dependencies"):
+                subs: Iterable = value.items()
+            elif kind == "schema_list" or (kind == "items" and isinstance(value, list)):
+                subs = enumerate(value)
+            else:
+                subs = [("", value)] if kind in ("schema", "items") else ()
+            for name, sub in subs:
+                if isinstance(sub, (dict, bool)):
+                    leaf = False
+                    place = f"{where}/{keyword}" + (f"/{name}" if name != "" else "")
+                    self._walk(sub, base, place, nodes, found, refs, depth + 1)
+        if leaf:
+            self.leaves.add(id(schema))
+
+    def _joined(self, base: str, uri: str, where: str) -> str:
+        """uri read against base; ToolError for a relative one that cannot be (a URN base)."""
+        if re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", uri):
+            return uri
+        if uri.startswith("#") or not uri:
+            return base.split("#")[0] + uri
+        from urllib.parse import urljoin, uses_relative   # deferred: only an $id or a $ref needs it
+        if urlsplit(base).scheme not in uses_relative:
+            raise ToolError(f"tool {self.tool}: the relative reference {uri!r} at {where} cannot "
+                            f"be read against {base!r}")
+        return urljoin(base, uri)
+
+    def _resolve(self, ref: str, base: str, found: dict, where: str) -> Any:
+        """The schema a reference names: a whole schema by its $id, an anchor, or a JSON pointer
+        (``~1`` is ``/``, ``~0`` is ``~``) into one. None when it names nothing known."""
+        uri, _, fragment = self._joined(base, ref, where).partition("#")
+        if not fragment.startswith("/"):
+            return found.get(uri + "#" + fragment if fragment else uri)
+        target = found.get(uri)
+        for part in fragment[1:].split("/"):
+            part = unquote(part).replace("~1", "/").replace("~0", "~")
+            if isinstance(target, dict) and part in target:
+                target = target[part]
+            elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+                target = target[int(part)]
+            else:
+                return None
+        return target
+
+    def _declared(self, schema: Any, seen: dict) -> Optional[dict]:
+        """The argument names a tool's schema declares, in order: its properties and those of the
+        branches and the reference it is built from. None when it allows others
+        (``additionalProperties`` true or a schema, or ``patternProperties``)."""
+        if not isinstance(schema, dict):
+            return {}
+        if id(schema) in seen:    # each schema once: shared definitions cost their size
+            return seen[id(schema)]
+        seen[id(schema)] = {}
+        others = schema.get("additionalProperties", schema.get("unevaluatedProperties", False))
+        if others is not False or "patternProperties" in schema:
+            seen[id(schema)] = None
+            return None
+        names = dict.fromkeys(schema.get("properties", {}))
+        parts = [*schema.get("allOf", ()), *schema.get("anyOf", ()), *schema.get("oneOf", ()),
+                 schema.get("then"), schema.get("else"), self.targets.get(id(schema)),
+                 *schema.get("dependentSchemas", {}).values()]
+        for part in parts:
+            more = self._declared(part, seen)
+            if more is None:
+                names = None
+                break
+            names.update(more)
+        seen[id(schema)] = names
+        return names
+
+    def validate(self, value: Any, path: str = "") -> Any:
+        """value checked against the schema; returned with integral floats as ints where
+        "integer" asks. Raises _ArgumentError naming the parameter."""
+        return self._check(value, self.root, path, {}, 0)
+
+    def check_declared(self, arguments: dict) -> None:
+        """The arguments themselves (the function's keyword arguments) are only those the schema
+        declares, unless it allows others: JSON Schema's default (any key) would let a model pass a
+        keyword the tool never offered."""
+        declared = self.declared
+        extra = [] if declared is None else [key for key in arguments if key not in declared]
+        if extra:
+            allowed = ", ".join(declared) or "none"
+            raise _ArgumentError(f"unexpected parameter {_text(extra[0])!r} (allowed: {allowed})")
+
+    def _check(self, value: Any, schema: Any, path: str, memo: dict, depth: int) -> Any:
+        """value against one subschema, each (subschema, value, place) once: memo holds what each
+        gave, or ... while it is being checked (a reference back to it reads no value). A schema
+        that holds no other costs its own keywords only: it is checked again, not remembered."""
+        if schema is True:
+            return value
+        if schema is False:
+            raise _ArgumentError(f"{_parameter(path)} is not allowed, got {_shown(value)}")
+        memo[None] = memo.get(None, 0) + 1     # the work, counted
+        if id(schema) in self.leaves:
+            return self._keywords(value, schema, path, memo, depth + 1)
+        key = (id(schema), id(value), path)
+        done = memo.get(key)
+        if done is not None:
+            if done[1] is ...:
+                raise _ArgumentError(f"the schema of {_parameter(path)} refers to itself without "
+                                     "reading a value")
+            if isinstance(done[1], _ArgumentError):
+                raise done[1]
+            return done[1]
+        if depth > _MAX_SCHEMA_DEPTH:
+            raise _ArgumentError(f"{_parameter(path)} is nested too deeply for its schema")
+        memo[key] = (value, ...)    # the value stays referenced: its id is not reused meanwhile
+        try:
+            result = self._keywords(value, schema, path, memo, depth + 1)
+        except _ArgumentError as exc:
+            memo[key] = (value, exc)
+            raise
+        memo[key] = (value, result)
+        return result
+
+    def _keywords(self, value: Any, schema: dict, path: str, memo: dict, depth: int) -> Any:
+        """Every keyword of one subschema, in the order that lets each use the last one's value."""
+        def check(item: Any, sub: Any, where: str = path) -> Any:
+            return self._check(item, sub, where, memo, depth)
+
+        def passes(item: Any, sub: Any, where: str = path) -> bool:
+            try:
+                check(item, sub, where)
+                return True
+            except _ArgumentError:
+                return False
+
+        # 1. a reference applies beside the other keywords (draft 7's too: they were written to
+        # apply), then the type, which may turn 2.0 into 2
+        if "$ref" in schema:
+            value = check(value, self.targets[id(schema)])
+        if "type" in schema:
+            value = _check_type(value, schema, path)
+        if "enum" in schema and not any(_same_json(value, v) for v in schema["enum"]):
+            raise _ArgumentError(f"parameter {path!r} must be one of "
+                                 f"{json.dumps(schema['enum'])}, got {_shown(value)}")
+        if "const" in schema and not _same_json(value, schema["const"]):
+            raise _ArgumentError(f"parameter {path!r} must be {json.dumps(schema['const'])}, got "
+                                 f"{_shown(value)}")
+        # 2. combinations: allOf, anyOf (the first branch that matches gives the value), oneOf,
+        # not, if/then/else
+        for option in schema.get("allOf", ()):
+            value = check(value, option)
+        if "anyOf" in schema:
+            kinds = [o.get("type") if isinstance(o, dict) and not o.get("nullable") else None
+                     for o in schema["anyOf"]]
+            if all(isinstance(k, str) for k in kinds) and not any(_is_type(value, k)
+                                                                  for k in kinds):
+                raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got "
+                                     f"{_shown(value)}")
+            errors = []
+            for option in schema["anyOf"]:
+                try:
+                    value = check(value, option)
+                    break
+                except _ArgumentError as exc:
+                    errors.append(str(exc))
+            else:
+                raise _ArgumentError(_cut("; or ".join(dict.fromkeys(errors)), 2000))
+        if "oneOf" in schema:
+            matches, errors = [], []
+            for option in schema["oneOf"]:
+                try:
+                    matches.append(check(value, option))
+                except _ArgumentError as exc:
+                    errors.append(str(exc))
+            if len(matches) > 1:
+                raise _ArgumentError(f"{_parameter(path)} must match exactly one of the allowed "
+                                     f"shapes, and matches {len(matches)}: got {_shown(value)}")
+            if not matches:
+                raise _ArgumentError(_cut("; or ".join(dict.fromkeys(errors)), 2000))
+            value = matches[0]
+        if "not" in schema and passes(value, schema["not"]):
+            raise _ArgumentError(f"{_parameter(path)} must not match "
+                                 f"{_cut(json.dumps(schema['not']), 80)}, got {_shown(value)}")
+        if "if" in schema:
+            value = check(value, schema.get("then" if passes(value, schema["if"]) else "else",
+                                            True))
+        # 3. bounds and patterns; then what objects and lists hold
+        _check_bounds(value, schema, path, self.patterns)
+        if isinstance(value, dict):
+            value = self._object(value, schema, path, check, passes)
+            if "unevaluatedProperties" in schema:
+                seen = self._evaluated(value, schema, path, memo, depth, passes, False)
+                value = _rebuilt(value, {key: check(item, schema["unevaluatedProperties"],
+                                                    f"{path}.{key}" if path else key)
+                                         for key, item in value.items() if key not in seen})
+        elif isinstance(value, list):
+            value = self._array(value, schema, path, check, passes)
+            if "unevaluatedItems" in schema:
+                seen = self._evaluated(value, schema, path, memo, depth, passes, False)
+                value = _rebuilt(value, {i: check(item, schema["unevaluatedItems"], f"{path}[{i}]")
+                                         for i, item in enumerate(value) if i not in seen})
+        return value
+
+    def _object(self, value: dict, schema: dict, path: str, check: Callable,
+                passes: Callable) -> dict:
+        prefix = f"{path}." if path else ""
+        for key in schema.get("required", ()):
+            if key not in value:
+                raise _ArgumentError(f"missing required parameter {prefix + key!r}")
+        # dependencies: a list of names is dependentRequired, a schema dependentSchemas
+        depends = [*schema.get("dependencies", {}).items(),
+                   *schema.get("dependentRequired", {}).items(),
+                   *schema.get("dependentSchemas", {}).items()] if (
+            "dependencies" in schema or "dependentRequired" in schema
+            or "dependentSchemas" in schema) else ()
+        for key, needs in depends:
+            missing = [name for name in needs if name not in value] if (
+                key in value and isinstance(needs, list)) else []
+            if missing:
+                raise _ArgumentError(f"missing parameter {prefix + missing[0]!r}, required with "
+                                     f"{prefix + key!r}")
+        for key, sub in depends:
+            if key in value and not isinstance(sub, list):
+                value = check(value, sub)
+        for key in value if "propertyNames" in schema else ():
+            try:
+                check(key, schema["propertyNames"], prefix + _text(key))
+            except _ArgumentError as exc:
+                raise _ArgumentError(f"the name of parameter {prefix + _text(key)!r} is not "
+                                     f"allowed: {exc}") from None
+        properties = schema.get("properties", {})
+        patterns = schema.get("patternProperties", {})
+        others = schema.get("additionalProperties", True)
+        changed = {}
+        for key, item in value.items():
+            subs = [properties[key]] if key in properties else []
+            subs += [sub for pattern, sub in patterns.items() if self.patterns[pattern](key)]
+            if not subs and others is False:
+                allowed = ", ".join(properties) or "none"
+                raise _ArgumentError(f"unexpected parameter {prefix + key!r} (allowed: {allowed})")
+            for sub in subs or [others]:
+                changed[key] = check(changed.get(key, item), sub, prefix + _text(key))
+        return _rebuilt(value, changed)
+
+    def _array(self, value: list, schema: dict, path: str, check: Callable,
+               passes: Callable) -> list:
+        # draft 7's list of items is 2020-12's prefixItems, and its additionalItems the rest
+        items = schema.get("items", True)
+        first, rest = ((items, schema.get("additionalItems", True)) if isinstance(items, list)
+                       else (schema.get("prefixItems", ()), items))
+        changed = {i: check(item, first[i] if i < len(first) else rest, f"{path}[{i}]")
+                   for i, item in enumerate(value)}
+        if "contains" in schema:
+            count = sum(passes(item, schema["contains"], f"{path}[{i}]")
+                        for i, item in enumerate(value))
+            least, most = schema.get("minContains", 1), schema.get("maxContains", math.inf)
+            if not least <= count <= most:
+                shown = _cut(json.dumps(schema["contains"]), 80)
+                raise _ArgumentError(f"{_parameter(path)} must hold {least} to {most} items that "
+                                     f"match {shown}, and holds {count}")
+        return _rebuilt(value, changed)
+
+    def _evaluated(self, value: Any, schema: Any, path: str, memo: dict, depth: int,
+                   passes: Callable, whole: bool = True) -> set:
+        """The keys (of an object) or places (of a list) that schema evaluates, for
+        unevaluatedProperties and unevaluatedItems: those its keywords and its passing
+        subschemas reach. ``whole``: its own unevaluated* count too."""
+        if not isinstance(schema, dict):
+            return set()
+        key = ("evaluated", id(schema), id(value), path, whole)
+        if key in memo:
+            return memo[key][1] if memo[key][1] is not ... else set()
+        memo[key] = (value, ...)
+        everything = set(value) if isinstance(value, dict) else set(range(len(value)))
+        if isinstance(value, dict):
+            seen = {k for k in value if k in schema.get("properties", {})
+                    or any(self.patterns[p](k) for p in schema.get("patternProperties", {}))}
+            own = ("additionalProperties", "unevaluatedProperties" if whole else "")
+        else:
+            items = schema.get("items")
+            first = items if isinstance(items, list) else schema.get("prefixItems", ())
+            seen = set(range(min(len(first), len(value))))
+            if "contains" in schema:
+                seen |= {i for i, item in enumerate(value)
+                         if passes(item, schema["contains"], f"{path}[{i}]")}
+            own = ("additionalItems" if isinstance(items, list) else "items",
+                   "unevaluatedItems" if whole else "")
+        if any(word in schema for word in own if word):
+            seen = everything
+        parts = [self.targets.get(id(schema)), *schema.get("allOf", ()),
+                 *(o for o in [*schema.get("anyOf", ()), *schema.get("oneOf", ())]
+                   if passes(value, o))]
+        if "if" in schema:
+            parts += ([schema["if"], schema.get("then")] if passes(value, schema["if"])
+                      else [schema.get("else")])
+        if isinstance(value, dict):
+            parts += [sub for name, sub in schema.get("dependentSchemas", {}).items()
+                      if name in value]
+        for part in parts:
+            if seen != everything:
+                seen = seen | self._evaluated(value, part, path, memo, depth, passes)
+        memo[key] = (value, seen)
+        return seen
 
 
-def _subschemas(keyword: str, value: Any, where: str) -> list:
-    """The subschemas a keyword holds, each with where it sits: [(where, schema)]."""
-    kind = _SCHEMA_KEYWORDS.get(keyword)
-    if kind == "schema":
-        return [(f"{where}/{keyword}", value)]
-    if kind == "schemas":
-        return [(f"{where}/{keyword}/{name}", sub) for name, sub in value.items()]
-    if kind == "schema_list":
-        return [(f"{where}/{keyword}/{i}", sub) for i, sub in enumerate(value)]
-    return []
+def _rebuilt(value: Any, changed: dict) -> Any:
+    """value with the items changed (by key or place) that differ; value itself when none does,
+    so that a value checked again is the same object, and found in the memo."""
+    if all(value[key] is item for key, item in changed.items()):
+        return value
+    copy = dict(value) if isinstance(value, dict) else list(value)
+    for key, item in changed.items():
+        copy[key] = item
+    return copy
 
 
 def _keyword_problem(kind: str, value: Any) -> Optional[str]:
     """What is wrong with a keyword's value, said after the keyword; None when it fits."""
-    is_schema = isinstance(value, (dict, bool))
+    def schema(sub: Any) -> bool:
+        return isinstance(sub, (dict, bool))
+
+    def names(sub: Any) -> bool:
+        return isinstance(sub, list) and all(isinstance(name, str) for name in sub)
+
     if kind == "types":
         return _types_problem(value)
     checks = {
         "list": (isinstance(value, list), "must be a list"),
-        "names": (isinstance(value, list) and all(isinstance(name, str) for name in value),
-                  "must be a list of names"),
-        "count": (_is_int(value) and value >= 0, "must be an integer >= 0"),
+        "names": (names(value), "must be a list of names"),
+        "names_map": (isinstance(value, dict) and all(map(names, value.values())),
+                      "must map names to lists of names"),
+        "count": (_is_number(value) and value >= 0 and float(value).is_integer(),
+                  "must be an integer >= 0"),
         "number": (_is_number(value) and math.isfinite(value), "must be a number"),
         "positive": (_is_number(value) and math.isfinite(value) and value > 0,
                      "must be a number > 0"),
         "bool": (isinstance(value, bool), "must be true or false"),
-        "regex": (isinstance(value, str) and _compiles(value),
-                  "must be a regular expression that compiles"),
-        "ref": (isinstance(value, str) and (value == "#" or value.startswith("#/")),
-                "must be a local reference (\"#/$defs/Name\"): a schema of another document is not "
-                "read"),
-        "schema": (is_schema, "must be a schema (an object, or true or false)"),
-        "schemas": (isinstance(value, dict)
-                    and all(isinstance(sub, (dict, bool)) for sub in value.values()),
+        "regex": (isinstance(value, str), "must be a regular expression"),
+        "uri": (isinstance(value, str), "must be a URI"),
+        # another meta-schema may turn vocabularies off, or on: only the drafts read here are known
+        "metaschema": (isinstance(value, str) and re.fullmatch(
+            r"https?://json-schema\.org/(draft-0[4-7]/|draft/20(19-09|20-12)/)schema#?", value),
+            "must name draft 7 or 2020-12 (or 4, 6, 2019-09): another meta-schema is not read"),
+        "name": (isinstance(value, str) and re.match(r"[A-Za-z_][\w.-]*\Z", value, re.ASCII),
+                 "must be a name"),
+        "ref": (isinstance(value, str), "must be a reference (\"#/$defs/Name\")"),
+        "schema": (schema(value), "must be a schema (an object, or true or false)"),
+        "schemas": (isinstance(value, dict) and all(map(schema, value.values())),
                     "must map names to schemas"),
-        "schema_list": (isinstance(value, list) and bool(value)
-                        and all(isinstance(sub, (dict, bool)) for sub in value),
+        "patterns": (isinstance(value, dict) and all(map(schema, value.values())),
+                     "must map patterns to schemas"),
+        "dependencies": (isinstance(value, dict) and all(schema(sub) or names(sub)
+                                                         for sub in value.values()),
+                         "must map names to schemas or to lists of names"),
+        "items": (schema(value) or (isinstance(value, list) and all(map(schema, value))),
+                  "must be a schema, or a list of them"),
+        "schema_list": (isinstance(value, list) and bool(value) and all(map(schema, value)),
                         "must be a non-empty list of schemas"),
     }
     ok, problem = checks.get(kind, (True, ""))
@@ -888,119 +1266,163 @@ def _types_problem(value: Any) -> Optional[str]:
     return f"has the unknown type {wrong!r} ({hint}the types are {', '.join(_PYTHON_TYPES)})"
 
 
-def _compiles(pattern: str) -> bool:
-    try:
-        _pattern(pattern)
-    except (re.error, RecursionError, OverflowError):
-        return False
-    return True
+@functools.lru_cache(maxsize=64)
+def _regex(pattern: str) -> tuple[Callable[[str], bool], int]:
+    r"""A JSON Schema pattern as a search that means what ECMA-262 (with its u flag) means, and
+    that runs in time linear in the text, with the number of its automaton's states; ValueError
+    for what cannot be read so.
 
-
-# what \d and \w mean in JSON Schema's (ECMA-262's) patterns
-_ECMA_CLASSES = {"d": "0-9", "w": "A-Za-z0-9_"}
-
-
-@functools.lru_cache(maxsize=256)
-def _pattern(pattern: str) -> re.Pattern:
-    r"""A JSON Schema pattern compiled to mean what it means there: ``$`` only at the very end
-    (Python's also matches before a final line break, so "^[a-z]+$" would take "rm
-"), ``\d`` and ``\w`` ASCII only
-    (Python's take any script's digits and letters)."""
-    out, i, in_class = [], 0, False
-    while i < len(pattern):
+    Python's ``re`` parses the pattern, and its tree runs here as an automaton, never by ``re``,
+    whose backtracking can take exponential time (``^(\w+\s?)*$`` on 42 characters) and holds the
+    interpreter lock while it does. The automaton's states are built as they are met and kept, so
+    a pattern checked again costs a dictionary lookup per character; a search that meets over a
+    million new states raises ValueError: not _ArgumentError, so that no branch (``not``,
+    ``anyOf``) takes the text for one that does not match, and the whole call is refused. Refused:
+    what the automaton cannot hold (back-references, lookarounds, inline flags, Python's own
+    ``\A`` and ``\Z``), what Python's parser refuses (``\p{..}``, ``\u{..}``, ECMA's named
+    groups) or reads otherwise (``[]``, ``[^]``). ECMA's meanings:
+    ``.`` is anything but a line terminator; ``\d``, ``\w`` and ``\b`` are ASCII; ``\s`` is
+    ECMA's white space; ``$`` is the very end; ``\cX`` is a control character.
+    """
+    parser = getattr(re, "_parser", None) or importlib.import_module("sre_parse")
+    text, i, in_class = [], 0, False
+    while i < len(pattern):   # what Python reads otherwise: [] and [^], and \cX
         char = pattern[i]
-        if char == "\\" and i + 1 < len(pattern):
-            letter = pattern[i + 1]
-            if letter in _ECMA_CLASSES:
-                out.append(_ECMA_CLASSES[letter] if in_class else f"[{_ECMA_CLASSES[letter]}]")
-            elif letter in "DW" and not in_class:
-                out.append(f"[^{_ECMA_CLASSES[letter.lower()]}]")
-            else:
-                out.append(pattern[i:i + 2])
+        if char == "\\" and pattern[i + 1:i + 2] == "c" and pattern[i + 2:i + 3].isascii() \
+                and pattern[i + 2:i + 3].isalpha():
+            text.append(f"\\x{ord(pattern[i + 2]) % 32:02x}")
+            i += 3
+            continue
+        if char == "\\":
+            text.append(pattern[i:i + 2])
             i += 2
             continue
+        if char == "[" and not in_class and (pattern[i + 1:i + 2] == "]"
+                                             or pattern[i + 1:i + 3] == "^]"):
+            raise ValueError("an empty class ([] or [^]) reads otherwise in Python")
         in_class = (char == "[") or (in_class and char != "]")
-        out.append("\\Z" if char == "$" and not in_class else char)
+        text.append(char)
         i += 1
-    return re.compile("".join(out))
+    try:
+        tree = parser.parse("".join(text), 0)
+    except (re.error, RecursionError, OverflowError) as exc:
+        raise ValueError(str(exc)) from None
+    if tree.state.flags & ~re.UNICODE:
+        raise ValueError("inline flags have no equal in JSON Schema")
+    word = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+    space = frozenset("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
+                      "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")
+    categories = {"CATEGORY_DIGIT": lambda c: "0" <= c <= "9", "CATEGORY_WORD": word.__contains__,
+                  "CATEGORY_SPACE": space.__contains__}
+    categories.update({name.replace("_", "_NOT_", 1): (lambda c, test=test: not test(c))
+                       for name, test in list(categories.items())})
+    # where the search stands: (at the start, at the end, after a word character, before one)
+    anchors = {"AT_BEGINNING": lambda at: at[0], "AT_END": lambda at: at[1],
+               "AT_BOUNDARY": lambda at: at[2] != at[3],
+               "AT_NON_BOUNDARY": lambda at: at[2] == at[3]}
+    states: list = []   # [kind, test, next, other next]: "char", "split", "at", "match"
 
+    def add(kind: str, test: Any = None, then: Any = None, other: Any = None) -> int:
+        if len(states) >= 10_000:
+            raise ValueError("it repeats too much (over 10000 states)")
+        states.append([kind, test, then, other])
+        return len(states) - 1
 
-def _resolve_ref(root: Any, ref: str) -> Any:
-    """The subschema a local reference points to: ``"#"`` is root, ``"#/$defs/Name"`` a JSON pointer
-    into it (``~1`` is ``/``, ``~0`` is ``~``). None when it points to nothing."""
-    target = root
-    for part in ref[2:].split("/") if ref != "#" else ():
-        part = unquote(part).replace("~1", "/").replace("~0", "~")
-        if isinstance(target, dict) and part in target:
-            target = target[part]
-        elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
-            target = target[int(part)]
-        else:
-            return None
-    return target
+    def char_test(name: str, arg: Any) -> Callable[[str], bool]:
+        if name in ("LITERAL", "NOT_LITERAL"):
+            return (chr(arg).__eq__ if name == "LITERAL" else chr(arg).__ne__)
+        if name == "ANY":
+            return lambda c: c not in "\n\r\u2028\u2029"
+        negate, chars, tests = False, set(), []
+        for op, value in arg:
+            if op.name == "NEGATE":
+                negate = True
+            elif op.name == "LITERAL":
+                chars.add(chr(value))
+            elif op.name == "RANGE":
+                tests.append(lambda c, low=value[0], high=value[1]: low <= ord(c) <= high)
+            elif op.name == "CATEGORY" and value.name in categories:
+                tests.append(categories[value.name])
+            else:
+                raise ValueError(f"{op.name} in a class has no equal in JSON Schema")
+        return lambda c: (c in chars or any(test(c) for test in tests)) != negate
 
+    def build(items: Any, then: int) -> int:   # backwards, so every state knows what follows
+        for op, arg in reversed(list(items)):
+            name = op.name
+            if name in ("LITERAL", "NOT_LITERAL", "ANY", "IN"):
+                then = add("char", char_test(name, arg), then)
+            elif name == "SUBPATTERN" and not arg[1] and not arg[2]:
+                then = build(arg[3], then)
+            elif name == "BRANCH":
+                starts = [build(branch, then) for branch in arg[1]]
+                then = functools.reduce(lambda rest, start: add("split", None, start, rest),
+                                        reversed(starts[:-1]), starts[-1])
+            elif name in ("MAX_REPEAT", "MIN_REPEAT"):
+                low, high, body = arg
+                end = then
+                if high == parser.MAXREPEAT:
+                    loop = add("split")
+                    states[loop][2:] = [build(body, loop), end]
+                    then = loop
+                else:
+                    for _ in range(high - low):
+                        then = add("split", None, build(body, then), end)
+                for _ in range(low):
+                    then = build(body, then)
+            elif name == "AT" and arg.name in anchors:
+                then = add("at", anchors[arg.name], then)
+            else:
+                raise ValueError(f"{name} ({_cut(pattern, 40)}) has no equal in JSON Schema")
+        return then
 
-def _declared(schema: Any, root: dict, depth: int = 0) -> Optional[dict]:
-    """The argument names a tool's schema declares, in order: its properties and those of the
-    branches and the reference it is built from. None when it allows others
-    (``additionalProperties`` true or a schema)."""
-    if not isinstance(schema, dict) or depth > _MAX_SCHEMA_DEPTH:
-        return {}
-    if schema.get("additionalProperties", False) is not False:
-        return None
-    names = dict.fromkeys(schema.get("properties", {}))
-    parts = [*schema.get("allOf", ()), *schema.get("anyOf", ()), *schema.get("oneOf", ())]
-    if isinstance(schema.get("$ref"), str):
-        parts.append(_resolve_ref(root, schema["$ref"]))
-    for part in parts:
-        more = _declared(part, root, depth + 1)
-        if more is None:
-            return None
-        names.update(more)
-    return names
+    start = build(tree, add("match"))
+    closures: dict = {}    # (states before, where) -> (states that read a character, matched)
+    steps: dict = {}       # (states that read, character) -> states after
 
+    def search(text: str) -> bool:
+        current, n, work = frozenset(), len(text), 0
+        for i in range(n + 1):
+            at = (i == 0, i == n, i > 0 and text[i - 1] in word, i < n and text[i] in word)
+            found = closures.get((current, at))
+            if found is None:
+                todo, seen, reading, matched = [start, *current], set(), [], False
+                while todo:
+                    state = todo.pop()
+                    if state in seen:
+                        continue
+                    seen.add(state)
+                    kind, test, then, other = states[state]
+                    if kind == "char":
+                        reading.append(state)
+                    elif kind == "split":
+                        todo += (then, other)
+                    elif kind == "at":
+                        todo += [then] if test(at) else []
+                    else:
+                        matched = True
+                work += len(seen)
+                if len(closures) > 5_000:   # the memory a pattern keeps stays small
+                    closures.clear()
+                found = closures[(current, at)] = (frozenset(reading), matched)
+            if found[1]:
+                return True
+            if i == n:
+                return False
+            after = steps.get((found[0], text[i]))
+            if after is None:
+                work += len(found[0])
+                if work > 1_000_000:   # states met: bounded, whatever the pattern and the text
+                    raise ValueError(f"a value of {n} characters is too long to check against the "
+                                     f"pattern {_cut(pattern, 80)!r}: send a shorter one")
+                if len(steps) > 5_000:
+                    steps.clear()
+                after = steps[(found[0], text[i])] = frozenset(
+                    states[s][2] for s in found[0] if states[s][1](text[i]))
+            current = after
+        return False
 
-def _embedded(parameters: dict, defs: dict) -> dict:
-    """A tool's parameters as the action schema holds them: as they are, or, when they hold
-    references (which point into the tool's own schema), a copy whose references point into the
-    action schema's ``$defs``."""
-    if '"$ref"' not in json.dumps(parameters):
-        return parameters
-    return _rewritten(parameters, parameters, defs, {})
-
-
-def _rewritten(schema: Any, root: dict, defs: dict, names: dict) -> Any:
-    if not isinstance(schema, dict):
-        return schema
-    copy = {}
-    for keyword, value in schema.items():
-        if keyword in ("$defs", "definitions", "discriminator"):
-            # what is referred to moves to defs; a discriminator's mapping would point nowhere
-            continue
-        kind = _SCHEMA_KEYWORDS.get(keyword)
-        if keyword == "$ref":
-            value = "#/$defs/" + _hoisted(value, root, defs, names)
-        elif kind == "schema":
-            value = _rewritten(value, root, defs, names)
-        elif kind == "schemas":
-            value = {name: _rewritten(sub, root, defs, names) for name, sub in value.items()}
-        elif kind == "schema_list":
-            value = [_rewritten(sub, root, defs, names) for sub in value]
-        copy[keyword] = value
-    return copy
-
-
-def _hoisted(ref: str, root: dict, defs: dict, names: dict) -> str:
-    """The name in defs of what ref points to, copied there once. The name ends in a number, unique
-    even as llama.cpp's grammar converter spells it: it names a rule by the last part of a
-    reference, [^A-Za-z0-9-] as -."""
-    target = _resolve_ref(root, ref)
-    if id(target) not in names:
-        last = re.sub(r"[^A-Za-z0-9-]+", "-", ref.rsplit("/", 1)[-1]).strip("-") or "root"
-        names[id(target)] = name = f"{last}-{len(defs)}"
-        defs[name] = {}   # taken before the copy: a schema that refers to itself finds its name
-        defs[name] = _rewritten(target, root, defs, names)
-    return names[id(target)]
+    return search, len(states)
 
 
 class _ArgumentError(Exception):
@@ -1039,102 +1461,23 @@ def _same_json(a: Any, b: Any) -> bool:
     return a == b
 
 
-def _validate(value: Any, schema: Any, path: str, root: Any = None, depth: int = 0) -> Any:
-    """Check value against a tool's schema, every keyword of _SCHEMA_KEYWORDS; return it with
-    integral floats as ints where "integer" asks. ``root`` is the schema local references point into
-    (default: schema). Raises _ArgumentError naming the parameter."""
-    if schema is True:
-        return value
-    if schema is False:
-        raise _ArgumentError(f"{_parameter(path)} is not allowed, got {_shown(value)}")
-    root = schema if root is None else root
-    if depth > _MAX_SCHEMA_DEPTH:
-        raise _ArgumentError(f"{_parameter(path)} is nested too deeply for its schema")
-    if "$ref" in schema:
-        target = _resolve_ref(root, schema["$ref"])
-        if target is None:
-            raise _ArgumentError(f"the schema of {_parameter(path)} refers to nothing "
-                                 f"({schema['$ref']!r})")
-        value = _validate(value, target, path, root, depth + 1)
-    value = _check_type(value, schema, path)
-    if "enum" in schema and not any(_same_json(value, v) for v in schema["enum"]):
-        raise _ArgumentError(f"parameter {path!r} must be one of {json.dumps(schema['enum'])}, got "
-                             f"{_shown(value)}")
-    if "const" in schema and not _same_json(value, schema["const"]):
-        raise _ArgumentError(f"parameter {path!r} must be {json.dumps(schema['const'])}, got "
-                             f"{_shown(value)}")
-    value = _validate_combined(value, schema, path, root, depth)
-    _check_bounds(value, schema, path)
-    if isinstance(value, dict):
-        value = _validate_object(value, schema, path, root, depth)
-    if isinstance(value, list) and schema.get("items", True) is not True:
-        value = [_validate(item, schema["items"], f"{path}[{i}]", root, depth + 1) for i,
-                 item in enumerate(value)]
-    return value
-
-
 def _parameter(path: str) -> str:
     return f"parameter {path!r}" if path else "the arguments"
 
 
 def _check_type(value: Any, schema: dict, path: str) -> Any:
-    kinds = schema.get("type")
-    if kinds is None:
-        return value
-    kinds = [kinds] if isinstance(kinds, str) else list(kinds)
+    """value if it has one of the schema's types (OpenAPI's ``nullable: true`` adds null), as an
+    int where an integral float is taken for "integer"."""
+    kinds = [schema["type"]] if isinstance(schema["type"], str) else list(schema["type"])
+    if schema.get("nullable") is True:
+        kinds.append("null")
     matched = next((kind for kind in kinds if _is_type(value, kind)), None)
     if matched is None:
         raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got "
                              f"{_shown(value)}")
-    return int(value) if matched == "integer" else value
+    return int(value) if matched == "integer" and type(value) is float else value
 
 
-def _validate_combined(value: Any, schema: dict, path: str, root: Any, depth: int) -> Any:
-    """allOf, anyOf, oneOf and not."""
-    for option in schema.get("allOf", ()):
-        value = _validate(value, option, path, root, depth + 1)
-    if "anyOf" in schema:
-        value = _validate_any_of(value, schema["anyOf"], path, root, depth)
-    if "oneOf" in schema:
-        matches, errors = [], []
-        for option in schema["oneOf"]:
-            try:
-                matches.append(_validate(value, option, path, root, depth + 1))
-            except _ArgumentError as exc:
-                errors.append(str(exc))
-        if len(matches) > 1:
-            raise _ArgumentError(f"{_parameter(path)} must match exactly one of the allowed "
-                                 f"shapes, and matches {len(matches)}: got {_shown(value)}")
-        if not matches:
-            raise _ArgumentError("; or ".join(errors))
-        value = matches[0]
-    if "not" in schema:
-        try:
-            _validate(value, schema["not"], path, root, depth + 1)
-        except _ArgumentError:
-            return value
-        shown = _cut(json.dumps(schema["not"]), 80)
-        raise _ArgumentError(f"{_parameter(path)} must not match {shown}, got {_shown(value)}")
-    return value
-
-
-def _validate_any_of(value: Any, options: list, path: str, root: Any, depth: int) -> Any:
-    kinds = [option.get("type") if isinstance(option, dict) else None for option in options]
-    if all(isinstance(kind, str) for kind in kinds) and not any(_is_type(value, kind)
-                                                                for kind in kinds):
-        raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got "
-                             f"{_shown(value)}")
-    errors = []
-    for option in options:
-        try:
-            return _validate(value, option, path, root, depth + 1)
-        except _ArgumentError as exc:
-            errors.append(str(exc))
-    raise _ArgumentError("; or ".join(errors) or f"parameter {path!r} matches no allowed shape")
-
-
-# keyword: (the values it applies to, what it measures of them, the test the measure must pass, the
-# rule as text)
 _BOUNDS = {
     "minimum": (_is_number, None, operator.ge, "at least {}"),
     "maximum": (_is_number, None, operator.le, "at most {}"),
@@ -1151,7 +1494,7 @@ _BOUNDS = {
 }
 
 
-def _check_bounds(value: Any, schema: dict, path: str) -> None:
+def _check_bounds(value: Any, schema: dict, path: str, patterns: dict) -> None:
     """The bounds of numbers, strings, lists and objects, multipleOf, pattern and uniqueItems."""
     problem = None
     for keyword, (applies, measure, passes, rule) in _BOUNDS.items():
@@ -1164,7 +1507,7 @@ def _check_bounds(value: Any, schema: dict, path: str) -> None:
         problem = f"be a multiple of {step}"
     pattern = schema.get("pattern")
     if (problem is None and pattern is not None and isinstance(value, str)
-        and not _pattern(pattern).search(value)):
+            and not patterns[pattern](value)):
         problem = f"match the pattern {pattern!r}"
     if problem is None and schema.get("uniqueItems") is True and isinstance(value, list):
         keys = [_json_key(item) for item in value]
@@ -1200,35 +1543,48 @@ def _json_key(value: Any) -> str:
         return repr(value)
 
 
-def _validate_object(value: dict, schema: dict, path: str, root: Any, depth: int) -> dict:
-    properties = schema.get("properties", {})
-    prefix = f"{path}." if path else ""
-    for key in schema.get("required", []):
-        if key not in value:
-            raise _ArgumentError(f"missing required parameter {prefix + key!r}")
-    others = schema.get("additionalProperties", True)
-    if others is False:
-        extra = [key for key in value if key not in properties]
-        if extra:
-            allowed = ", ".join(properties) or "none"
-            raise _ArgumentError(f"unexpected parameter {prefix + extra[0]!r} (allowed: {allowed})")
-    checked = {}
-    for key, item in value.items():
-        sub = properties[key] if key in properties else others
-        checked[key] = (item if sub is True
-                        else _validate(item, sub, prefix + _text(key), root, depth + 1))
-    return checked
+def _embedded(schema: _Schema, defs: dict) -> dict:
+    """A tool's parameters as the action schema holds them: as they are, or, when they hold
+    references (which point into the tool's own schema), a copy whose references point into the
+    action schema's ``$defs``."""
+    if not schema.targets:
+        return schema.root
+    return _rewritten(schema.root, schema, defs, {})
 
 
-def _check_declared(arguments: dict, schema: dict) -> None:
-    """The arguments themselves (the function's keyword arguments) are only those the schema
-    declares, unless it allows others: JSON Schema's default (any key) would let a model pass a
-    keyword the tool never offered."""
-    declared = _declared(schema, schema)
-    extra = [] if declared is None else [key for key in arguments if key not in declared]
-    if extra:
-        allowed = ", ".join(declared) or "none"
-        raise _ArgumentError(f"unexpected parameter {_text(extra[0])!r} (allowed: {allowed})")
+def _rewritten(node: Any, schema: _Schema, defs: dict, names: dict) -> Any:
+    if not isinstance(node, dict):
+        return node
+    copy = {}
+    for keyword, value in node.items():
+        if keyword in ("$defs", "definitions", "discriminator", "$id", "$anchor"):
+            # what is referred to moves to defs, and every reference is to it from the root; a
+            # discriminator's mapping would point nowhere
+            continue
+        kind = _SCHEMA_KEYWORDS.get(keyword)
+        if keyword == "$ref":
+            value = "#/$defs/" + _hoisted(node, schema, defs, names)
+        elif kind == "schema" or (kind == "items" and not isinstance(value, list)):
+            value = _rewritten(value, schema, defs, names)
+        elif kind in ("schemas", "patterns", "dependencies"):
+            value = {name: _rewritten(sub, schema, defs, names) for name, sub in value.items()}
+        elif kind in ("schema_list", "items"):
+            value = [_rewritten(sub, schema, defs, names) for sub in value]
+        copy[keyword] = value
+    return copy
+
+
+def _hoisted(node: dict, schema: _Schema, defs: dict, names: dict) -> str:
+    """The name in defs of what node's reference points to, copied there once. The name ends in a
+    number, unique even as llama.cpp's grammar converter spells it: it names a rule by the last
+    part of a reference, [^A-Za-z0-9-] as -."""
+    target = schema.targets[id(node)]
+    if id(target) not in names:
+        last = re.sub(r"[^A-Za-z0-9-]+", "-", node["$ref"].rsplit("/", 1)[-1]).strip("-") or "root"
+        names[id(target)] = name = f"{last}-{len(defs)}"
+        defs[name] = {}   # taken before the copy: a schema that refers to itself finds its name
+        defs[name] = _rewritten(target, schema, defs, names)
+    return names[id(target)]
 
 
 def _truncate(text: str, max_chars: Optional[int]) -> str:

@@ -7,13 +7,14 @@ is registered, with a ToolError naming the keyword and the tool. Annotations sta
 import copy
 import json
 import re
+import time
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import agent
-from agent import Agent, MockLLM, ToolError, ToolRegistry, _validate
+from agent import Agent, MockLLM, ToolError, ToolRegistry
 
 # The vocabulary, written out here and not read from agent.py, so that a keyword agent.py forgets shows up.
 CORE = {"$schema", "$id", "$ref", "$anchor", "$dynamicRef", "$dynamicAnchor", "$vocabulary", "$comment", "$defs",
@@ -58,18 +59,31 @@ ENFORCED = {
     "$ref": ({"$ref": "#/$defs/small"}, 11, 10),
     "$defs": ({"$ref": "#/$defs/small"}, 11, 10),
     "definitions": ({"$ref": "#/definitions/small"}, 11, 10),
+    "$anchor": ({"$ref": "#tiny"}, 11, 10),
+    "if": ({"if": {"type": "integer"}, "then": {"minimum": 0}}, -1, "x"),
+    "then": ({"if": {"minimum": 5}, "then": {"multipleOf": 2}}, 7, 8),
+    "else": ({"if": {"type": "string"}, "else": {"type": "integer"}}, 1.5, "x"),
+    "dependentSchemas": ({"dependentSchemas": {"a": {"required": ["b"]}}}, {"a": 1}, {"a": 1, "b": 2}),
+    "dependentRequired": ({"dependentRequired": {"a": ["b"]}}, {"a": 1}, {"b": 1}),
+    "dependencies": ({"dependencies": {"a": ["b"]}}, {"a": 1}, {"a": 1, "b": 1}),
+    "prefixItems": ({"prefixItems": [{"type": "string"}]}, [1], ["a", 1]),
+    "contains": ({"contains": {"type": "string"}}, [1], [1, "a"]),
+    "minContains": ({"contains": {"type": "string"}, "minContains": 2}, [1, "a"], ["a", "b"]),
+    "maxContains": ({"contains": {"type": "string"}, "maxContains": 1}, ["a", "b"], ["a", 1]),
+    "patternProperties": ({"patternProperties": {"^n_": {"type": "integer"}}}, {"n_a": "x"}, {"n_a": 1, "b": "x"}),
+    "propertyNames": ({"propertyNames": {"maxLength": 3}}, {"abcd": 1}, {"abc": 1}),
+    "additionalItems": ({"items": [{}], "additionalItems": {"type": "integer"}}, [1, "x"], ["x", 1]),
+    "unevaluatedItems": ({"prefixItems": [{}], "unevaluatedItems": False}, [1, 2], [1]),
+    "unevaluatedProperties": ({"allOf": [{"properties": {"a": {}}}], "unevaluatedProperties": False},
+                              {"a": 1, "b": 2}, {"a": 1}),
 }
-DEFS = {"$defs": {"small": {"type": "integer", "maximum": 10}}, "definitions": {"small": {"maximum": 10}}}
-REFUSED = {"$anchor", "$dynamicRef", "$dynamicAnchor", "$vocabulary", "$recursiveRef", "$recursiveAnchor",
-           "if", "then", "else", "dependentSchemas", "prefixItems", "contains", "patternProperties",
-           "propertyNames", "additionalItems", "dependencies", "unevaluatedItems", "unevaluatedProperties",
-           "maxContains", "minContains", "dependentRequired", "contentEncoding", "contentMediaType", "contentSchema"}
+DEFS = {"$defs": {"small": {"type": "integer", "maximum": 10}, "tiny": {"$anchor": "tiny", "maximum": 10}},
+        "definitions": {"small": {"maximum": 10}}}
+REFUSED = {"$dynamicRef", "$dynamicAnchor", "$vocabulary", "$recursiveRef", "$recursiveAnchor"}
 ANNOTATIONS = {"$schema", "$id", "$comment", "format", "title", "description", "default", "deprecated", "readOnly",
-               "writeOnly", "examples"}
-REFUSED_VALUES = {"$anchor": "a", "$dynamicRef": "#a", "$dynamicAnchor": "a", "$vocabulary": {},
-                  "$recursiveRef": "#", "$recursiveAnchor": True, "dependentRequired": {"a": ["b"]},
-                  "maxContains": 1, "minContains": 1, "contentEncoding": "base64",
-                  "contentMediaType": "application/json", "dependencies": {"a": ["b"]}}
+               "writeOnly", "examples", "contentEncoding", "contentMediaType", "contentSchema"}
+REFUSED_VALUES = {"$dynamicRef": "#a", "$dynamicAnchor": "a", "$vocabulary": {},
+                  "$recursiveRef": "#", "$recursiveAnchor": True}
 
 
 def tool_with(schema, ran, name="f", **root):
@@ -108,7 +122,8 @@ def test_every_keyword_not_enforced_is_refused_at_registration_naming_it_and_the
 @pytest.mark.parametrize("keyword", sorted(ANNOTATIONS))
 def test_annotations_are_accepted_and_change_nothing(keyword):
     ran = []
-    registry = tool_with({"type": "string", keyword: "x" if keyword != "examples" else ["x"]}, ran)
+    value = {"examples": ["x"], "$schema": "https://json-schema.org/draft/2020-12/schema"}.get(keyword, "x")
+    registry = tool_with({"type": "string", keyword: value}, ran)
     assert registry.call("f", {"x": "y"}) == "ran"
     assert registry.call("f", {"x": 1}).startswith("ERROR: invalid arguments")
 
@@ -139,7 +154,12 @@ def test_an_unknown_keyword_is_refused_with_the_one_meant():
     ({"required": "a"}, ["required"]),
     ({"enum": "ab"}, ["enum"]),
     ({"anyOf": []}, ["anyOf"]),
-    ({"items": [{"type": "string"}]}, ["items"]),            # draft 7's tuple form
+    ({"prefixItems": []}, ["prefixItems"]),
+    ({"$schema": "https://example.com/my-meta-schema"}, ["$schema"]),   # may turn vocabularies off
+    ({"$ref": "#a", "$defs": {"b": {"$anchor": "a"}, "c": {"$anchor": "a"}}}, ["#a", "two schemas"]),
+    ({"pattern": "a{20000}"}, ["pattern", "repeats too much"]),
+    ({"properties": {f"p{i}": {"pattern": f"b{{{9000 + i}}}"} for i in range(30)}}, ["too large"]),
+    ({"patternProperties": {"\\p{L}": {}}}, ["patternProperties", "p{L}"]),   # no equal in Python's re
     ({"properties": {"a": 1}}, ["properties"]),
     ({"$ref": "#/$defs/missing"}, ["$ref", "missing"]),
     ({"$ref": "https://example.com/s.json"}, ["$ref", "local"]),
@@ -150,6 +170,15 @@ def test_a_keyword_with_a_value_it_cannot_have_is_refused_at_registration(schema
         tool_with(schema, [], name="g")
     for word in words + ["'g'"]:
         assert word in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("keyword", ["prefixItems", "minContains"])
+def test_a_later_keyword_that_would_loosen_a_draft_7_schema_is_refused(keyword):
+    # draft 7 applies items to every item and asks contains for one match; these would loosen that
+    with pytest.raises(ToolError, match=f"{keyword}.*draft 7"):
+        tool_with({"prefixItems": [{}], "items": {"type": "integer"}} if keyword == "prefixItems"
+                  else {"contains": {"type": "integer"}, "minContains": 0}, [],
+                  **{"$schema": "http://json-schema.org/draft-07/schema#"})
 
 
 def test_a_schema_that_is_not_json_is_refused_at_registration():
@@ -327,6 +356,10 @@ def test_a_run_with_a_boolean_subschema_calls_the_tool():
 
 # -- action_schema() and the prompt with references -----------------------------------------
 
+def _validate(value, schema):
+    return agent._Schema(schema).validate(value)
+
+
 def reply(name, arguments):
     return {"type": "tool_call", "thought": "t", "name": name, "arguments": arguments}
 
@@ -338,11 +371,11 @@ def test_action_schema_keeps_references_resolvable_from_its_own_root():
         "type": "object", "properties": {"a": {"$ref": "#/$defs/Address"}},
         "$defs": {"Address": {"type": "integer"}}})           # the same name, another schema
     schema = registry.action_schema()
-    assert _validate(reply("save_person", GOOD), schema, "") is not None
-    assert _validate(reply("other", {"a": 3}), schema, "") is not None
+    assert _validate(reply("save_person", GOOD), schema) is not None
+    assert _validate(reply("other", {"a": 3}), schema) is not None
     for bad in [reply("save_person", with_change(["home", "zip"], "x")), reply("other", {"a": "x"})]:
         with pytest.raises(agent._ArgumentError):
-            _validate(bad, schema, "")
+            _validate(bad, schema)
     text = json.dumps(schema)
     refs = set(re.findall(r'"\$ref": "([^"]*)"', text))
     assert refs and all(ref.startswith("#/$defs/") and ref[8:] in schema["$defs"] for ref in refs)
@@ -394,3 +427,153 @@ def test_a_pattern_is_read_as_json_schema_means_it(pattern, value, ok):
     ran = []
     out = tool_with({"type": "string", "pattern": pattern}, ran).call("f", {"x": value})
     assert (out == "ran") is ok, out
+
+
+# -- bounded work: shared references and backtracking patterns ------------------------------
+
+def shared_refs(levels, combinator, leaf):
+    """d0 applies d1 twice, d1 applies d2 twice, ...: 2**levels paths through a schema of `levels` lines."""
+    def uses(i):
+        ref = {"$ref": f"#/$defs/d{i + 1}"}
+        return {"not": {"not": ref}} if combinator == "not" else (
+            {"if": ref, "then": ref, "else": ref} if combinator == "if" else {combinator: [ref, ref]})
+    defs = {f"d{i}": uses(i) for i in range(levels)}
+    defs[f"d{levels}"] = leaf
+    return {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}
+
+
+def nodes(schema):
+    """The subschemas (objects) in a schema's JSON: its size as validation walks it."""
+    if isinstance(schema, list):
+        return sum(nodes(item) for item in schema)
+    return 1 + sum(nodes(value) for value in schema.values()) if isinstance(schema, dict) else 0
+
+
+def positions(value):
+    """The places in a value: each item, each key (propertyNames checks keys) and the value itself."""
+    if isinstance(value, list):
+        return 1 + sum(positions(item) for item in value)
+    return 1 + sum(1 + positions(item) for item in value.values()) if isinstance(value, dict) else 1
+
+
+def checks(parameters, arguments):
+    """How many times validating arguments checks a subschema against a value: the work, counted, not timed."""
+    schema, memo = agent._Schema(parameters), {}
+    try:
+        schema._check(arguments, schema.root, "", memo, 0)
+    except (agent._ArgumentError, ValueError):
+        pass
+    return memo[None]
+
+
+@pytest.mark.parametrize("combinator", ["allOf", "anyOf", "oneOf", "not", "if"])
+def test_references_that_share_definitions_cost_the_schemas_size_not_its_paths(combinator):
+    parameters = shared_refs(40, combinator, {"type": "integer", "minimum": 0})
+    for x in (5, -5, "five", [1, 2]):
+        assert checks(parameters, {"x": x}) <= 4 * nodes(parameters) * positions({"x": x})
+    registry = ToolRegistry()
+    registry.register(lambda x: "ran", name="deep", parameters=parameters)
+    assert registry.action_schema()["$defs"]         # the action schema copies each definition once
+    expected = "ERROR" if combinator == "oneOf" else "ran"   # 5 matches both of oneOf's branches
+    assert registry.call("deep", {"x": 5}).startswith(expected)
+    assert registry.call("deep", {"x": "five"}).startswith("ERROR")
+
+
+def test_nested_branches_that_each_collect_what_they_evaluate_cost_their_size():
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    for _ in range(30):   # each level checks its branch again to learn what it evaluated
+        schema = {"anyOf": [schema, {"type": "null"}], "unevaluatedProperties": False}
+    parameters = {"type": "object", "properties": {"x": schema}}
+    for x in ({"a": 1}, {"a": 1, "b": 2}):
+        assert checks(parameters, {"x": x}) <= 4 * nodes(parameters) * positions({"x": x})
+
+
+def test_a_nullable_branch_of_any_of_takes_null():
+    ran = []
+    registry = tool_with({"anyOf": [{"type": "string", "nullable": True}, {"type": "integer"}]}, ran)
+    assert registry.call("f", {"x": None}) == "ran" and registry.call("f", {"x": 1}) == "ran"
+    assert registry.call("f", {"x": [1]}).startswith("ERROR: invalid arguments") and ran == [None, 1]
+
+
+def test_a_backtracking_pattern_is_searched_in_linear_time():
+    search, _ = agent._regex(r"^(\w+\s?)*$")   # Python's re takes 2**41 steps on the 42 characters below
+    started = time.perf_counter()
+    assert not search("a" * 41 + "!") and search("ab cd ef") and not search("a b" * 5000 + "!")
+    assert time.perf_counter() - started < 2.0
+    registry = ToolRegistry()
+    registry.register(lambda x: "ran", name="p", parameters={
+        "type": "object", "properties": {"x": {"type": "string", "pattern": r"^(\w+\s?)*$"}}})
+    assert registry.call("p", {"x": "a" * 41 + "!"}).startswith("ERROR: invalid arguments")
+    assert registry.call("p", {"x": "a" * 41}) == "ran"
+
+
+def test_a_search_that_would_meet_too_many_states_refuses_the_argument_and_says_why():
+    registry = ToolRegistry()
+    registry.register(lambda x: "ran", name="p", parameters={   # a new set of states at almost every character
+        "type": "object", "properties": {"x": {"type": "string", "pattern": "(a|b)*a(a|b){20}c"}}})
+    windows = "".join(format(i, "021b") for i in range(10_000)).translate({48: "a", 49: "b"})
+    started = time.perf_counter()
+    with pytest.raises(ValueError, match="too long"):
+        agent._regex("(a|b)*a(a|b){20}c")[0](windows)
+    out = registry.call("p", {"x": windows})
+    assert time.perf_counter() - started < 5.0
+    registry.register(lambda x: "ran", name="keys", parameters={   # and so for a name patternProperties reads
+        "type": "object", "properties": {"x": {"patternProperties": {"(a|b)*a(a|b){20}c": {}}}}})
+    out = registry.call("keys", {"x": {windows: 1}})
+    assert out.startswith("ERROR: invalid arguments") and "too long" in out, out
+    registry.register(lambda x: "ran", name="negated", parameters={   # a search that gave up is no mismatch
+        "type": "object", "properties": {"x": {"not": {"pattern": "(a|b)*a(a|b){20}c"}}}})
+    out = registry.call("negated", {"x": windows})
+    assert out.startswith("ERROR: invalid arguments") and "too long" in out, out
+    assert out.startswith("ERROR: invalid arguments") and "too long" in out, out
+
+
+ATOMS = st.sampled_from(["a", "b", ".", "\\w", "\\s", "\\d", "[ab]", "[^a]", "\\b", "^", "$"])
+
+
+@st.composite
+def patterns(draw, depth=0):
+    parts = []
+    for _ in range(draw(st.integers(1, 3))):
+        atom = f"({draw(patterns(depth + 1))})" if depth < 2 and draw(st.booleans()) else draw(ATOMS)
+        quantifier = "" if atom in ("^", "$", "\\b") else draw(st.sampled_from(["", "*", "+", "?", "{1,3}"]))
+        parts.append(atom + quantifier)
+    branch = "".join(parts)
+    return branch + "|" + draw(patterns(depth + 1)) if depth < 2 and draw(st.integers(0, 4)) == 0 else branch
+
+
+@given(patterns(), st.text("ab !1", max_size=10), st.text("ab !1", min_size=500, max_size=2000))
+def test_any_pattern_searches_as_re_does_on_plain_text_and_never_hangs(pattern, short, long):
+    # on these characters ECMA's and Python's meanings agree, and 10 characters keep re fast
+    search, _ = agent._regex(pattern)
+    assert search(short) == bool(re.search(pattern, short)), (pattern, short)
+    started = time.perf_counter()
+    try:
+        search(long)
+    except ValueError:   # the search's own bound: the argument is refused, saying so
+        pass
+    assert time.perf_counter() - started < 5.0
+
+
+LEAVES = st.one_of(st.just({"type": "integer"}), st.just({"type": "string", "maxLength": 3}),
+                   patterns().map(lambda p: {"type": "string", "pattern": p}),
+                   st.just({"type": "array", "items": {"type": "integer"}}),
+                   st.just({"type": "object", "propertyNames": {"pattern": "^[a-z]+$"},
+                            "additionalProperties": {"type": "integer"}}))
+VALUES = st.recursive(st.one_of(st.integers(-3, 3), st.text("ab !", max_size=6), st.none()),
+                      lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                              st.dictionaries(st.text("ab", max_size=2), inner, max_size=3)),
+                      max_leaves=8)
+
+
+@given(st.integers(1, 30), st.lists(st.sampled_from(["allOf", "anyOf", "oneOf", "not", "if"]), min_size=1),
+       LEAVES, VALUES)
+def test_any_schema_with_shared_references_validates_in_work_linear_in_its_size(levels, combinators, leaf, x):
+    parameters = shared_refs(levels, combinators[0], leaf)
+    for i, combinator in enumerate(combinators[1:levels]):   # mixed combinators, still shared
+        parameters["$defs"][f"d{i + 1}"] = shared_refs(levels, combinator, leaf)["$defs"][f"d{i + 1}"]
+    assert checks(parameters, {"x": x}) <= 4 * nodes(parameters) * positions({"x": x})
+    registry = ToolRegistry(default_timeout=None)
+    registry.register(lambda x=None: "ran", name="t", parameters=parameters)
+    out = registry.call("t", {"x": x})
+    assert out == "ran" or out.startswith("ERROR: invalid arguments"), out
