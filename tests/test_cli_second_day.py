@@ -504,8 +504,8 @@ def test_only_the_calls_without_usage_are_estimated_and_they_are_named(monkeypat
 
 # -- the README: a newcomer's first commands, and the real session ---------------------------------------
 
-def readme():
-    return open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+def readme(path="README.md"):
+    return open(os.path.join(ROOT, path), encoding="utf-8").read()
 
 
 def served_by(server_base, command):
@@ -525,8 +525,10 @@ def test_the_first_screen_reaches_a_local_server_with_the_third_command(serve, c
     assert len(readme()[:readme().index(commands[2])].splitlines()) < 25   # on the first screen
 
 
-def test_the_readme_real_session_commands_run_as_written(serve, capsys):
-    section = readme()[readme().index("**A real session**"):].split("```")[1]
+def test_the_real_session_commands_run_as_written(serve, capsys):
+    """The real session that docs/NOTES.md shows, under "The command line"."""
+    notes = readme("docs/NOTES.md")
+    section = notes[notes.index("**A real session**"):].split("```")[1]
     commands = [line[2:] for line in section.splitlines() if line.startswith("$ python agent.py")]
     assert len(commands) == 2
     listing = json.dumps({"data": [{"id": "smollm2-135m-instruct"}]}).encode()
