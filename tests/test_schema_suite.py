@@ -22,7 +22,7 @@ ONE = {"not", "if", "then", "else", "additionalProperties", "propertyNames", "un
 LIST = {"allOf", "anyOf", "oneOf", "prefixItems"}
 MAP = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
 # The one case where agent.py is stricter than the suite: draft 7 ignores every keyword beside a
-# "$ref", and agent.py enforces them, as the schema's author wrote them (README, "Schemas").
+# "$ref", and agent.py enforces them, as the schema's author wrote them (docs/NOTES.md, "Schemas").
 STRICTER = {("draft7/ref.json", "ref overrides any sibling keywords", "ref valid, maxItems ignored")}
 
 
