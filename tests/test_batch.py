@@ -136,7 +136,7 @@ def test_a_whole_last_line_without_its_line_break_is_kept_on_resume(tmp_path):
     llm = MockLLM()
     summary = run_batch(Agent(llm, agent._demo_tools()), arithmetic(3), out=str(out))
     assert len(llm.calls) == 2 and summary["earlier"] == 2   # only t2 ran
-    assert ids(out) == ["t0", "t1", "t2"]                  # each line whole: t2 does not join t1
+    assert sorted(ids(out)) == ["t0", "t1", "t2"]   # each line whole: t2 does not join t1 (workers finish in any order)
 
 
 def test_a_task_file_is_never_taken_for_a_results_file(tmp_path, capsys):
