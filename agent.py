@@ -4182,7 +4182,7 @@ class OpenAICompatLLM:
 
     def _unreadable(self, problem: str, text: str, url: Optional[str] = None) -> LLMError:
         """The error for an answer that holds no reply, quoting its start, scrubbed."""
-        return LLMError(f"{url or self.url} {problem}: {_quoted(text, self._scrub)}")
+        return LLMError(f"{url or self.url} {problem}: {_quoted_body(text, self._scrub)}")
 
     def _fail(self, status: Optional[int], text: str, headers: Any = None,
               url: Optional[str] = None) -> None:
@@ -4318,7 +4318,7 @@ def _clean_key(api_key: Any) -> Optional[str]:
     return api_key.strip() or None
 
 
-def _quoted(text: str, scrub: Callable[[str], str]) -> str:
+def _quoted_body(text: str, scrub: Callable[[str], str]) -> str:
     """A body that holds no message of its own, as an error quotes it: scrubbed, its start, on one
     line."""
     text = text.strip()
@@ -4336,7 +4336,7 @@ def _server_error(text: str, scrub: Callable[[str], str]) -> tuple:
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
-        return _quoted(text, scrub), {}
+        return _quoted_body(text, scrub), {}
     error = data.get("error", data) if isinstance(data, dict) else data
     details = error if isinstance(error, dict) else {}
     message = (details.get("message") or details.get("detail") or error) if details else error
@@ -5532,7 +5532,7 @@ class _McpHttp:
                               "follows none; fix the URL)")
         hint = " (check the credentials in its headers)" if exc.code in (401, 403) else ""
         raise _McpFailure(f"HTTP {exc.code} from MCP server {self.label}{hint}: "
-                          f"{_quoted(text, self.session.scrub)}")
+                          f"{_quoted_body(text, self.session.scrub)}")
 
     def _read(self, response: Any, message: dict, deadline: _Deadline) -> None:
         """Deliver the JSON answer, or each event of the stream until the answer to message has
@@ -5563,7 +5563,7 @@ class _McpHttp:
             answer = json.loads(text)
         except (ValueError, RecursionError):
             raise _McpFailure(f"MCP server {self.label} answered with something that is not JSON: "
-                              f"{_quoted(text, self.session.scrub)}") from None
+                              f"{_quoted_body(text, self.session.scrub)}") from None
         self.session.deliver(answer)
         return answer.get("id") if isinstance(answer, dict) and "method" not in answer else None
 
