@@ -1827,10 +1827,10 @@ class _Example(typing.NamedTuple):
 def _example(registry: ToolRegistry) -> _Example:
     """The prompt's worked example, with a made-up tool that the registry does not have.
 
-    Two calls, then an answer from both results and the task's counts: with one call,
-    Qwen2.5-Coder-0.5B answered every two-lookup task after its first call; with a difference
-    of two heights in place of prices and counts, it walked a tool's list of cities on a task
-    that needs no tool (README, "The prompt"). A model that copies a call calls a tool that
+    Two calls, then an answer from both results and the task's counts: with one call, a small
+    model answers a task that needs two lookups after its first call; with a difference of two
+    heights in place of prices and counts, it walks a tool's list of cities on a task that needs
+    no tool (docs/NOTES.md, "The prompt"). A model that copies a call calls a tool that
     does not exist, which runs nothing and is answered with the real names (and the action
     schema, in the loop), so a copy never runs a wrong call unnoticed; a copied call or answer
     is refused as a copy.
@@ -1997,7 +1997,7 @@ def _unquote_action(text: str, first: Any, repairs: list) -> tuple:
 # spelling is one line.
 _THINK_BLOCKS = (("<think>", "</think>"), ("<thinking>", "</thinking>"),
                  ("<reasoning>", "</reasoning>"),
-                 ("[THINK]", "[/THINK]"))    # the last: Mistral's (Magistral, Devstral)
+                 ("[THINK]", "[/THINK]"))    # the last: Mistral's reasoning models' spelling
 _THINK_CLOSING = {opening.lower(): closing for opening, closing in _THINK_BLOCKS}
 _THINK_OPENS = "|".join(re.escape(opening) for opening, _ in _THINK_BLOCKS)
 _THINK_OPEN = re.compile(_THINK_OPENS, re.I)
@@ -2511,8 +2511,9 @@ def _lists_values(unit: str) -> bool:
     ``.000000000``) are not data.
     """
     if _TOKEN.fullmatch(unit):
-        # SmolLM2-135M looped "greeting_to_" inside an argument to the context's end (minutes)
-        # the unit may start inside a word: its two copies hold the join
+        # a name written again and again ("greeting_to_") is a loop that runs to the context's
+        # end (docs/NOTES.md, "Streaming"); the unit may start inside a word: its two copies
+        # hold the join
         return not (_NAME_UNIT.fullmatch(unit) and _JOINED_WORDS.search(unit + unit))
     separator = _ROW_SEPARATORS.search(unit)
     if not unit.strip() or not separator:
@@ -2527,9 +2528,8 @@ def _lists_values(unit: str) -> bool:
             continue
         opens = len(_OPENING.findall(outside))
         # A unit that opens more than it closes nests deeper with each copy, and a member with no
-        # bracket is the same key again in one object: neither is data. SmolLM2-135M wrote
-        # '"item.description":"The item's description.",' to the context's end, and
-        # '"properties": {' with '"type": "object",' 269 levels deep.
+        # bracket is the same key again in one object: neither is data, and a looping model
+        # writes both to the context's end (docs/NOTES.md, "Streaming").
         if opens <= len(_CLOSING.findall(outside)) and not (opens == 0 and _MEMBER.search(reading)):
             return True
     return False
@@ -3124,9 +3124,9 @@ class _StreamState:
             return False
         cut = self._scanner.feed(piece) if self._scanner is not None else None
         if cut is None and self._scanner is not None and self._scanner.too_deep:
-            # SmolLM2-135M nested '"properties": {' 269 levels deep, 35,203 characters in 249 s. (A
-            # mismatched bracket is read on: it may be a draft in reasoning whose <think> the
-            # server dropped, which a later </think> ends.)
+            # the parser refuses such a reply whatever follows, and a looping model nests on for
+            # minutes (docs/NOTES.md, "Streaming"). (A mismatched bracket is read on: it may be a
+            # draft in reasoning whose <think> the server dropped, which a later </think> ends.)
             cut = self._scanner.broken_at
         # the first action just closed or nested too deep: the rest is not needed
         if cut is not None:
@@ -3647,8 +3647,8 @@ _ADAPTATIONS = (
                 lambda body: _format_type(body) == "json_schema", _as_json_object),
     _Adaptation("response_format", _FORMAT_REJECTED, _holds("response_format"),
                 _without("response_format")),
-    # Gemma-style templates, often as llama.cpp's 500 "Jinja exception"; Mistral's old ones say
-    # "roles must alternate"
+    # a chat template without a system role: often llama.cpp's 500 "Jinja exception", or "roles
+    # must alternate" (docs/NOTES.md, "The client")
     _Adaptation("the system role", re.compile(
         r"system[ _](?:role|message|prompt)s?\b[^.]{0,40}\b"
         r"(?:not supported|unsupported|not allowed)"
@@ -3779,7 +3779,8 @@ class OpenAICompatLLM:
         self.max_request_seconds = max_request_seconds   # seconds: a whole request, first byte too
         self.max_response_bytes = max_response_bytes     # a longer answer is refused
         self.max_retries = max_retries       # retries after the first attempt
-        # None by default: a server would cut inside reasoning that mentions the stop (issue 18.1)
+        # None by default: a server cuts at a stop inside reasoning too (docs/NOTES.md,
+        # "The observation")
         self.stop = [stop] if isinstance(stop, str) and stop else list(stop or ())
         self.extra_body, self.headers = dict(extra_body or {}), dict(headers or {})
         self.organization, self.project = organization, project   # sent as the SDK does
@@ -4182,7 +4183,7 @@ class OpenAICompatLLM:
 
     def _unreadable(self, problem: str, text: str, url: Optional[str] = None) -> LLMError:
         """The error for an answer that holds no reply, quoting its start, scrubbed."""
-        return LLMError(f"{url or self.url} {problem}: {_quoted(text, self._scrub)}")
+        return LLMError(f"{url or self.url} {problem}: {_quoted_body(text, self._scrub)}")
 
     def _fail(self, status: Optional[int], text: str, headers: Any = None,
               url: Optional[str] = None) -> None:
@@ -4318,7 +4319,7 @@ def _clean_key(api_key: Any) -> Optional[str]:
     return api_key.strip() or None
 
 
-def _quoted(text: str, scrub: Callable[[str], str]) -> str:
+def _quoted_body(text: str, scrub: Callable[[str], str]) -> str:
     """A body that holds no message of its own, as an error quotes it: scrubbed, its start, on one
     line."""
     text = text.strip()
@@ -4336,7 +4337,7 @@ def _server_error(text: str, scrub: Callable[[str], str]) -> tuple:
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
-        return _quoted(text, scrub), {}
+        return _quoted_body(text, scrub), {}
     error = data.get("error", data) if isinstance(data, dict) else data
     details = error if isinstance(error, dict) else {}
     message = (details.get("message") or details.get("detail") or error) if details else error
@@ -4461,7 +4462,7 @@ def _names_model(message: str, model: Any) -> bool:
     if not isinstance(model, str) or not model:
         return False
     # Not inside a longer name: no name character may touch it, nor a "." or ":" that goes on
-    # ("llama3.1").
+    # ("name3" is not in "name3.1" or "name3:latest", but is in "name3." ending a sentence).
     return re.search(rf"(?<![\w.:/-]){re.escape(model)}(?![\w/-]|[.:][\w/-])", message) is not None
 
 
@@ -4945,7 +4946,7 @@ class _McpSession:
 
     def __init__(self, transport: Any, seconds: float) -> None:
         self.transport, self.seconds, self.label = transport, seconds, transport.label
-        # the verdict of open(): True for 2026-07-28, False for the handshake era
+        # the verdict of open(): True for _MCP_VERSION (no handshake), False for the older ones
         self.modern = False
         self.version: Optional[str] = None
         self._lock = threading.Lock()
@@ -5102,7 +5103,7 @@ class _McpSession:
     def deliver(self, arrived: Any) -> None:
         """Route a message that arrived (or each of a batch): an answer to its caller (a stray or
         repeated id is ignored), the server's own request to _answer_server."""
-        # a batch (protocol 2025-03-26) holds messages, never another batch
+        # a batch (one of _MCP_OLD_VERSIONS allows them) holds messages, never another batch
         for message in arrived if isinstance(arrived, list) else [arrived]:
             if not isinstance(message, dict):
                 _log.warning("MCP server %s sent a message that is not an object; ignored",
@@ -5532,7 +5533,7 @@ class _McpHttp:
                               "follows none; fix the URL)")
         hint = " (check the credentials in its headers)" if exc.code in (401, 403) else ""
         raise _McpFailure(f"HTTP {exc.code} from MCP server {self.label}{hint}: "
-                          f"{_quoted(text, self.session.scrub)}")
+                          f"{_quoted_body(text, self.session.scrub)}")
 
     def _read(self, response: Any, message: dict, deadline: _Deadline) -> None:
         """Deliver the JSON answer, or each event of the stream until the answer to message has
@@ -5563,7 +5564,7 @@ class _McpHttp:
             answer = json.loads(text)
         except (ValueError, RecursionError):
             raise _McpFailure(f"MCP server {self.label} answered with something that is not JSON: "
-                              f"{_quoted(text, self.session.scrub)}") from None
+                              f"{_quoted_body(text, self.session.scrub)}") from None
         self.session.deliver(answer)
         return answer.get("id") if isinstance(answer, dict) and "method" not in answer else None
 
@@ -5667,9 +5668,8 @@ _CONSTRAIN_MODES = ("auto", "always", "never")
 _CHAT_OPTIONS = ("response_schema", "temperature", "max_seconds", "frequency_penalty")
 # at least this once a failed reply repeats: a deterministic loop needs sampling
 _HOT_TEMPERATURE = 0.7
-# Sent with the schema: under constrained decoding small models loop inside a string until the token
-# limit; on SmolLM2-135M this took valid replies from 6-8 to 12 of 12 (bench/real_tasks.py
-# --first-call).
+# Sent with the schema: under constrained decoding a small model may loop inside a string until the
+# token limit, which the penalty prevents (docs/NOTES.md, "The schema rung").
 _CONSTRAINED_PENALTY = 0.5
 # the loop's clock for max_seconds and step times (tests replace it); tools keep their own
 _now = time.monotonic
@@ -6106,8 +6106,8 @@ def _copied(action: Action, example: Optional[_Example], seen: Callable[[], str]
     if any((action.name, action.arguments) == (c["name"], c["arguments"])
            for c, _ in example.calls):
         return _COPIED_CALL
-    # An example's argument in a registered tool: SmolLM2-135M sent get_price({"item": "Eiffel
-    # Tower height"}) for the weather in Lima. It is one only when nothing the model was given
+    # An example's argument in a registered tool runs a call about the example's task, not the
+    # model's (docs/NOTES.md, "The prompt"). It is one only when nothing the model was given
     # names the example's subjects (a task, or a tool result, about the Louvre may ask for that).
     queries = {v.strip().lower() for c, _ in example.calls for _, v in _leaves(c["arguments"])}
     for where, value in arguments:
@@ -6127,9 +6127,8 @@ def _description_copy(action: Action, registry: ToolRegistry, seen: Callable[[],
     """The examples of the called tool's description that a call's arguments only copy, each where
     no user message names it (``'get_weather's example "Rome"'``), or None.
 
-    A model made to call a tool on a task that needs none copies it: Qwen2.5-Coder-0.5B sent
-    get_weather({"city": "Rome"}) for "thank you" in French, SmolLM2-135M get_stock({"item":
-    "screws"}) for the time."""
+    A model made to call a tool on a task that needs none copies it: get_weather({"city":
+    "Rome"}) for "thank you" in French (docs/NOTES.md, "The tool rung")."""
     tool = registry.get(action.name) if action.kind == "tool_call" else None
     if tool is None:
         return None
@@ -6202,11 +6201,10 @@ def _without_rung_words(answer: str) -> str:
     return left if left.strip() else answer
 
 
-# The answer rung's schema: the final shape without its "thought". SmolLM2-135M, its last reply a
-# call copied with "thought": "<why>", went on from that thought to "answer": "<the answer>" and
-# answered from the result in 2 of 10 cases; with no thought to write, in 8 of 10
-# (bench/real_tasks.py --in-hand, the state after a format error). A new dict each call, as the
-# action schema is: a client may change what it is given.
+# The answer rung's schema: the final shape without its "thought". A model whose last reply copied
+# "thought": "<why>" goes on from that thought to "answer": "<the answer>"; with no thought to
+# write, it answers from the result (docs/NOTES.md, "The answer rung"). A new dict each call, as
+# the action schema is: a client may change what it is given.
 def _answer_only() -> dict:
     return {"type": "object",
             "properties": {"type": {"const": "final"}, "answer": {"type": "string"}},
@@ -6511,8 +6509,8 @@ class Agent:
             options["response_schema"] = schema
             if "frequency_penalty" in self._accepts:
                 options["frequency_penalty"] = _CONSTRAINED_PENALTY
-        # A final answer does not loop: sampled hot, SmolLM2-135M answered "True" where at the
-        # client's temperature it answered from its thought.
+        # A final answer does not loop, and sampled hot a small model's answer is a coin toss
+        # (docs/NOTES.md, "The answer rung").
         if state.hot and not state.answering():
             configured = getattr(self.llm, "temperature", None)
             options["temperature"] = (max(_HOT_TEMPERATURE, configured) if _is_number(configured)
@@ -6614,8 +6612,8 @@ class Agent:
     def _give_up(self, state: _RunState, step: Step, earlier: _Earlier) -> str:
         """The last repeat allowed of a failed call: the answer rung, with the model's own thought.
 
-        SmolLM2-135M, told only that the call will not work, answered "Yes, I can do that"; with
-        its thought quoted last it answered from it ("The capital of France is Paris.")."""
+        Told only that the call will not work, a small model answers "Yes, I can do that"; with
+        its thought quoted last, it answers from it (docs/NOTES.md, "The answer rung")."""
         self._answer_rung(state, step, "a call that failed was repeated for the last time allowed")
         text = _GIVE_UP.format(step=earlier.step)
         thought = (step.action.thought or "").strip()
@@ -8239,7 +8237,8 @@ def _cli_on_step(args: argparse.Namespace, trace: Optional[_Trace], status: Opti
         served = getattr(llm, "last_model", None) if step.raw is not None else None
         if (isinstance(served, str) and not warned
             and not served.startswith(getattr(llm, "model", ""))):
-            # OpenAI answers gpt-4o as gpt-4o-2024-08-06: a longer name is the same model
+            # a server may answer with a dated snapshot of the name asked: a longer name is the
+            # same model (docs/NOTES.md, "The command line")
             warned.append(served)
             _log.warning("the server answered as model %r, not %r: it may serve one model whatever "
                          "the name asked",
