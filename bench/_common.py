@@ -1,4 +1,5 @@
 """Shared helpers for the benchmarks: import agent.py from the repository, time things, print tables."""
+import argparse
 import os
 import statistics
 import sys
@@ -47,3 +48,13 @@ def machine():
 
     return f"{platform.python_implementation()} {platform.python_version()} on {platform.machine()}, " \
            f"{os.cpu_count()} CPUs ({platform.platform(terse=True)})"
+
+
+def server_arguments(doc):
+    """The parser of a benchmark that talks to a real server: its URL, model and how it is asked."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--base-url", default=os.environ.get("OPENAI_BASE_URL", "http://127.0.0.1:18080/v1"))
+    parser.add_argument("--model", default=os.environ.get("OPENAI_MODEL", "smollm2-135m-instruct"))
+    parser.add_argument("--constrain", default=None, help="auto, always or never (default: the agent's default)")
+    parser.add_argument("--no-stream", action="store_true", help="send stream=False")
+    return parser

@@ -30,7 +30,6 @@ Prints a row per item and the two percentages. Not a test: it needs a running se
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -40,8 +39,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
 
 import agent  # noqa: E402
+from _common import server_arguments  # noqa: E402
 
 SEED = 20261204
 PER_CATEGORY = 40
@@ -266,11 +267,7 @@ def make_sample(data_dir: str, path: str = SAMPLE_FILE, seed: int = SEED, per_ca
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base-url", default=os.environ.get("OPENAI_BASE_URL", "http://127.0.0.1:18080/v1"))
-    parser.add_argument("--model", default=os.environ.get("OPENAI_MODEL", "smollm2-135m-instruct"))
-    parser.add_argument("--constrain", default=None, help="auto, always or never (default: the agent's default)")
-    parser.add_argument("--no-stream", action="store_true", help="send stream=False")
+    parser = server_arguments(__doc__)
     parser.add_argument("--max-steps", type=int, default=3)
     parser.add_argument("--category", choices=["simple", "irrelevance"], help="run one category only")
     parser.add_argument("--only", help="comma-separated item ids to run")

@@ -50,6 +50,8 @@ sys.path.insert(0, HERE)
 
 import agent  # noqa: E402
 import real_tools  # noqa: E402
+from suite_tools import calculator, clock  # noqa: E402
+from _common import server_arguments  # noqa: E402
 
 TASKS_FILE = os.path.join(HERE, "real_tasks.jsonl")
 SPLIT_FILES = {"dev": os.path.join(HERE, "suite_dev.jsonl"), "test": os.path.join(HERE, "suite_test.jsonl")}
@@ -199,20 +201,6 @@ def _peer_tokens(peer) -> int:
         if usage is not None:
             total += int(getattr(usage, "input_tokens", 0) or 0) + int(getattr(usage, "output_tokens", 0) or 0)
     return total
-
-
-def calculator(expression: str) -> str:
-    """Evaluate an arithmetic expression: + - * / // % **, parentheses, sqrt, log, sin, pi, ...
-
-    Args:
-        expression: The arithmetic to evaluate, e.g. "(128*3+40)/4".
-    """
-    return agent._calculator(expression)
-
-
-def clock() -> str:
-    """The current date and time in UTC."""
-    return agent._clock()
 
 
 # Sampling settings compared on one schema-constrained first call per task (--first-call): why the
@@ -368,11 +356,7 @@ def compare(paths: list) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base-url", default=os.environ.get("OPENAI_BASE_URL", "http://127.0.0.1:18080/v1"))
-    parser.add_argument("--model", default=os.environ.get("OPENAI_MODEL", "smollm2-135m-instruct"))
-    parser.add_argument("--constrain", default=None, help="auto, always or never (default: the agent's default)")
-    parser.add_argument("--no-stream", action="store_true", help="send stream=False")
+    parser = server_arguments(__doc__)
     parser.add_argument("--max-steps", type=int, default=None,
                         help=f"default: {SUITE_MAX_STEPS} for the suite (--split, --tasks), 10 for real_tasks.jsonl")
     parser.add_argument("--split", choices=sorted(SPLIT_FILES), help="run the task suite's dev or test half")

@@ -25,7 +25,6 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 import agent  # noqa: E402
-import real_tools  # noqa: E402
 from real_tools import get_price, get_stock, get_weather  # noqa: E402,F401  (the shop, unchanged)
 
 # what one euro buys
