@@ -173,3 +173,29 @@ def test_python_only_pattern_syntax_is_refused(pattern, value):
     with pytest.raises(agent.ToolError):
         Tool("t", "d", {"type": "object", "properties": {"x": {"type": "string", "pattern": pattern}}},
              lambda **k: "ok")
+
+
+def _chain(levels):
+    defs = {f"d{i}": {"allOf": [{"$ref": f"#/$defs/d{i + 1}"}]} for i in range(levels)}
+    defs[f"d{levels}"] = {}          # at the end of the chain: any value
+    return defs
+
+
+@pytest.mark.parametrize("x, defs", [
+    ({"not": {"$ref": "#/$defs/d0"}}, _chain(150)),
+    ({"oneOf": [{}, {"$ref": "#/$defs/d0"}]}, _chain(150)),
+    ({"not": {"$ref": "#/$defs/a"}}, {"a": {"allOf": [{"$ref": "#/$defs/a"}]}}),
+], ids=["not-over-deep-chain", "oneOf-with-deep-chain", "not-over-self-reference"])
+@pytest.mark.xfail(strict=True, reason="review r4: FAIL-OPEN. The validation depth limit and a "
+                   "reference that reads no value raise _ArgumentError, which `not` and `oneOf` read "
+                   "as 'does not match': a schema no value satisfies accepts every value")
+def test_depth_limit_inside_not_or_oneOf_never_accepts(x, defs):
+    ran = []
+    registry = ToolRegistry(default_timeout=2)
+    try:
+        registry.register(Tool("t", "d", {"type": "object", "properties": {"x": x}, "$defs": defs},
+                               lambda **k: ran.append(k) or "ran"))
+    except agent.ToolError:
+        return                          # refused at registration: fine
+    registry.call("t", {"x": "hi"})
+    assert ran == []
