@@ -993,14 +993,15 @@ class _Schema:
         key = (id(schema), id(value), path)
         done = memo.get(key)
         if done is not None:
-            if done[1] is ...:
-                raise _ArgumentError(f"the schema of {_parameter(path)} refers to itself without "
-                                     "reading a value")
+            if done[1] is ...:   # ValueError, not _ArgumentError: `not` must never take it
+                raise ValueError(f"the schema of {_parameter(path)} is too deep to check: it "
+                                 "refers to itself without reading a value")
             if isinstance(done[1], _ArgumentError):
                 raise done[1]
             return done[1]
-        if depth > _MAX_SCHEMA_DEPTH:
-            raise _ArgumentError(f"{_parameter(path)} is nested too deeply for its schema")
+        if depth > _MAX_SCHEMA_DEPTH:   # ValueError: `not` and `oneOf` must never take it
+            raise ValueError(f"the schema of {_parameter(path)} is too deep to check (over "
+                             f"{_MAX_SCHEMA_DEPTH} levels of subschemas and values)")
         memo[key] = (value, ...)    # the value stays referenced: its id is not reused meanwhile
         try:
             result = self._keywords(value, schema, path, memo, depth + 1)
