@@ -5127,23 +5127,38 @@ class _McpSession:
             box.put(message)
 
     def _scrub_strings(self, message: dict) -> None:
-        """Scrub every string value in a message, in place, at any depth (a loop: a deep message
-        cannot exhaust the stack)."""
+        """Scrub every string and number in a message, and every object key, in place, at any
+        depth (a loop: a deep message cannot exhaust the stack). A key or number that holds a
+        secret becomes the scrubbed text."""
         holders: list = [message]
-        strings: list = []                  # (holder, key) of each string value
+        strings: list = []                  # (holder, key, text) of each string or number value
+        keyed: list = []                    # the objects, whose keys are texts too
         while holders:
             holder = holders.pop()
+            if isinstance(holder, dict):
+                keyed.append(holder)
             for key in range(len(holder)) if isinstance(holder, list) else list(holder):
-                if isinstance(holder[key], str):
-                    strings.append((holder, key))
-                elif isinstance(holder[key], (list, dict)):
-                    holders.append(holder[key])
-        # one pass over them all finds any secret a string holds: a message of a million short
+                item = holder[key]
+                if isinstance(item, str):
+                    strings.append((holder, key, item))
+                elif isinstance(item, (int, float)) and not isinstance(item, bool):
+                    strings.append((holder, key, repr(item)))
+                elif isinstance(item, (list, dict)):
+                    holders.append(item)
+        # one pass over them all finds any secret a text holds: a message of a million short
         # strings then costs one scrub, not a million
-        joined = "\0".join(holder[key] for holder, key in strings)
-        if self.scrub(joined) != joined:
-            for holder, key in strings:
-                holder[key] = self.scrub(holder[key])
+        joined = "\0".join([*(text for _, _, text in strings),
+                             *(key for holder in keyed for key in holder)])
+        if self.scrub(joined) == joined:
+            return
+        for holder, key, text in strings:
+            if self.scrub(text) != text:
+                holder[key] = self.scrub(text)
+        for holder in keyed:
+            if any(self.scrub(key) != key for key in holder):
+                items = [(self.scrub(key), item) for key, item in holder.items()]
+                holder.clear()
+                holder.update(items)
 
     def _answer_server(self, message: dict) -> None:
         """A server's own request: ping is answered; sampling, elicitation and roots are not

@@ -65,8 +65,6 @@ def _run_echo(registry):
     return json.dumps(llm.calls), json.dumps(result.to_dict())
 
 
-@pytest.mark.xfail(strict=True, reason="review r4: object keys a server sends (structuredContent) are "
-                   "never scrubbed; an env= secret echoed as a key reaches the model and the result")
 def test_secret_as_a_key_of_structured_content_is_scrubbed(server):
     with ToolRegistry(default_timeout=5) as registry:
         registry.add_mcp([sys.executable, server, "key_in_result"], env={"MY_API_TOKEN": SECRET})
@@ -74,8 +72,6 @@ def test_secret_as_a_key_of_structured_content_is_scrubbed(server):
     assert SECRET not in sent and SECRET not in saved
 
 
-@pytest.mark.xfail(strict=True, reason="review r4: a property name in a listed tool's inputSchema is a "
-                   "key, never scrubbed: an env= secret there goes into the system prompt")
 def test_secret_as_a_property_name_in_a_listed_schema_is_scrubbed(server):
     with ToolRegistry(default_timeout=5) as registry:
         registry.add_mcp([sys.executable, server, "key_in_schema"], env={"MY_API_TOKEN": SECRET})
