@@ -3373,6 +3373,10 @@ class MockLLM:
         self.options: list[dict] = []  # the per-call options of each call, e.g. response_schema
         self.last_finish_reason: Optional[str] = None
         self._finish_reasons: list = []  # what each reply reports as its finish_reason (a replay)
+        # a replay's summary replies, (reply, finish_reason) pairs, served only to summary requests
+        # (None: one script answers every call); and how many calls of each kind were answered
+        self._summaries: Optional[list] = None
+        self._served = {False: 0, True: 0}
 
     # _planner(messages) -> str answers when there is no script: the offline planner, which the demo
     # section attaches below (it needs the demo's tools).
@@ -3388,15 +3392,19 @@ class MockLLM:
         its reply, in the order they were made: a context overflow (``overflow_budget``),
         as the same overflow (so the same budget follows), then its ``summary_calls``
         (``memory="summary"``), a failed one as an ``LLMError`` with the same message,
-        then the replies it did not keep (``discarded_raw``). Only these recorded fields
+        then the replies it did not keep (``discarded_raw``). A summary reply answers
+        only a summary request (known by its prompt), and any other reply only another
+        request: a run that summarises where the recording did not, or the reverse,
+        never takes a summary for an action. Only these recorded fields
         are read, never the step's notes: a note may quote a server's text, and that is
         no reply of the model. A trace written before a field existed replays without it.
         Raises OSError when the file cannot be read and ValueError when it holds no run.
         """
         calls = [call for step in _trace_steps(path) if isinstance(step, dict)
                  for call in _recorded_calls(step)]
-        llm = cls([reply for reply, _ in calls])
-        llm._finish_reasons = [reason for _, reason in calls]
+        llm = cls([reply for reply, _, summary in calls if not summary])
+        llm._finish_reasons = [reason for _, reason, summary in calls if not summary]
+        llm._summaries = [(reply, reason) for reply, reason, summary in calls if summary]
         return llm
 
     def chat(self, messages: list[dict], **options: Any) -> str:
@@ -3405,12 +3413,19 @@ class MockLLM:
         self.options.append(dict(options))
         if self.replies is None:
             return self._planner(messages)
-        if len(self.calls) > len(self.replies):
-            raise LLMError(f"MockLLM ran out of scripted replies after {len(self.replies)}")
-        index = len(self.calls) - 1
-        self.last_finish_reason = (self._finish_reasons[index] if index < len(self._finish_reasons)
-                                   else None)
-        reply = self.replies[index]
+        script, reasons, index, kind = self.replies, self._finish_reasons, len(self.calls) - 1, ""
+        if self._summaries is not None:   # a replay: a summary reply never answers an action call
+            asked = (bool(messages) and isinstance(messages[0].get("content"), str)
+                     and messages[0]["content"].startswith(_SUMMARY_PROMPT.split("{")[0]))
+            index = self._served[asked]
+            self._served[asked] += 1
+            if asked:
+                script, kind = [reply for reply, _ in self._summaries], "summary "
+                reasons = [reason for _, reason in self._summaries]
+        if index >= len(script):
+            raise LLMError(f"MockLLM ran out of scripted {kind}replies after {len(script)}")
+        self.last_finish_reason = reasons[index] if index < len(reasons) else None
+        reply = script[index]
         if isinstance(reply, BaseException):
             raise reply
         return reply(messages) if callable(reply) else reply
@@ -3488,23 +3503,24 @@ def _record_steps(record: Any) -> list:
 
 
 def _recorded_calls(step: dict) -> list[tuple]:
-    """The model calls a recorded step made, in order, as (reply to script, finish_reason) pairs,
-    from its declared fields alone."""
+    """The model calls a recorded step made, in order, as (reply to script, finish_reason, whether
+    it is a summary call) triples, from its declared fields alone."""
     calls: list[tuple] = []
     budget = step.get("overflow_budget")
     if _is_int(budget) and budget > 0:
-        calls.append((_overflow_again(budget), None))
+        calls.append((_overflow_again(budget), None, False))
     summaries = step.get("summary_calls")
     for record in summaries if isinstance(summaries, list) else ():
         if isinstance(record, dict) and isinstance(record.get("raw"), str):
-            calls.append((record["raw"], _recorded_reason(record)))
+            calls.append((record["raw"], _recorded_reason(record), True))
         elif isinstance(record, dict):
-            calls.append((LLMError(_text(record.get("error") or "the summary call failed")), None))
+            calls.append((LLMError(_text(record.get("error") or "the summary call failed")), None,
+                          True))
     discarded = step.get("discarded_raw")
-    calls += [(raw, None) for raw in (discarded if isinstance(discarded, list) else ())
+    calls += [(raw, None, False) for raw in (discarded if isinstance(discarded, list) else ())
               if isinstance(raw, str)]
     if isinstance(step.get("raw"), str):
-        calls.append((step["raw"], _recorded_reason(step)))
+        calls.append((step["raw"], _recorded_reason(step), False))
     return calls
 
 

@@ -102,9 +102,6 @@ def test_env_secret_under_a_common_name_is_scrubbed_from_stderr(server, name):
     assert "last stderr lines" in text and SECRET not in text
 
 
-@pytest.mark.xfail(strict=True, reason="review r4: --replay feeds a recorded summary call's reply as an "
-                   "action reply when the replaying run does not summarise: a call quoted in a "
-                   "summary runs, a call the model never made")
 def test_replay_never_takes_a_summary_reply_for_an_action(tmp_path):
     ran = []
     registry = ToolRegistry()
