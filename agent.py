@@ -6835,6 +6835,8 @@ def _task_problem(item: Any) -> Optional[str]:
     key = item.get("id")
     if not ((isinstance(key, str) and key.strip()) or _is_number(key)):
         return f'"id" must be non-empty text or a number, not {_shown(key)}'
+    if isinstance(key, float) and not math.isfinite(key):   # 1e400: written as no number reads
+        return f'"id" must be non-empty text or a finite number, not {_shown(key)}'
     if "expect" in item and not (isinstance(item["expect"], str) or _is_number(item["expect"])):
         return f'"expect" must be text or a number, not {_shown(item["expect"])}'
     return None

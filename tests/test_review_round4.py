@@ -130,8 +130,10 @@ def test_replay_never_takes_a_summary_reply_for_an_action(tmp_path):
     assert ran == []
 
 
-@pytest.mark.xfail(strict=True, reason="review r4: the id 1e400 (inf) is written as \"inf\": it runs "
-                   "again on every resume, and its result cannot be told from the text id \"inf\"")
+@pytest.mark.xfail(strict=True, reason="review r4: the id 1e400 (inf) was written as \"inf\". Fixed by "
+                   "refusing it with its line number instead (test_batch.py::test_an_id_that_"
+                   "overflows_to_infinity_is_refused_with_its_line); this test asks that it run as "
+                   "an id of its own, which no float can hold")
 def test_batch_id_that_overflows_to_infinity(tmp_path):
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text('{"id": 1e400, "task": "what is 1+1"}\n{"id": "inf", "task": "what is 2+2"}\n')
