@@ -4429,7 +4429,12 @@ def _secret_spans(text: str, secret: str) -> list:
     return spans
 
 
-_CREDENTIAL_HEADER = re.compile(r"auth|key|token|secret|cookie|password|session|signature", re.I)
+_CREDENTIAL_HEADER = re.compile(
+    r"auth|key|token|secret|cookie|password|session|signature|bearer"
+    # whole words only, so that PATH, PWD (the directory), BYPASS and PGPASSFILE are no secrets:
+    # PGPASS, DB_PASSWD, MYSQL_PWD, GH_PAT, CREDENTIALS, --creds, and the flag -t
+    r"|(?<![a-z])(?:pg)?pass(?:wd|phrase)?(?![a-z])|[_-]pwd(?![a-z])"
+    r"|(?<![a-z])(?:pat|creds?|credentials?)(?![a-z])|^-t$", re.I)
 _CREDENTIAL_PARTS = re.compile(r"[\s,;]+")   # "Bearer <token>", "a=<value>; b=<value>"
 
 
@@ -5633,15 +5638,16 @@ def _mcp_header_value(text: str) -> str:
 
 
 def _mcp_url_secrets(url: str) -> list:
-    """What a URL may hold that is secret: its password, the values of its query, and a path
-    segment that looks like a token (16 characters or more, a digit among them), as some hosted
-    servers put the key in the path."""
+    """What a URL may hold that is secret: its password, the values of its query, and a user name
+    or path segment that looks like a token (16 characters or more, a digit among them), as some
+    hosted servers put the key in the path, and a Sentry DSN or postgresql://TOKEN@host in the
+    user name."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return []
     return [parts.password, *(item.partition("=")[2] for item in parts.query.split("&")),
-            *(segment for segment in parts.path.split("/")
+            *(segment for segment in [parts.username or "", *parts.path.split("/")]
               if len(segment) >= 16 and re.search(r"\d", segment))]
 
 

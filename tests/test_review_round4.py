@@ -79,8 +79,6 @@ def test_secret_as_a_property_name_in_a_listed_schema_is_scrubbed(server):
     assert SECRET not in sent
 
 
-@pytest.mark.xfail(strict=True, reason="review r4: a token as a URL's user name (postgresql://TOKEN@host, "
-                   "a Sentry DSN) is left in the server's label, which the model reads in every error")
 def test_url_user_name_token_in_the_command_is_not_in_the_label(server, tmp_path):
     token = "Zk4Qp9Lm2Xw7Rt5Yb8Nc"
     with ToolRegistry(default_timeout=5) as registry:
@@ -92,9 +90,6 @@ def test_url_user_name_token_in_the_command_is_not_in_the_label(server, tmp_path
 
 
 @pytest.mark.parametrize("name", ["MYSQL_PWD", "PGPASS", "GH_PAT", "DB_PASSWD"])
-@pytest.mark.xfail(strict=True, reason="review r4: env= secrets are recognised by name "
-                   "(auth|key|token|secret|...); MYSQL_PWD, PGPASS, GH_PAT, DB_PASSWD are not, and a "
-                   "dead server's stderr quotes them to the model")
 def test_env_secret_under_a_common_name_is_scrubbed_from_stderr(server, name):
     with ToolRegistry(default_timeout=5) as registry:
         registry.add_mcp([sys.executable, server, "die"], env={name: SECRET, "SECRET_NAME": name})
