@@ -1281,7 +1281,8 @@ def _regex(pattern: str) -> tuple[Callable[[str], bool], int]:
     ``anyOf``) takes the text for one that does not match, and the whole call is refused. Refused:
     what the automaton cannot hold (back-references, lookarounds, inline flags, Python's own
     ``\A`` and ``\Z``), what Python's parser refuses (``\p{..}``, ``\u{..}``, ECMA's named
-    groups) or reads otherwise (``[]``, ``[^]``). ECMA's meanings:
+    groups) or reads otherwise (``[]``, ``[^]``), and Python's own syntax (``\N{..}``, ``(?#..)``,
+    ``(?P..)``, ``{,n}``). ECMA's meanings:
     ``.`` is anything but a line terminator; ``\d``, ``\w`` and ``\b`` are ASCII; ``\s`` is
     ECMA's white space; ``$`` is the very end; ``\cX`` is a control character.
     """
@@ -1294,6 +1295,11 @@ def _regex(pattern: str) -> tuple[Callable[[str], bool], int]:
             text.append(f"\\x{ord(pattern[i + 2]) % 32:02x}")
             i += 3
             continue
+        # Python's own syntax, an error in ECMA-262 with its u flag: \N{name}, (?#...), (?P..),
+        # and {,n}
+        python_only = ("\\N",) if in_class else ("\\N", "(?#", "(?P", "{,")
+        if pattern.startswith(python_only, i):
+            raise ValueError(f"{pattern[i:i + 3]!r} is Python's own syntax, not ECMA-262's")
         if char == "\\":
             text.append(pattern[i:i + 2])
             i += 2

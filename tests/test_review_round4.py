@@ -156,9 +156,6 @@ def test_pattern_validation_of_a_large_argument_respects_the_time_limit():
 
 @pytest.mark.parametrize("pattern, value", [("^a{,5}$", "aaa"), ("^a(?#note)b$", "ab"),
                                             ("^\\N{LATIN SMALL LETTER A}$", "a")])
-@pytest.mark.xfail(strict=True, reason="review r4: Python-only pattern syntax is read as Python reads "
-                   "it, where ECMA-262 (u flag) has a syntax error (or, without u, a literal): it "
-                   "should be refused at registration")
 def test_python_only_pattern_syntax_is_refused(pattern, value):
     with pytest.raises(agent.ToolError):
         Tool("t", "d", {"type": "object", "properties": {"x": {"type": "string", "pattern": pattern}}},
