@@ -483,7 +483,12 @@ class ToolRegistry:
             if schema is None or schema.root is not tool.parameters:   # parameters replaced since
                 schema = tool._schema = _check_parameters(tool.parameters, repr(name))
             schema.check_declared(arguments)
-            kwargs = schema.validate(arguments)
+            # checking is bounded by the tool's limit too, apart from the run's own
+            limit = tool.timeout if tool.timeout is not None else self.default_timeout
+            checked_by = None if limit is None else time.monotonic() + limit
+            if deadline is not None:
+                checked_by = deadline if checked_by is None else min(checked_by, deadline)
+            kwargs = schema.validate(arguments, deadline=checked_by)
         except ToolError as exc:
             return _failed(_INVALID.format(name=name, problem=exc, expected="a schema agent.py "
                                            "can enforce"))
@@ -491,7 +496,9 @@ class ToolRegistry:
             return _failed(_TOO_DEEP.format(name=name))
         except (_ArgumentError, ValueError) as exc:   # ValueError: a pattern's search gave up
             expected = json.dumps(tool.parameters.get("properties", {}), ensure_ascii=False)
-            return _failed(_INVALID.format(name=name, problem=exc, expected=expected))
+            # a check cut short by a spent budget is the budget's refusal
+            late = _too_late(name, deadline) if isinstance(exc, ValueError) else None
+            return late or _failed(_INVALID.format(name=name, problem=exc, expected=expected))
         refusal = _too_late(name, deadline)
         if refusal is None and tool.confirm:
             if not _confirmed(confirm, name, kwargs):
@@ -964,10 +971,11 @@ class _Schema:
         seen[id(schema)] = names
         return names
 
-    def validate(self, value: Any, path: str = "") -> Any:
+    def validate(self, value: Any, path: str = "", deadline: Optional[float] = None) -> Any:
         """value checked against the schema; returned with integral floats as ints where
-        "integer" asks. Raises _ArgumentError naming the parameter."""
-        return self._check(value, self.root, path, {}, 0)
+        "integer" asks. Raises _ArgumentError naming the parameter, and ValueError when the
+        check cannot finish: past ``deadline`` (a ``time.monotonic()`` reading), too deep."""
+        return self._check(value, self.root, path, {"deadline": deadline}, 0)
 
     def check_declared(self, arguments: dict) -> None:
         """The arguments themselves (the function's keyword arguments) are only those the schema
@@ -981,13 +989,17 @@ class _Schema:
 
     def _check(self, value: Any, schema: Any, path: str, memo: dict, depth: int) -> Any:
         """value against one subschema, each (subschema, value, place) once: memo holds what each
-        gave, or ... while it is being checked (a reference back to it reads no value). A schema
-        that holds no other costs its own keywords only: it is checked again, not remembered."""
+        gave, or ... while it is being checked (a reference back to it reads no value), and the
+        deadline of the whole check. A schema that holds no other costs its own keywords only: it
+        is checked again, not remembered."""
         if schema is True:
             return value
         if schema is False:
             raise _ArgumentError(f"{_parameter(path)} is not allowed, got {_shown(value)}")
         memo[None] = memo.get(None, 0) + 1     # the work, counted
+        if memo.get("deadline") is not None and time.monotonic() > memo["deadline"]:
+            raise ValueError("checking them against the schema takes longer than the tool's time "
+                             "limit; send smaller arguments")
         if id(schema) in self.leaves:
             return self._keywords(value, schema, path, memo, depth + 1)
         key = (id(schema), id(value), path)
