@@ -483,7 +483,12 @@ class ToolRegistry:
             if schema is None or schema.root is not tool.parameters:   # parameters replaced since
                 schema = tool._schema = _check_parameters(tool.parameters, repr(name))
             schema.check_declared(arguments)
-            kwargs = schema.validate(arguments)
+            # checking is bounded by the tool's limit too, apart from the run's own
+            limit = tool.timeout if tool.timeout is not None else self.default_timeout
+            checked_by = None if limit is None else time.monotonic() + limit
+            if deadline is not None:
+                checked_by = deadline if checked_by is None else min(checked_by, deadline)
+            kwargs = schema.validate(arguments, deadline=checked_by)
         except ToolError as exc:
             return _failed(_INVALID.format(name=name, problem=exc, expected="a schema agent.py "
                                            "can enforce"))
@@ -491,7 +496,9 @@ class ToolRegistry:
             return _failed(_TOO_DEEP.format(name=name))
         except (_ArgumentError, ValueError) as exc:   # ValueError: a pattern's search gave up
             expected = json.dumps(tool.parameters.get("properties", {}), ensure_ascii=False)
-            return _failed(_INVALID.format(name=name, problem=exc, expected=expected))
+            # a check cut short by a spent budget is the budget's refusal
+            late = _too_late(name, deadline) if isinstance(exc, ValueError) else None
+            return late or _failed(_INVALID.format(name=name, problem=exc, expected=expected))
         refusal = _too_late(name, deadline)
         if refusal is None and tool.confirm:
             if not _confirmed(confirm, name, kwargs):
@@ -964,10 +971,11 @@ class _Schema:
         seen[id(schema)] = names
         return names
 
-    def validate(self, value: Any, path: str = "") -> Any:
+    def validate(self, value: Any, path: str = "", deadline: Optional[float] = None) -> Any:
         """value checked against the schema; returned with integral floats as ints where
-        "integer" asks. Raises _ArgumentError naming the parameter."""
-        return self._check(value, self.root, path, {}, 0)
+        "integer" asks. Raises _ArgumentError naming the parameter, and ValueError when the
+        check cannot finish: past ``deadline`` (a ``time.monotonic()`` reading), too deep."""
+        return self._check(value, self.root, path, {"deadline": deadline}, 0)
 
     def check_declared(self, arguments: dict) -> None:
         """The arguments themselves (the function's keyword arguments) are only those the schema
@@ -981,26 +989,31 @@ class _Schema:
 
     def _check(self, value: Any, schema: Any, path: str, memo: dict, depth: int) -> Any:
         """value against one subschema, each (subschema, value, place) once: memo holds what each
-        gave, or ... while it is being checked (a reference back to it reads no value). A schema
-        that holds no other costs its own keywords only: it is checked again, not remembered."""
+        gave, or ... while it is being checked (a reference back to it reads no value), and the
+        deadline of the whole check. A schema that holds no other costs its own keywords only: it
+        is checked again, not remembered."""
         if schema is True:
             return value
         if schema is False:
             raise _ArgumentError(f"{_parameter(path)} is not allowed, got {_shown(value)}")
         memo[None] = memo.get(None, 0) + 1     # the work, counted
+        if memo.get("deadline") is not None and time.monotonic() > memo["deadline"]:
+            raise ValueError("checking them against the schema takes longer than the tool's time "
+                             "limit; send smaller arguments")
         if id(schema) in self.leaves:
             return self._keywords(value, schema, path, memo, depth + 1)
         key = (id(schema), id(value), path)
         done = memo.get(key)
         if done is not None:
-            if done[1] is ...:
-                raise _ArgumentError(f"the schema of {_parameter(path)} refers to itself without "
-                                     "reading a value")
+            if done[1] is ...:   # ValueError, not _ArgumentError: `not` must never take it
+                raise ValueError(f"the schema of {_parameter(path)} is too deep to check: it "
+                                 "refers to itself without reading a value")
             if isinstance(done[1], _ArgumentError):
                 raise done[1]
             return done[1]
-        if depth > _MAX_SCHEMA_DEPTH:
-            raise _ArgumentError(f"{_parameter(path)} is nested too deeply for its schema")
+        if depth > _MAX_SCHEMA_DEPTH:   # ValueError: `not` and `oneOf` must never take it
+            raise ValueError(f"the schema of {_parameter(path)} is too deep to check (over "
+                             f"{_MAX_SCHEMA_DEPTH} levels of subschemas and values)")
         memo[key] = (value, ...)    # the value stays referenced: its id is not reused meanwhile
         try:
             result = self._keywords(value, schema, path, memo, depth + 1)
@@ -1280,7 +1293,8 @@ def _regex(pattern: str) -> tuple[Callable[[str], bool], int]:
     ``anyOf``) takes the text for one that does not match, and the whole call is refused. Refused:
     what the automaton cannot hold (back-references, lookarounds, inline flags, Python's own
     ``\A`` and ``\Z``), what Python's parser refuses (``\p{..}``, ``\u{..}``, ECMA's named
-    groups) or reads otherwise (``[]``, ``[^]``). ECMA's meanings:
+    groups) or reads otherwise (``[]``, ``[^]``), and Python's own syntax (``\N{..}``, ``(?#..)``,
+    ``(?P..)``, ``{,n}``). ECMA's meanings:
     ``.`` is anything but a line terminator; ``\d``, ``\w`` and ``\b`` are ASCII; ``\s`` is
     ECMA's white space; ``$`` is the very end; ``\cX`` is a control character.
     """
@@ -1293,6 +1307,11 @@ def _regex(pattern: str) -> tuple[Callable[[str], bool], int]:
             text.append(f"\\x{ord(pattern[i + 2]) % 32:02x}")
             i += 3
             continue
+        # Python's own syntax, an error in ECMA-262 with its u flag: \N{name}, (?#...), (?P..),
+        # and {,n}
+        python_only = ("\\N",) if in_class else ("\\N", "(?#", "(?P", "{,")
+        if pattern.startswith(python_only, i):
+            raise ValueError(f"{pattern[i:i + 3]!r} is Python's own syntax, not ECMA-262's")
         if char == "\\":
             text.append(pattern[i:i + 2])
             i += 2
@@ -3372,6 +3391,10 @@ class MockLLM:
         self.options: list[dict] = []  # the per-call options of each call, e.g. response_schema
         self.last_finish_reason: Optional[str] = None
         self._finish_reasons: list = []  # what each reply reports as its finish_reason (a replay)
+        # a replay's summary replies, (reply, finish_reason) pairs, served only to summary requests
+        # (None: one script answers every call); and how many calls of each kind were answered
+        self._summaries: Optional[list] = None
+        self._served = {False: 0, True: 0}
 
     # _planner(messages) -> str answers when there is no script: the offline planner, which the demo
     # section attaches below (it needs the demo's tools).
@@ -3387,15 +3410,19 @@ class MockLLM:
         its reply, in the order they were made: a context overflow (``overflow_budget``),
         as the same overflow (so the same budget follows), then its ``summary_calls``
         (``memory="summary"``), a failed one as an ``LLMError`` with the same message,
-        then the replies it did not keep (``discarded_raw``). Only these recorded fields
+        then the replies it did not keep (``discarded_raw``). A summary reply answers
+        only a summary request (known by its prompt), and any other reply only another
+        request: a run that summarises where the recording did not, or the reverse,
+        never takes a summary for an action. Only these recorded fields
         are read, never the step's notes: a note may quote a server's text, and that is
         no reply of the model. A trace written before a field existed replays without it.
         Raises OSError when the file cannot be read and ValueError when it holds no run.
         """
         calls = [call for step in _trace_steps(path) if isinstance(step, dict)
                  for call in _recorded_calls(step)]
-        llm = cls([reply for reply, _ in calls])
-        llm._finish_reasons = [reason for _, reason in calls]
+        llm = cls([reply for reply, _, summary in calls if not summary])
+        llm._finish_reasons = [reason for _, reason, summary in calls if not summary]
+        llm._summaries = [(reply, reason) for reply, reason, summary in calls if summary]
         return llm
 
     def chat(self, messages: list[dict], **options: Any) -> str:
@@ -3404,12 +3431,19 @@ class MockLLM:
         self.options.append(dict(options))
         if self.replies is None:
             return self._planner(messages)
-        if len(self.calls) > len(self.replies):
-            raise LLMError(f"MockLLM ran out of scripted replies after {len(self.replies)}")
-        index = len(self.calls) - 1
-        self.last_finish_reason = (self._finish_reasons[index] if index < len(self._finish_reasons)
-                                   else None)
-        reply = self.replies[index]
+        script, reasons, index, kind = self.replies, self._finish_reasons, len(self.calls) - 1, ""
+        if self._summaries is not None:   # a replay: a summary reply never answers an action call
+            asked = (bool(messages) and isinstance(messages[0].get("content"), str)
+                     and messages[0]["content"].startswith(_SUMMARY_PROMPT.split("{")[0]))
+            index = self._served[asked]
+            self._served[asked] += 1
+            if asked:
+                script, kind = [reply for reply, _ in self._summaries], "summary "
+                reasons = [reason for _, reason in self._summaries]
+        if index >= len(script):
+            raise LLMError(f"MockLLM ran out of scripted {kind}replies after {len(script)}")
+        self.last_finish_reason = reasons[index] if index < len(reasons) else None
+        reply = script[index]
         if isinstance(reply, BaseException):
             raise reply
         return reply(messages) if callable(reply) else reply
@@ -3487,23 +3521,24 @@ def _record_steps(record: Any) -> list:
 
 
 def _recorded_calls(step: dict) -> list[tuple]:
-    """The model calls a recorded step made, in order, as (reply to script, finish_reason) pairs,
-    from its declared fields alone."""
+    """The model calls a recorded step made, in order, as (reply to script, finish_reason, whether
+    it is a summary call) triples, from its declared fields alone."""
     calls: list[tuple] = []
     budget = step.get("overflow_budget")
     if _is_int(budget) and budget > 0:
-        calls.append((_overflow_again(budget), None))
+        calls.append((_overflow_again(budget), None, False))
     summaries = step.get("summary_calls")
     for record in summaries if isinstance(summaries, list) else ():
         if isinstance(record, dict) and isinstance(record.get("raw"), str):
-            calls.append((record["raw"], _recorded_reason(record)))
+            calls.append((record["raw"], _recorded_reason(record), True))
         elif isinstance(record, dict):
-            calls.append((LLMError(_text(record.get("error") or "the summary call failed")), None))
+            calls.append((LLMError(_text(record.get("error") or "the summary call failed")), None,
+                          True))
     discarded = step.get("discarded_raw")
-    calls += [(raw, None) for raw in (discarded if isinstance(discarded, list) else ())
+    calls += [(raw, None, False) for raw in (discarded if isinstance(discarded, list) else ())
               if isinstance(raw, str)]
     if isinstance(step.get("raw"), str):
-        calls.append((step["raw"], _recorded_reason(step)))
+        calls.append((step["raw"], _recorded_reason(step), False))
     return calls
 
 
@@ -4412,7 +4447,12 @@ def _secret_spans(text: str, secret: str) -> list:
     return spans
 
 
-_CREDENTIAL_HEADER = re.compile(r"auth|key|token|secret|cookie|password|session|signature", re.I)
+_CREDENTIAL_HEADER = re.compile(
+    r"auth|key|token|secret|cookie|password|session|signature|bearer"
+    # whole words only, so that PATH, PWD (the directory), BYPASS and PGPASSFILE are no secrets:
+    # PGPASS, DB_PASSWD, MYSQL_PWD, GH_PAT, CREDENTIALS, --creds, and the flag -t
+    r"|(?<![a-z])(?:pg)?pass(?:wd|phrase)?(?![a-z])|[_-]pwd(?![a-z])"
+    r"|(?<![a-z])(?:pat|creds?|credentials?)(?![a-z])|^-t$", re.I)
 _CREDENTIAL_PARTS = re.compile(r"[\s,;]+")   # "Bearer <token>", "a=<value>; b=<value>"
 
 
@@ -5126,23 +5166,38 @@ class _McpSession:
             box.put(message)
 
     def _scrub_strings(self, message: dict) -> None:
-        """Scrub every string value in a message, in place, at any depth (a loop: a deep message
-        cannot exhaust the stack)."""
+        """Scrub every string and number in a message, and every object key, in place, at any
+        depth (a loop: a deep message cannot exhaust the stack). A key or number that holds a
+        secret becomes the scrubbed text."""
         holders: list = [message]
-        strings: list = []                  # (holder, key) of each string value
+        strings: list = []                  # (holder, key, text) of each string or number value
+        keyed: list = []                    # the objects, whose keys are texts too
         while holders:
             holder = holders.pop()
+            if isinstance(holder, dict):
+                keyed.append(holder)
             for key in range(len(holder)) if isinstance(holder, list) else list(holder):
-                if isinstance(holder[key], str):
-                    strings.append((holder, key))
-                elif isinstance(holder[key], (list, dict)):
-                    holders.append(holder[key])
-        # one pass over them all finds any secret a string holds: a message of a million short
+                item = holder[key]
+                if isinstance(item, str):
+                    strings.append((holder, key, item))
+                elif isinstance(item, (int, float)) and not isinstance(item, bool):
+                    strings.append((holder, key, repr(item)))
+                elif isinstance(item, (list, dict)):
+                    holders.append(item)
+        # one pass over them all finds any secret a text holds: a message of a million short
         # strings then costs one scrub, not a million
-        joined = "\0".join(holder[key] for holder, key in strings)
-        if self.scrub(joined) != joined:
-            for holder, key in strings:
-                holder[key] = self.scrub(holder[key])
+        joined = "\0".join([*(text for _, _, text in strings),
+                             *(key for holder in keyed for key in holder)])
+        if self.scrub(joined) == joined:
+            return
+        for holder, key, text in strings:
+            if self.scrub(text) != text:
+                holder[key] = self.scrub(text)
+        for holder in keyed:
+            if any(self.scrub(key) != key for key in holder):
+                items = [(self.scrub(key), item) for key, item in holder.items()]
+                holder.clear()
+                holder.update(items)
 
     def _answer_server(self, message: dict) -> None:
         """A server's own request: ping is answered; sampling, elicitation and roots are not
@@ -5601,15 +5656,16 @@ def _mcp_header_value(text: str) -> str:
 
 
 def _mcp_url_secrets(url: str) -> list:
-    """What a URL may hold that is secret: its password, the values of its query, and a path
-    segment that looks like a token (16 characters or more, a digit among them), as some hosted
-    servers put the key in the path."""
+    """What a URL may hold that is secret: its password, the values of its query, and a user name
+    or path segment that looks like a token (16 characters or more, a digit among them), as some
+    hosted servers put the key in the path, and a Sentry DSN or postgresql://TOKEN@host in the
+    user name."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return []
     return [parts.password, *(item.partition("=")[2] for item in parts.query.split("&")),
-            *(segment for segment in parts.path.split("/")
+            *(segment for segment in [parts.username or "", *parts.path.split("/")]
               if len(segment) >= 16 and re.search(r"\d", segment))]
 
 
@@ -6803,6 +6859,8 @@ def _task_problem(item: Any) -> Optional[str]:
     key = item.get("id")
     if not ((isinstance(key, str) and key.strip()) or _is_number(key)):
         return f'"id" must be non-empty text or a number, not {_shown(key)}'
+    if isinstance(key, float) and not math.isfinite(key):   # 1e400: written as no number reads
+        return f'"id" must be non-empty text or a finite number, not {_shown(key)}'
     if "expect" in item and not (isinstance(item["expect"], str) or _is_number(item["expect"])):
         return f'"expect" must be text or a number, not {_shown(item["expect"])}'
     return None

@@ -216,6 +216,16 @@ def test_traces_replay_with_replay(tmp_path, capsys):
     assert capsys.readouterr().out.strip() == "6"
 
 
+def test_an_id_that_overflows_to_infinity_is_refused_with_its_line(tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"id": 1e400, "task": "what is 1+1"}\n{"id": "inf", "task": "what is 2+2"}\n')
+    [(number, item, problem), (_, good, _)] = agent._task_file(str(tasks))
+    assert (number, item) == (1, None) and "finite number" in problem and good["id"] == "inf"
+    with pytest.raises(ValueError, match='task 1: "id" must be non-empty text or a finite number'):
+        run_batch(offline_agent(), [{"id": float("inf"), "task": "x"}], workers=1,
+                  out=str(tmp_path / "o"))
+
+
 def test_bad_tasks_given_to_the_library_raise_after_the_good_ones_ran(tmp_path):
     out = str(tmp_path / "o")
     with pytest.raises(ValueError, match='task 2: "id" must be non-empty text or a number'):

@@ -312,6 +312,10 @@ def test_a_token_in_the_command_never_shows():
      "docker run -e GITHUB_PERSONAL_ACCESS_TOKEN=*** ghcr.io/github/github-mcp-server"),
     (["server", "--data-dir", "/home/me/projects/2026-notes", "--monkey", "12"],
      "server --data-dir /home/me/projects/2026-notes --monkey 12"),
+    (["server", "-t", SECRET, "--pat", SECRET, "--bearer", SECRET, "--creds", SECRET],
+     "server -t *** --pat *** --bearer *** --creds ***"),
+    (["sentry-mcp", f"https://{SECRET}1@o1.ingest.sentry.io/42", "--path", "/usr/bin"],
+     "sentry-mcp https://***@o1.ingest.sentry.io/42 --path /usr/bin"),
 ])
 def test_the_label_of_a_command_hides_its_tokens(argv, shown):
     assert agent._McpStdio(argv, {}, None, {"ROOT": "/home/me/projects/2026-notes"}).label == shown
