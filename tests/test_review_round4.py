@@ -125,11 +125,9 @@ def test_replay_never_takes_a_summary_reply_for_an_action(tmp_path):
     assert ran == []
 
 
-@pytest.mark.xfail(strict=True, reason="review r4: the id 1e400 (inf) was written as \"inf\". Fixed by "
-                   "refusing it with its line number instead (test_batch.py::test_an_id_that_"
-                   "overflows_to_infinity_is_refused_with_its_line); this test asks that it run as "
-                   "an id of its own, which no float can hold")
-def test_batch_id_that_overflows_to_infinity(tmp_path):
+def test_batch_id_that_overflows_to_infinity_never_shares_a_result_with_the_text_inf(tmp_path):
+    # 1e400 reads as infinity, which no result line can hold as a number: it is refused, and the
+    # text id "inf" runs once and is done on resume
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text('{"id": 1e400, "task": "what is 1+1"}\n{"id": "inf", "task": "what is 2+2"}\n')
     out = tmp_path / "out.jsonl"
@@ -137,7 +135,7 @@ def test_batch_id_that_overflows_to_infinity(tmp_path):
         run_batch(Agent(MockLLM()), [t for _, t, _ in agent._task_file(str(tasks)) if t],
                   workers=1, out=str(out))
     ids = [json.loads(line)["id"] for line in out.read_text().splitlines()]
-    assert len(ids) == 2 and len(set(map(json.dumps, ids))) == 2
+    assert ids == ["inf"]
 
 
 def test_pattern_validation_of_a_large_argument_respects_the_time_limit():
