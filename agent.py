@@ -28,9 +28,9 @@ Map of this file, in the order the data flows. Each section uses only the ones a
 section, and a part whose ruler says "skip on first read" is machinery the rest can be read without:
 
 - Errors and settings: ``AgentError`` and its four children; ``_check_setting`` checks numeric
-  options; ``_cut`` shortens a text with "…"; then the table of every text the model is told but
-  the system prompt (shapes, ``_ask``, observations, the loop's nudges, tools' and MCP's ``ERROR:``
-  texts, memory's notes).
+  options; ``_cut`` is the one shortener (with "…", on one line, escaped, or keeping both ends);
+  then the table of every text the model is told but the system prompt (shapes, ``_ask``,
+  observations, the loop's nudges, tools' and MCP's ``ERROR:`` texts, memory's notes).
 - Tools: ``Tool.from_function`` describes a function; ``ToolRegistry.call`` validates the arguments
   and runs the tool; ``action_schema`` describes every valid reply; then how a signature becomes a
   schema, and the schema keywords that are enforced: ``_Schema`` checks a schema once and validates
@@ -166,14 +166,36 @@ def _text(value: Any, show: Callable[[Any], str] = str) -> str:
         return f"<{type(value).__name__} that cannot be shown>"
 
 
-def _cut(text: str, limit: int) -> str:
-    """text, or its first ``limit - 1`` characters and "…": at most limit characters, and the cut
-    is shown (the one way agent.py shortens a text for a message or a line).
+# C0 controls but tab and newline, DEL, C1 controls (\x9b is a CSI), bidirectional overrides
+_TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f"
+                                "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
-    >>> _cut("abcdef", 4)
-    'abc…'
+
+def _cut(text: Any, limit: Optional[int], *, one_line: bool = False, escape: bool = False,
+         ends: bool = False) -> str:
+    r"""text, or its first ``limit - 1`` characters and "…": at most limit characters (None: the
+    whole text), and the cut is shown. The one way agent.py shortens a text.
+
+    ``one_line`` first joins the lines and runs of white space of ``str(text)`` with one space;
+    ``escape`` then shows terminal control characters escaped (``\x1b``), so model or server text
+    cannot drive a terminal; ``ends`` keeps the head (two thirds) and the tail (one third) of a
+    long text instead, with a line between saying how many characters were cut (``_CUT``).
+
+    >>> _cut("abcdef", 4), _cut(" a\n b ", None, one_line=True), _cut("\x1b[2J", None, escape=True)
+    ('abc…', 'a b', '\\x1b[2J')
     """
-    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+    if one_line:
+        text = " ".join(str(text).split())
+    if escape:
+        text = _TERMINAL_CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"),
+                                      text)
+    if limit is None or len(text) <= limit:
+        return text
+    if not ends:
+        return text[:limit - 1] + "\u2026"
+    tail = limit // 3
+    head = limit - tail
+    return _CUT.format(head=text[:head], n=len(text) - head - tail, tail=text[len(text) - tail:])
 
 
 def _is_int(value: Any) -> bool:
@@ -318,7 +340,7 @@ _NOT_STARTED = "ERROR: {name!r} was not started: {why}."
 _NO_WORKER = "no worker thread could start it within its {limit:g} s limit"
 _TOO_MANY_ABANDONED = ("{n} earlier tool calls are still running past their time limit (at most "
                        "{most} may). Try again later or go on without it")
-# a long result (or reply) keeps its head and tail (_truncate)
+# a long result (or reply) keeps its head and tail (_cut with ends)
 _CUT = "{head}\n[... {n:,} characters cut ...]\n{tail}"
 
 # MCP: a call that failed on the server's side (the registry's own texts cover bad arguments), and
@@ -452,7 +474,7 @@ class ToolRegistry:
         """``call``, with whether the call failed: the loop reads the flag, never the text."""
         try:
             result = self._call(name, arguments, confirm, timeout)
-            return result._replace(text=_truncate(result.text, max_chars))
+            return result._replace(text=_cut(result.text, max_chars, ends=True))
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # a last resort: call() must never raise
@@ -1585,15 +1607,6 @@ def _hoisted(node: dict, schema: _Schema, defs: dict, names: dict) -> str:
         defs[name] = {}   # taken before the copy: a schema that refers to itself finds its name
         defs[name] = _rewritten(target, schema, defs, names)
     return names[id(target)]
-
-
-def _truncate(text: str, max_chars: Optional[int]) -> str:
-    """Keep the head and the tail of a long text, with a marker saying how much was cut."""
-    if max_chars is None or len(text) <= max_chars:
-        return text
-    tail = max_chars // 3
-    head = max_chars - tail
-    return _CUT.format(head=text[:head], n=len(text) - head - tail, tail=text[len(text) - tail:])
 
 
 # -- Tools, the worker pool (skip on first read) ---------------------------------------
@@ -5934,8 +5947,25 @@ class _RunState:
         """The digest of every dropped step: one line each, bounded, the same for the same
         history."""
         header = _DIGEST_HEADER.format(n=self.dropped // 2)
-        kept = _keep_ends(self.digest, self.digest_chars, self.memory_limit() - len(header) - 3)
-        return f"\n\n{header}\n{kept}"
+        lines, limit = self.digest, self.memory_limit() - len(header) - 3
+        if self.digest_chars <= limit:
+            return f"\n\n{header}\n" + "\n".join(lines)
+        # Over the limit, the first lines and the newest that fit: half the room goes to the first
+        # lines and the rest to the newest, as a long observation keeps its head and tail; a line
+        # longer than half the room is cut to it, so the first and the newest line show when
+        # anything does. One line between says how many were left out.
+        room = limit - len(_DIGEST_GAP.format(n=len(lines))) - 1
+        width = room // 2 - 1                 # a line and its line break in half the room
+        head = tail = used = 0
+        while head < len(lines) and used + min(len(lines[head]), width) + 1 <= room // 2:
+            used += min(len(lines[head]), width) + 1
+            head += 1
+        while head + tail < len(lines) and used + min(len(lines[-1 - tail]), width) + 1 <= room:
+            used += min(len(lines[-1 - tail]), width) + 1
+            tail += 1
+        kept = [_cut(line, width) for line in lines[:head] + lines[len(lines) - tail:]]
+        gap = _DIGEST_GAP.format(n=len(lines) - head - tail)
+        return f"\n\n{header}\n" + "\n".join(kept[:head] + [gap] + kept[head:])
 
     def context(self, trimmed: bool = False) -> list[dict]:
         """What is sent: the whole conversation, or, once steps are dropped, the note in their
@@ -5965,8 +5995,8 @@ class _RunState:
         if over <= 0 or len(sent) <= self.head or sent[-2]["role"] != "assistant":
             return sent
         reply = sent[-2]["content"]
-        return sent[:-2] + [{"role": "assistant",
-                             "content": _truncate(reply, max(200, len(reply) - over))}, sent[-1]]
+        kept = _cut(reply, max(200, len(reply) - over), ends=True)
+        return sent[:-2] + [{"role": "assistant", "content": kept}, sent[-1]]
 
 
 def _digest_line(step: Step, calls: dict, result_chars: Optional[int]) -> str:
@@ -5981,42 +6011,12 @@ def _digest_line(step: Step, calls: dict, result_chars: Optional[int]) -> str:
         return f"{step.index}. {_DIGEST_UNREADABLE}"
     arguments = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False, default=str)}"
                           for key, value in action.arguments.items())
-    call = _clip(f"{action.name}({arguments})", _DIGEST_CALL_CHARS)
+    call = _cut(f"{action.name}({arguments})", _DIGEST_CALL_CHARS, one_line=True)
     earlier = calls.get((action.name, _canonical(action.arguments)))
     if earlier is not None and earlier.step != step.index:
         return f"{step.index}. {call} → {_DIGEST_REPEAT.format(step=earlier.step)}"
     result = _observation_result(step.observation or "") or ""
-    return f"{step.index}. {call} → {_clip(result, result_chars)}"
-
-
-def _clip(text: str, limit: Optional[int]) -> str:
-    """text on one line, cut to limit characters (None: whole) with an ellipsis."""
-    text = " ".join(text.split())
-    return text if limit is None else _cut(text, limit)
-
-
-def _keep_ends(lines: list[str], total: int, limit: int) -> str:
-    """The lines, one per line; over limit characters (``total`` of them), the first and the newest
-    that fit.
-
-    Half the room goes to the first lines and the rest to the newest, as a long
-    observation keeps its head and tail; a line longer than half the room is cut to
-    it, so the first and the newest line show when anything does. One line between
-    says how many were left out.
-    """
-    if total <= limit:
-        return "\n".join(lines)
-    room = limit - len(_DIGEST_GAP.format(n=len(lines))) - 1
-    width = room // 2 - 1                 # a line and its line break in half the room
-    head = tail = used = 0
-    while head < len(lines) and used + min(len(lines[head]), width) + 1 <= room // 2:
-        used += min(len(lines[head]), width) + 1
-        head += 1
-    while head + tail < len(lines) and used + min(len(lines[-1 - tail]), width) + 1 <= room:
-        used += min(len(lines[-1 - tail]), width) + 1
-        tail += 1
-    kept = [_cut(line, width) for line in lines[:head] + lines[len(lines) - tail:]]
-    return "\n".join(kept[:head] + [_DIGEST_GAP.format(n=len(lines) - head - tail)] + kept[head:])
+    return f"{step.index}. {call} → {_cut(result, result_chars, one_line=True)}"
 
 
 def _summary_request(state: _RunState, notes: str, dropped: list[Step], limit: int) -> list[dict]:
@@ -6031,7 +6031,8 @@ def _summary_request(state: _RunState, notes: str, dropped: list[Step], limit: i
     text = _SUMMARY_REQUEST.format(task=state.messages[state.head - 1]["content"],
                                    notes=notes.strip() or "(none yet)", steps=steps)
     return [{"role": "system", "content": system},
-            {"role": "user", "content": _truncate(text, max(1000, state.budget - len(system)))}]
+            {"role": "user",
+             "content": _cut(text, max(1000, state.budget - len(system)), ends=True)}]
 
 
 def _summary_problem(text: str, finish_reason: Optional[str], limit: int) -> Optional[str]:
@@ -6617,7 +6618,8 @@ class Agent:
         self._answer_rung(state, step, "a call that failed was repeated for the last time allowed")
         text = _GIVE_UP.format(step=earlier.step)
         thought = (step.action.thought or "").strip()
-        return _YOUR_THOUGHT.format(text=text, thought=_clip(thought, 300)) if thought else text
+        return _YOUR_THOUGHT.format(text=text, thought=_cut(thought, 300, one_line=True)) \
+            if thought else text
 
     def _answer_rung(self, state: _RunState, step: Step, why: str) -> None:
         state.answer_rung = step.index + 1
@@ -7564,25 +7566,8 @@ def _exit_codes_help() -> str:
     return "Exit codes: " + ", ".join(meaning(code) for code in _EXIT_MEANINGS) + "."
 
 
-# C0 controls but tab and newline, DEL, C1 controls (\x9b is a CSI), bidirectional overrides
-_TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f"
-                                "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
 # what ends a line besides the controls above (\r, \v, \f, \x85)
 _LINE_BREAKS = re.compile("[\n\u2028\u2029]")
-
-
-def _printable(text: str) -> str:
-    """text with terminal control characters shown escaped (``\\x1b``): model or server text cannot
-    drive a terminal."""
-    return _TERMINAL_CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"),
-                                  text)
-
-
-def _short(text: Any, limit: int = 70) -> str:
-    text = _printable(" ".join(str(text).split()))
-    return _cut(text, limit)
 
 
 def _cli_say(text: str, stream: Any = None) -> None:
@@ -7594,7 +7579,7 @@ def _cli_say(text: str, stream: Any = None) -> None:
     gets the text as it is.
     """
     text = _LINE_BREAKS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"),
-                            _printable(text)) \
+                            _cut(text, None, escape=True)) \
         if stream is None else text
     stream = stream if stream is not None else sys.stderr
     encoding = getattr(stream, "encoding", None) or "utf-8"
@@ -7752,7 +7737,8 @@ def _cli_args(argv: Optional[list[str]]) -> argparse.Namespace:
                             [flag for flag in parser._option_string_actions
                                                            if flag.startswith("--")])
         parser.error("unrecognized argument "
-                     f"{_short(unknown[0], 40)}" + (f": did you mean {meant}?" if meant else ""))
+                     f"{_cut(unknown[0], 40, one_line=True, escape=True)}"
+                     + (f": did you mean {meant}?" if meant else ""))
     return args
 
 
@@ -8006,18 +7992,21 @@ def _cli_progress(step: Step, first: Optional[int] = None) -> str:
     a repeat of the call of step ``first``, that it was not run again (never the agent's nudge)."""
     action = step.action
     if step.raw is None:
-        what = f"model failed: {_short(step.error, 200)}"
+        what = f"model failed: {_cut(step.error, 200, one_line=True, escape=True)}"
     elif action is None:
         reason = _asked_problem(step.error or "")
-        what = f"unparseable reply {_short(step.raw, 50)!r}: {_short(reason, 90)}"
+        what = (f"unparseable reply {_cut(step.raw, 50, one_line=True, escape=True)!r}: "
+                f"{_cut(reason, 90, one_line=True, escape=True)}")
     elif action.kind == "final":
-        what = f"final answer: {_short(action.answer)}"
+        what = f"final answer: {_cut(action.answer, 70, one_line=True, escape=True)}"
     else:
         came = _cli_result(step) if first in (None, step.index) else (
             f"the call of step {first} again: not run again")
-        arguments = _short(json.dumps(action.arguments, ensure_ascii=False), 60)
+        arguments = _cut(json.dumps(action.arguments, ensure_ascii=False), 60, one_line=True,
+                         escape=True)
         what = f"{action.name} {arguments} → {came}"
-    thought = f" {_short(action.thought, 60)} |" if action and action.thought else ""
+    thought = (f" {_cut(action.thought, 60, one_line=True, escape=True)} |"
+               if action and action.thought else "")
     seconds = step.llm_seconds + step.tool_seconds
     return f"[step {step.index}]{thought} {what} ({seconds:.2f} s)"
 
@@ -8026,8 +8015,9 @@ def _cli_result(step: Step) -> str:
     """The start of what a call brought back, on one line: its error, else the result the
     observation carries."""
     if step.error is not None:
-        return _short(step.error if step.error.startswith("ERROR:") else f"ERROR: {step.error}", 90)
-    return _short(_observation_result(step.observation or "") or "", 60)
+        return _cut(step.error if step.error.startswith("ERROR:") else f"ERROR: {step.error}", 90,
+                    one_line=True, escape=True)
+    return _cut(_observation_result(step.observation or "") or "", 60, one_line=True, escape=True)
 
 
 # off a terminal, a model call or a tool that takes longer gets one line saying so
@@ -8103,8 +8093,9 @@ class _StatusLine:
         head = f"[step {self.step}] {self.tokens} tokens, {seconds:.0f} s: " if self.tokens else \
             f"[step {self.step}] {self.what}… {seconds:.0f} s"
         room = max(10, shutil.get_terminal_size().columns - _columns(head) - 1)
-        sys.stderr.write("\r\x1b[K" + head + (_fit(_short(self.text, 10 ** 6), room, tail=True)
-                                              if self.tokens else ""))
+        tail = _fit(_cut(self.text, 10 ** 6, one_line=True, escape=True), room, tail=True) \
+            if self.tokens else ""
+        sys.stderr.write("\r\x1b[K" + head + tail)
         sys.stderr.flush()
         self.shown = True
 
@@ -8317,8 +8308,8 @@ def _cli_served(llm: Any) -> str:
         names = llm._served_models()
     except (AttributeError, LLMError):
         return "GET /models lists what it serves"
-    return (f"it serves {_short(', '.join(names[:20]), 300)}: pass one with --model" if names
-            else "it lists none")
+    return (f"it serves {_cut(', '.join(names[:20]), 300, one_line=True, escape=True)}: pass one "
+            "with --model" if names else "it lists none")
 
 
 def _cli_interactive(agent: Agent, args: argparse.Namespace, trace: Optional[_Trace]) -> int:
@@ -8498,12 +8489,13 @@ class _BatchProgress:
         self.tally.add(record)
         if self.lines:
             solved = {True: ", solved", False: ", not solved"}.get(record.get("solved"), "")
-            _cli_say(f"[{self.tally.done}/{self.total}] {_short(json.dumps(record['id']), 40)}: "
+            shown = _cut(json.dumps(record['id']), 40, one_line=True, escape=True)
+            _cli_say(f"[{self.tally.done}/{self.total}] {shown}: "
                      f"{record['stop_reason']}{solved}, {record['steps']} step(s), "
                      f"{record['seconds']:.1f} s")
         elif self.live:
-            sys.stderr.write("\r\x1b[K" + _fit(_short(self.line(), 10 ** 6),
-                                               shutil.get_terminal_size().columns - 1))
+            line = _cut(self.line(), 10 ** 6, one_line=True, escape=True)
+            sys.stderr.write("\r\x1b[K" + _fit(line, shutil.get_terminal_size().columns - 1))
             sys.stderr.flush()
 
     def line(self) -> str:
