@@ -1050,10 +1050,10 @@ class _Schema:
             value = check(value, self.targets[id(schema)])
         if "type" in schema:
             value = _check_type(value, schema, path)
-        if "enum" in schema and not any(_same_json(value, v) for v in schema["enum"]):
+        if "enum" in schema and _json_key(value) not in map(_json_key, schema["enum"]):
             raise _ArgumentError(f"parameter {path!r} must be one of "
                                  f"{json.dumps(schema['enum'])}, got {_shown(value)}")
-        if "const" in schema and not _same_json(value, schema["const"]):
+        if "const" in schema and _json_key(value) != _json_key(schema["const"]):
             raise _ArgumentError(f"parameter {path!r} must be {json.dumps(schema['const'])}, got "
                                  f"{_shown(value)}")
         # 2. combinations: allOf, anyOf (the first branch that matches gives the value), oneOf,
@@ -1469,20 +1469,6 @@ def _is_type(value: Any, kind: str) -> bool:
     return expected is None or type(value) is expected
 
 
-def _same_json(a: Any, b: Any) -> bool:
-    """Equality as JSON Schema's enum and const mean it: numbers by value (2 is 2.0), a boolean
-    never a number, arrays and objects item by item."""
-    if _is_number(a) and _is_number(b):
-        return a == b
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, list):
-        return len(a) == len(b) and all(map(_same_json, a, b))
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same_json(a[key], b[key]) for key in a)
-    return a == b
-
-
 def _parameter(path: str) -> str:
     return f"parameter {path!r}" if path else "the arguments"
 
@@ -1549,8 +1535,9 @@ def _is_multiple(value: Any, step: Any) -> bool:
 
 
 def _json_key(value: Any) -> str:
-    """value as text that is equal for values JSON Schema calls equal: 1 and 1.0 are, true and 1 are
-    not."""
+    """value as text that is equal for values JSON Schema calls equal (enum, const, uniqueItems):
+    numbers by value (1 and 1.0 are), a boolean never a number (true and 1 are not), arrays and
+    objects item by item."""
     def plain(item: Any) -> Any:
         if type(item) is float and item.is_integer():
             return int(item)
