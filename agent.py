@@ -6369,16 +6369,20 @@ class Agent:
         state.append("assistant", step.raw)
         return None
 
-    def _count_tokens(self, state: _RunState, raw: str) -> None:
-        """Add the last call's tokens: the client's ``last_usage``, else an estimate at 4 characters
-        a token."""
+    def _count_tokens(self, state: _RunState, raw: str,
+                      prompt_chars: Optional[int] = None) -> dict:
+        """Add the last call's tokens to the run's and return them: the client's ``last_usage``,
+        else an estimate at 4 characters a token of raw and of the prompt (``prompt_chars``, by
+        default the conversation sent)."""
         counts = _reported_usage(getattr(self.llm, "last_usage", None))
         if counts is None:
-            counts = {"prompt_tokens": (state.head_chars + state.tail_chars) // 4,
-                      "completion_tokens": len(raw) // 4}
+            if prompt_chars is None:
+                prompt_chars = state.head_chars + state.tail_chars
+            counts = {"prompt_tokens": prompt_chars // 4, "completion_tokens": len(raw) // 4}
             state.estimated()
         state.usage["prompt_tokens"] += counts["prompt_tokens"]
         state.usage["completion_tokens"] += counts["completion_tokens"]
+        return counts
 
     def _chat(self, state: _RunState, step: Step) -> Any:
         """One model call with this run's options; after a context overflow, trim and retry once."""
@@ -6477,15 +6481,9 @@ class Agent:
         call.seconds = _now() - started
         if call.raw is None:
             return call                   # a failed call: no reply, no tokens to count
-        counts = _reported_usage(getattr(self.llm, "last_usage", None))
-        if counts is None:
-            counts = {"prompt_tokens": sum(len(m["content"]) for m in request) // 4,
-                      "completion_tokens": len(call.raw or "") // 4}
-            state.estimated()
+        counts = self._count_tokens(state, call.raw, sum(len(m["content"]) for m in request))
         call.prompt_tokens, call.completion_tokens = (counts["prompt_tokens"],
                                                       counts["completion_tokens"])
-        state.usage["prompt_tokens"] += call.prompt_tokens
-        state.usage["completion_tokens"] += call.completion_tokens
         return call
 
     def _options(self, state: _RunState) -> dict:
