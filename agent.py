@@ -3306,6 +3306,18 @@ def _build_opener(url: str, timeout: Optional[float] = None,
     return urllib.request.build_opener(proxies, http(timing), https(timing), no_redirect())
 
 
+def _http_url(url: str) -> Any:
+    """url split (``urlsplit``), the one check of a URL to send requests to: ValueError unless it
+    starts with http:// or https://, names a host (an IPv6 one valid) and a port in range, not 0."""
+    parts = urlsplit(url)
+    port = parts.port                       # a port that is not a number in range raises here
+    if parts.hostname and ":" in parts.hostname:
+        ipaddress.ip_address(parts.hostname.split("%")[0])
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
+        raise ValueError("must start with http:// or https:// and name a host")
+    return parts
+
+
 def _is_loopback(url: str) -> bool:
     """True when url names a loopback host: a literal loopback IP (127.0.0.0/8, ::1) or exactly
     ``localhost``.
@@ -4262,17 +4274,10 @@ def _backoff(attempt: int) -> float:
 def _chat_url(base_url: str) -> str:
     """The chat-completions URL of a base URL, any query kept after the path; ValueError when it
     cannot work."""
-    text = base_url.strip() if isinstance(base_url, str) else ""
     try:
-        parts = urlsplit(text)
-        port = parts.port                       # a port that is not a number in range raises here
-        if parts.hostname and ":" in parts.hostname:
-            ipaddress.ip_address(parts.hostname.split("%")[0])
+        parts = _http_url(base_url.strip() if isinstance(base_url, str) else "")
     except ValueError as exc:
         raise ValueError(f"invalid base URL {base_url!r} ({exc})") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
-        raise ValueError(f"invalid base URL {base_url!r} (must start with http:// or https:// and "
-                         "name a host)")
     path = parts.path.rstrip("/")
     if not path.endswith("/chat/completions"):
         path += "/chat/completions"
@@ -5434,13 +5439,11 @@ class _McpHttp:
     """
 
     def __init__(self, url: str, headers: dict, label: Optional[str] = None) -> None:
-        parts = urlsplit(url)
         try:
-            port = parts.port
+            parts = _http_url(url)
         except ValueError as exc:
             raise ToolError(f"invalid MCP server URL ({exc})") from None
-        if (not parts.hostname or port == 0 or parts.username is not None
-            or parts.password is not None):
+        if parts.username is not None or parts.password is not None:
             raise ToolError("an MCP server URL names a host and holds no user or password (give "
                             "credentials as headers=)")
         if not isinstance(headers, dict) or not all(isinstance(value, str)
