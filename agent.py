@@ -7238,7 +7238,14 @@ def safe_eval(expr: str) -> int | float:
         raise UnsafeExpression(f"expected the expression as text, got {type(expr).__name__}")
     _check_size(expr)
     try:
-        return _check_number(_eval_node(_parse(expr.strip()), 0), expr)
+        # CPython refuses a tree ~3,000 levels deep, and 1+1+...+1 is a left spine that deep: such
+        # a chain is split at its top-level operators. The size cap already bounds the work, so
+        # only the shape is worked around.
+        try:
+            tree = ast.parse(expr.strip(), mode="eval").body
+        except (RecursionError, MemoryError):
+            tree = _parse_chain(expr.strip())
+        return _check_number(_eval_node(tree, 0), expr)
     except UnsafeExpression as exc:
         exc.expression = expr
         raise
@@ -7295,17 +7302,6 @@ def _operator_name(op: ast.AST) -> str:
     return _OPERATOR_SYMBOLS.get(type(op), type(op).__name__)
 
 
-def _literal(value):
-    if type(value) in (int, float):
-        return _check_number(value)
-    if isinstance(value, bool):
-        raise UnsafeExpression(f"booleans ({value}) are not numbers here")
-    if isinstance(value, complex):
-        raise UnsafeExpression(f"complex numbers ({value!r}) are not allowed")
-    kind = {str: "strings", bytes: "bytes"}.get(type(value), repr(value))
-    raise UnsafeExpression(f"{kind} not allowed in a calculation")
-
-
 def _top_level_operators(text: str) -> list:
     """(start, end, symbol) of each binary + - * / // % outside brackets, found with tokenize."""
     lines = io.StringIO(text).readlines()
@@ -7345,18 +7341,6 @@ def _parse_chain(text: str) -> ast.AST:
     return total
 
 
-def _parse(text: str) -> ast.AST:
-    """Parse with ast; a chain too long for Python's parser is split at its top-level operators.
-
-    CPython refuses a tree ~3,000 levels deep, and ``1+1+...+1`` is a left spine that
-    deep. The size cap already bounds the work, so only the shape is worked around.
-    """
-    try:
-        return ast.parse(text, mode="eval").body
-    except (RecursionError, MemoryError):
-        return _parse_chain(text)
-
-
 def _eval_node(node: ast.AST, depth: int):
     # Recursive walk over a whitelist; each branch names what it refuses.
     if depth > _MAX_AST_DEPTH:
@@ -7380,7 +7364,15 @@ def _eval_node(node: ast.AST, depth: int):
             raise UnsafeExpression(f"operator {_operator_name(node.op)} is not allowed")
         return op(_eval_node(node.operand, depth + 1))
     if isinstance(node, ast.Constant):
-        return _literal(node.value)
+        value = node.value
+        if type(value) in (int, float):
+            return _check_number(value)
+        if isinstance(value, bool):
+            raise UnsafeExpression(f"booleans ({value}) are not numbers here")
+        if isinstance(value, complex):
+            raise UnsafeExpression(f"complex numbers ({value!r}) are not allowed")
+        kind = {str: "strings", bytes: "bytes"}.get(type(value), repr(value))
+        raise UnsafeExpression(f"{kind} not allowed in a calculation")
     if isinstance(node, ast.Name):
         if node.id in _CONSTANTS:
             return _CONSTANTS[node.id]
@@ -7417,17 +7409,14 @@ def _call_function(node: ast.Call, depth: int):
 # -- Calculator and demo, the demo tools and the offline planner -----------------------
 # the calculator and clock tools, and the planner MockLLM runs without a script
 
-def _format_number(value: int | float) -> str:
-    return str(value) if isinstance(value, int) else f"{value:.15g}"
-
-
 def _calculator(expression: str) -> str:
     """Evaluate an arithmetic expression: + - * / // % **, parentheses, sqrt, log, sin, pi, ...
 
     Args:
         expression: The arithmetic to evaluate, e.g. "(128*3+40)/4".
     """
-    return _format_number(safe_eval(expression))
+    value = safe_eval(expression)
+    return str(value) if isinstance(value, int) else f"{value:.15g}"
 
 
 def _clock() -> str:
@@ -7477,23 +7466,21 @@ def _compose_answer(plan: list, results: list) -> str:
     return sentence[0].upper() + sentence[1:] + "."
 
 
-def _is_final(reply: str) -> bool:
-    """Whether a reply reads as a final answer."""
-    try:
-        return parse_action(reply).kind == "final"
-    except ActionFormatError:
-        return False
-
-
 def _task_index(messages: list[dict]) -> Optional[int]:
     """Where the current task is: the last user message that does not answer a reply other than a
     final answer (an observation does; a task may even look like one). None when there is no user
     message."""
     for i in range(len(messages) - 1, -1, -1):
         before = messages[i - 1] if i else {}
-        if messages[i]["role"] == "user" and (before.get("role") != "assistant"
-                                              or _is_final(before["content"])):
+        if messages[i]["role"] != "user":
+            continue
+        if before.get("role") != "assistant":
             return i
+        try:                              # after a reply: only a final answer's
+            if parse_action(before["content"]).kind == "final":
+                return i
+        except ActionFormatError:
+            pass
     return None
 
 
