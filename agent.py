@@ -7533,14 +7533,6 @@ _EXIT_MEANINGS = {0: "answered", 1: "stopped without an answer", 2: "bad usage o
                   _BROKEN_PIPE: "the output pipe was closed"}
 
 
-def _exit_codes_help() -> str:
-    """The exit codes for --help, each with the stop reasons (_STOPS) that lead to it."""
-    def meaning(code: int) -> str:
-        reasons = ", ".join(reason for reason, stop in _STOPS.items() if stop.exit_code == code)
-        return f"{code} {_EXIT_MEANINGS[code]}" + (f" ({reasons})" if reasons else "")
-    return "Exit codes: " + ", ".join(meaning(code) for code in _EXIT_MEANINGS) + "."
-
-
 # what ends a line besides the controls above (\r, \v, \f, \x85)
 _LINE_BREAKS = re.compile("[\n\u2028\u2029]")
 
@@ -7594,11 +7586,16 @@ class _JoinWords(argparse.Action):
 
 
 def _cli_parser() -> argparse.ArgumentParser:
+    def meaning(code: int) -> str:   # an exit code, with the stop reasons (_STOPS) that lead to it
+        reasons = ", ".join(reason for reason, stop in _STOPS.items() if stop.exit_code == code)
+        return f"{code} {_EXIT_MEANINGS[code]}" + (f" ({reasons})" if reasons else "")
+
     parser = argparse.ArgumentParser(
         prog="agent.py", allow_abbrev=False,
         description="A ReAct agent for models without native function calling. With no model "
                     "configured it runs offline with a mock model.",
-        epilog=f"The API key is read from OPENAI_API_KEY only (never a flag). {_exit_codes_help()}")
+        epilog="The API key is read from OPENAI_API_KEY only (never a flag). Exit codes: "
+               + ", ".join(meaning(code) for code in _EXIT_MEANINGS) + ".")
     add = parser.add_argument
     add("task", nargs="*", action=_JoinWords,
         help=f"the task; words not quoted are joined into one task (default: {_DEMO_TASK!r})")
@@ -7708,23 +7705,17 @@ def _cli_args(argv: Optional[list[str]]) -> argparse.Namespace:
     parser = _cli_parser()
     args, unknown = parser.parse_known_intermixed_args(argv)
     if unknown:
-        meant = _meant_flag(unknown[0].split("=", 1)[0],
-                            [flag for flag in parser._option_string_actions
-                                                           if flag.startswith("--")])
+        # the flags it may mean: those it abbreviates, else the closest spelling
+        word = unknown[0].split("=", 1)[0]
+        flags = [flag for flag in parser._option_string_actions if flag.startswith("--")]
+        meant = " or ".join(flag for flag in flags if flag.startswith(word) and len(word) > 2)
+        if not meant:
+            close = difflib.get_close_matches(word, flags, n=1, cutoff=0.75)
+            meant = close[0] if close else None
         parser.error("unrecognized argument "
                      f"{_cut(unknown[0], 40, one_line=True, escape=True)}"
                      + (f": did you mean {meant}?" if meant else ""))
     return args
-
-
-def _meant_flag(word: str, flags: list) -> Optional[str]:
-    """The flags a mistyped one may mean: those it abbreviates, else the closest spelling; None when
-    none is close."""
-    longer = [flag for flag in flags if flag.startswith(word) and len(word) > 2]
-    if longer:
-        return " or ".join(longer)
-    close = difflib.get_close_matches(word, flags, n=1, cutoff=0.75)
-    return close[0] if close else None
 
 
 def _cli_load_tools(path: str) -> Union[ToolRegistry, list]:
@@ -7897,7 +7888,13 @@ def _cli_agent(args: argparse.Namespace) -> tuple:
     _log.info("tools: %s",
               ", ".join(f"{tool.name} ({sources.get(tool.name, 'MCP' if mcp else 'demo')})"
                                      for tool in registry))
-    system_prompt = _cli_system_prompt(args.system_prompt)
+    system_prompt = None
+    if args.system_prompt:
+        with open(args.system_prompt, encoding="utf-8-sig") as handle:
+            system_prompt = handle.read()
+        if "{tools}" not in system_prompt:
+            _log.warning("%s has no {tools}: the model will not see the tools, nor the reply "
+                         "format unless the prompt gives it (see the README)", args.system_prompt)
     llm, label = _cli_model(args)
     if (args.tools or mcp) and isinstance(llm, MockLLM) and llm.replies is None:
         raise ValueError(f"the offline demo model only calls the demo tools ({_CALCULATOR}, "
@@ -7911,17 +7908,6 @@ def _cli_agent(args: argparse.Namespace) -> tuple:
                       constrain="always" if args.json_schema else args.constrain,
                       confirm=_cli_confirm)
     return agent, label, task
-
-
-def _cli_system_prompt(path: Optional[str]) -> Optional[str]:
-    if not path:
-        return None
-    with open(path, encoding="utf-8-sig") as handle:
-        prompt = handle.read()
-    if "{tools}" not in prompt:
-        _log.warning("%s has no {tools}: the model will not see the tools, nor the reply format "
-                     "unless the prompt gives it (see the README)", path)
-    return prompt
 
 
 def _called_tool(raw: Any) -> Optional[str]:
@@ -7975,8 +7961,14 @@ def _cli_progress(step: Step, first: Optional[int] = None) -> str:
     elif action.kind == "final":
         what = f"final answer: {_cut(action.answer, 70, one_line=True, escape=True)}"
     else:
-        came = _cli_result(step) if first in (None, step.index) else (
-            f"the call of step {first} again: not run again")
+        if first not in (None, step.index):
+            came = f"the call of step {first} again: not run again"
+        elif step.error is not None:     # the start of what came back: its error, else its result
+            came = _cut(step.error if step.error.startswith("ERROR:") else f"ERROR: {step.error}",
+                        90, one_line=True, escape=True)
+        else:
+            came = _cut(_observation_result(step.observation or "") or "", 60, one_line=True,
+                        escape=True)
         arguments = _cut(json.dumps(action.arguments, ensure_ascii=False), 60, one_line=True,
                          escape=True)
         what = f"{action.name} {arguments} → {came}"
@@ -7984,15 +7976,6 @@ def _cli_progress(step: Step, first: Optional[int] = None) -> str:
                if action and action.thought else "")
     seconds = step.llm_seconds + step.tool_seconds
     return f"[step {step.index}]{thought} {what} ({seconds:.2f} s)"
-
-
-def _cli_result(step: Step) -> str:
-    """The start of what a call brought back, on one line: its error, else the result the
-    observation carries."""
-    if step.error is not None:
-        return _cut(step.error if step.error.startswith("ERROR:") else f"ERROR: {step.error}", 90,
-                    one_line=True, escape=True)
-    return _cut(_observation_result(step.observation or "") or "", 60, one_line=True, escape=True)
 
 
 # off a terminal, a model call or a tool that takes longer gets one line saying so
@@ -8219,44 +8202,32 @@ def _cli_once(agent: Agent, task: str, args: argparse.Namespace, trace: Optional
         trace.write("result", {key: value for key,
                                value in result.to_dict().items() if key != "steps"})
     if args.json:
-        _cli_say(_cli_json(result.to_dict(), sys.stdout), sys.stdout)
+        # ASCII-escaped when stdout's encoding cannot hold the text
+        text = json.dumps(result.to_dict(), ensure_ascii=False, default=str)
+        try:
+            text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+        except (UnicodeEncodeError, LookupError):   # an ASCII terminal, or a lone surrogate
+            text = json.dumps(result.to_dict(), default=str)
+        _cli_say(text, sys.stdout)
     elif result.answer is not None:
         _cli_say(result.answer, sys.stdout)
-    _log.info("usage: %s", _cli_usage(result.usage))
+    usage = result.usage
+    steps = usage.get("estimated_steps") or []
+    estimated = (f" (estimated for step{'s' if len(steps) > 1 else ''} "
+                 f"{', '.join(map(str, steps))})" if steps else "")
+    _log.info("usage: %s", f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} "
+                           f"completion tokens{estimated}")
     if not result.ok:
-        _cli_say(f"agent.py: stopped ({result.stop_reason}): {result.summary}{_cli_while(result)}")
+        # out of time during a tool call: which tool was running
+        last, running = result.steps[-1] if result.steps else None, ""
+        if (result.stop_reason == "time_limit" and last is not None and last.action is not None
+                and last.action.kind != "final" and (last.tool_seconds or last.error)):
+            running = f", while {last.action.name} ran"
+        _cli_say(f"agent.py: stopped ({result.stop_reason}): {result.summary}{running}")
         hint = _cli_hint(agent, result)
         if hint:
             _cli_say(f"agent.py: hint: {hint}")
     return _STOPS[result.stop_reason].exit_code, result
-
-
-def _cli_json(data: dict, stream: Any) -> str:
-    """data as JSON that stream can write as it is: ASCII-escaped when its encoding cannot hold the
-    text."""
-    text = json.dumps(data, ensure_ascii=False, default=str)
-    try:
-        text.encode(getattr(stream, "encoding", None) or "utf-8")
-    except (UnicodeEncodeError, LookupError):   # an ASCII terminal, or a lone surrogate
-        text = json.dumps(data, default=str)
-    return text
-
-
-def _cli_usage(usage: dict) -> str:
-    steps = usage.get("estimated_steps") or []
-    estimated = (f" (estimated for step{'s' if len(steps) > 1 else ''} "
-                 f"{', '.join(map(str, steps))})" if steps else "")
-    return (f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion "
-            f"tokens{estimated}")
-
-
-def _cli_while(result: AgentResult) -> str:
-    """For a run out of time during a tool call: which tool was running."""
-    last = result.steps[-1] if result.steps else None
-    if (result.stop_reason != "time_limit" or last is None or last.action is None
-        or last.action.kind == "final"):
-        return ""
-    return f", while {last.action.name} ran" if last.tool_seconds or last.error else ""
 
 
 def _cli_hint(agent: _CliAgent, result: AgentResult) -> Optional[str]:
@@ -8371,7 +8342,9 @@ def _cli_batch(args: argparse.Namespace) -> int:
     if not args.quiet:
         _cli_say(f"agent.py: {label}; {to_run} task(s) to run, {args.workers} at a time")
     try:
-        summary = run_batch(agent, _cli_batch_tasks(args), workers=args.workers, out=args.out,
+        # the tasks of this shard, read as the workers need them (the bad lines were reported)
+        tasks = (item for _, item, _ in _task_file(args.batch, args.shard) if item is not None)
+        summary = run_batch(agent, tasks, workers=args.workers, out=args.out,
                             traces=args.traces, on_result=progress)
     except KeyboardInterrupt:
         progress.clear()
@@ -8408,7 +8381,11 @@ def _cli_batch_check(args: argparse.Namespace) -> int:
         if same:
             raise ValueError(f"--out {args.out} is {what}: the results go to a file of their own; "
                              "nothing was run")
-    done = _cli_done_ids(args.out)
+    done = set()      # the ids already in the results file; ValueError when another run holds it
+    handle = _open_results(args.out, create=False)
+    if handle is not None:
+        with handle:
+            done = {_id_key(record["id"]) for _, record in _whole_lines(handle, args.out)}
     try:
         to_run, repeated = _cli_scan(args, done)
     except OSError as exc:
@@ -8433,22 +8410,6 @@ def _cli_scan(args: argparse.Namespace, done: set) -> tuple:
         seen.add(key)
         to_run += _in_shard(number, args.shard) and key not in done
     return to_run, repeated
-
-
-def _cli_done_ids(path: str) -> set:
-    """The ids already in a results file (none when it does not exist); ValueError when it is not
-    one, or another run holds it."""
-    handle = _open_results(path, create=False)
-    if handle is None:
-        return set()
-    with handle:
-        return {_id_key(record["id"]) for _, record in _whole_lines(handle, path)}
-
-
-def _cli_batch_tasks(args: argparse.Namespace) -> Iterable[dict]:
-    """The tasks of the file in this shard, read as the workers need them (the bad lines were
-    reported)."""
-    return (item for _, item, _ in _task_file(args.batch, args.shard) if item is not None)
 
 
 class _BatchProgress:
@@ -8541,18 +8502,6 @@ class _CliLog(logging.Handler):
             self.handleError(record)
 
 
-def _cli_silence() -> None:
-    """After a broken pipe, point stdout and stderr at devnull so the interpreter's last flush
-    cannot fail."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            os.dup2(devnull, stream.fileno())
-        except (OSError, ValueError, AttributeError):  # not a real file (captured in tests)
-            pass
-    os.close(devnull)
-
-
 def _cli_open_streams() -> None:
     """Point stdout or stderr at devnull when the program started with it closed (2>&-): the run
     goes on as usual."""
@@ -8583,7 +8532,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         return _cli_batch(args) if args.batch else _cli_run(args, status)
     except BrokenPipeError:  # the reader went away (| head): stop quietly
-        _cli_silence()
+        # point stdout and stderr at devnull so the interpreter's last flush cannot fail
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                os.dup2(devnull, stream.fileno())
+            except (OSError, ValueError, AttributeError):  # not a real file (captured in tests)
+                pass
+        os.close(devnull)
         return _BROKEN_PIPE
     finally:
         _log.removeHandler(handler)
