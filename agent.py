@@ -2633,7 +2633,12 @@ class _ActionScanner:
             if token is None or (token.end() == len(text)
                                  and token.lastgroup in ("fence", "label")):
                 # wait: the next piece decides
-                if token is not None or _may_be_packaging(text[pos:]):
+                # or when the end may still grow into packaging or the action's start
+                rest = text[pos:]
+                if (token is not None or _LEAD_PARTIAL.fullmatch(rest)
+                        or any(label.startswith(rest) for label in _LABELS)
+                        or any(tag.lower().startswith(rest.lower()) for block in _THINK_BLOCKS
+                               for tag in block)):
                     self._pending = text[pos:]
                 else:
                     self.opens_with_action = False
@@ -2727,14 +2732,6 @@ _LEAD_PARTIAL = re.compile(r"""<\|?/?[\w.-]{0,40}\|? | <｜[^｜<>]{0,40}｜? | 
                                | \[/?[A-Z_]{0,20} | "(?:\[\s{0,64})? | `{1,2}""", re.X)
 
 
-def _may_be_packaging(rest: str) -> bool:
-    """Whether rest, the undecided end of what was fed, may still grow into packaging or the
-    action's start."""
-    return (bool(_LEAD_PARTIAL.fullmatch(rest)) or any(label.startswith(rest) for label in _LABELS)
-            or any(tag.lower().startswith(rest.lower()) for block in _THINK_BLOCKS
-                   for tag in block))
-
-
 def _read_value(text: str, start: int, repairs: list) -> tuple[Any, int]:
     """Read the action that opens at text[start] and return it with the index just past it."""
     scanner = _ActionScanner._at(text, start)
@@ -2802,7 +2799,13 @@ def _decode(chunk: str, repairs: list) -> Any:
 def _normalize_json(chunk: str, repairs: list) -> str:
     """Rewrite near-JSON as JSON, token by token: Python literals, raw control characters,
     invalid escapes, trailing commas, escaped-twice whitespace. Unquoted words are refused."""
-    tokens = _json_tokens(chunk)
+    tokens, pos = [], 0
+    while pos < len(chunk):
+        token = _JSON_TOKEN.match(chunk, pos)
+        if token is None:
+            raise _refuse(f"the JSON has an unexpected character {chunk[pos]!r} at character {pos}")
+        tokens.append((token.lastgroup, token.group()))
+        pos = token.end()
     out: list = []
     last = [-1, -1]  # where in out the last two tokens that are not whitespace are
     for kind, value in tokens:
@@ -2831,17 +2834,6 @@ _JSON_TOKEN = re.compile(r"""
   | (?P<number>-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.]))
   | (?P<word>-?[A-Za-z_][\w.-]*)
 """, re.X | re.S)
-
-
-def _json_tokens(chunk: str) -> list:
-    tokens, pos = [], 0
-    while pos < len(chunk):
-        token = _JSON_TOKEN.match(chunk, pos)
-        if token is None:
-            raise _refuse(f"the JSON has an unexpected character {chunk[pos]!r} at character {pos}")
-        tokens.append((token.lastgroup, token.group()))
-        pos = token.end()
-    return tokens
 
 
 _STRING_PIECE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|u[0-9a-fA-F]{4}|[0-7]{1,3}|.)"
@@ -2890,15 +2882,12 @@ def _fix_piece(piece: str, single: bool, repairs: list) -> str:
     else:
         allowed = code in _JSON_ESCAPES or (code[0] == "u" and len(code) == 5)
     if not allowed:
-        raise _unclear_backslash(code[0])
+        char = code[0]
+        shown = (f"'\\{char}'" if char.isprintable() and not char.isspace()
+                 else f"a backslash before U+{ord(char):04X}")
+        raise _refuse(f"a string holds {shown}, which may be a literal backslash (as in C:\\Users) "
+                      "or an escape; write a literal backslash as \\\\")
     return piece
-
-
-def _unclear_backslash(char: str) -> ActionFormatError:
-    shown = (f"'\\{char}'" if char.isprintable() and not char.isspace()
-             else f"a backslash before U+{ord(char):04X}")
-    return _refuse(f"a string holds {shown}, which may be a literal backslash (as in C:\\Users) or "
-                   "an escape; write a literal backslash as \\\\")
 
 
 _PYTHON_WORDS = {"True": "true", "False": "false", "None": "null"}
@@ -3600,11 +3589,6 @@ def _quoted(name: str) -> re.Pattern:
     return re.compile(rf"['\"`]{name}['\"`]")
 
 
-def _format_type(body: dict) -> Any:
-    given = body.get("response_format")
-    return given.get("type") if isinstance(given, dict) else None
-
-
 def _renamed(body: dict) -> None:
     if "max_tokens" in body:
         body["max_completion_tokens"] = body.pop("max_tokens")
@@ -3613,10 +3597,6 @@ def _renamed(body: dict) -> None:
 def _as_json_object(body: dict) -> None:
     if "response_format" in body:
         body["response_format"] = {"type": "json_object"}
-
-
-def _has_system(body: dict) -> bool:
-    return any(isinstance(m, dict) and m.get("role") == "system" for m in body["messages"])
 
 
 def _fold_system(body: dict) -> None:
@@ -3656,7 +3636,8 @@ _ADAPTATIONS = (
                 _holds("frequency_penalty"), _without("frequency_penalty")),
     # first json_schema falls back to json_object, then any format to none
     _Adaptation("response_format json_schema", _FORMAT_REJECTED,
-                lambda body: _format_type(body) == "json_schema", _as_json_object),
+                lambda body: isinstance(body.get("response_format"), dict)
+                and body["response_format"].get("type") == "json_schema", _as_json_object),
     _Adaptation("response_format", _FORMAT_REJECTED, _holds("response_format"),
                 _without("response_format")),
     # a chat template without a system role: often llama.cpp's 500 "Jinja exception", or "roles
@@ -3665,7 +3646,10 @@ _ADAPTATIONS = (
         r"system[ _](?:role|message|prompt)s?\b[^.]{0,40}\b"
         r"(?:not supported|unsupported|not allowed)"
         r"|roles must alternate|(?:not supported|unsupported|invalid)\b[^.]{0,20}\brole[ "
-        r":'\"`]+system\b", re.I), _has_system, _fold_system, statuses=(400, 422, 500)),
+        r":'\"`]+system\b", re.I),
+                lambda body: any(isinstance(m, dict) and m.get("role") == "system"
+                                 for m in body["messages"]),
+                _fold_system, statuses=(400, 422, 500)),
 )
 
 
@@ -3775,13 +3759,28 @@ class OpenAICompatLLM:
                  max_request_seconds: float = 600, max_response_bytes: int = 8 * 1024 * 1024,
                  allow_http_key: bool = False, organization: Optional[str] = None,
                  project: Optional[str] = None) -> None:
-        _check_client_options(model, {
-            "max_retries": max_retries, "timeout": timeout, "temperature": temperature,
-            "max_request_seconds": max_request_seconds, "max_tokens": max_tokens,
-            "max_response_bytes": max_response_bytes})
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError("no model named: pass model=... or set OPENAI_MODEL")
+        for name, value in {"max_retries": max_retries, "timeout": timeout,
+                            "temperature": temperature, "max_request_seconds": max_request_seconds,
+                            "max_tokens": max_tokens,
+                            "max_response_bytes": max_response_bytes}.items():
+            # temperature, max_tokens: None is the server's default
+            _check_setting(name, value, optional=name in ("temperature", "max_tokens"))
         base_url, self.base_url, self._basic = _userinfo(base_url)  # base_url: the password as ***
-        self.model, self.url = model.strip(), _chat_url(base_url)
-        self._api_key = _clean_key(api_key)
+        try:
+            parts = _http_url(base_url.strip() if isinstance(base_url, str) else "")
+        except ValueError as exc:
+            raise ValueError(f"invalid base URL {base_url!r} ({exc})") from None
+        path = parts.path.rstrip("/")   # the chat-completions URL, any query kept after the path
+        if not path.endswith("/chat/completions"):
+            path += "/chat/completions"
+        self.model = model.strip()
+        self.url = urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+        if api_key is not None and not isinstance(api_key, str):
+            raise ValueError(f"invalid api_key of type {type(api_key).__name__} (must be a string)")
+        # without surrounding whitespace: a key read from a file ends in a newline
+        self._api_key = None if api_key is None else api_key.strip() or None
         if self._basic and self._api_key:
             raise ValueError("the base URL holds a user name and password (sent as Basic auth) and "
                              "an API key is set (sent as Bearer): both go in the Authorization "
@@ -4202,7 +4201,11 @@ class OpenAICompatLLM:
         """Raise what a server's error means: _Retryable when another attempt may help, else
         LLMError."""
         message, details = _server_error(text, self._scrub)
-        status, url = status or _error_status(details), url or self.url
+        if not status:       # the HTTP status an error object inside a 200 answer stands for
+            code = details.get("code")
+            status = code if _is_int(code) and 400 <= code <= 599 else (
+                500 if details.get("type") == "server_error" else None)
+        url = url or self.url
         where = f"HTTP {status} from {url}" if status else f"{url} returned an error"
         overflow = _overflow(message, details)
         if overflow is not None:
@@ -4253,15 +4256,6 @@ class OpenAICompatLLM:
         return _scrubbed(text, secrets + _header_secrets(self.headers))
 
 
-def _check_client_options(model: Any, numbers: dict) -> None:
-    """ValueError for a missing model name or a numeric option out of its rule (temperature,
-    max_tokens: None is the server's default)."""
-    if not isinstance(model, str) or not model.strip():
-        raise ValueError("no model named: pass model=... or set OPENAI_MODEL")
-    for name, value in numbers.items():
-        _check_setting(name, value, optional=name in ("temperature", "max_tokens"))
-
-
 # -- Models, the client's helpers: what a request sends and what an answer means -------
 
 def _backoff(attempt: int) -> float:
@@ -4269,19 +4263,6 @@ def _backoff(attempt: int) -> float:
     it jitter."""
     base = min(30.0, 0.5 * 2 ** attempt)
     return base / 2 + random.uniform(0, base / 2)
-
-
-def _chat_url(base_url: str) -> str:
-    """The chat-completions URL of a base URL, any query kept after the path; ValueError when it
-    cannot work."""
-    try:
-        parts = _http_url(base_url.strip() if isinstance(base_url, str) else "")
-    except ValueError as exc:
-        raise ValueError(f"invalid base URL {base_url!r} ({exc})") from None
-    path = parts.path.rstrip("/")
-    if not path.endswith("/chat/completions"):
-        path += "/chat/completions"
-    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
 def _models_url(chat_url: str) -> str:
@@ -4314,16 +4295,6 @@ def _userinfo(base_url: Any) -> tuple:
     return f"{scheme}://{host}{rest[end:]}", shown, credential
 
 
-def _clean_key(api_key: Any) -> Optional[str]:
-    """The API key without surrounding whitespace (a key read from a file ends in a newline), or
-    None."""
-    if api_key is None:
-        return None
-    if not isinstance(api_key, str):
-        raise ValueError(f"invalid api_key of type {type(api_key).__name__} (must be a string)")
-    return api_key.strip() or None
-
-
 def _quoted_body(text: str, scrub: Callable[[str], str]) -> str:
     """A body that holds no message of its own, as an error quotes it: scrubbed, its start, on one
     line."""
@@ -4353,12 +4324,6 @@ def _server_error(text: str, scrub: Callable[[str], str]) -> tuple:
 _ESCAPED = re.compile(r"\\u([0-9a-fA-F]{4})|\\(/)|%([0-9a-fA-F]{2})")
 
 
-def _unescaped(text: str) -> str:
-    """text with JSON's \\uXXXX and \\/ escapes and URL percent-escapes decoded, so an escaped
-    secret shows."""
-    return _ESCAPED.sub(lambda m: m.group(2) or chr(int(m.group(1) or m.group(3), 16)), text)
-
-
 # shorter keys ("x", "none") are placeholders; scrubbing them would mangle every message
 _MIN_SECRET_CHARS = 8
 
@@ -4382,7 +4347,9 @@ def _scrubbed(text: str, secrets: Iterable[Optional[str]]) -> str:
     readings = [text]
     # an escape escaped again (\\u005cu0073, %252F) takes another pass
     for _ in range(3 if secrets else 0):
-        readings.append(_unescaped(readings[-1]))
+        # JSON's \uXXXX and \/ escapes and URL percent-escapes decoded, so an escaped secret shows
+        readings.append(_ESCAPED.sub(lambda m: m.group(2) or chr(int(m.group(1) or m.group(3), 16)),
+                                     readings[-1]))
     for reading in reversed(readings):
         spans = sorted(span for secret in secrets for span in _secret_spans(reading, secret))
         if spans:
@@ -4453,14 +4420,6 @@ def _basic_secrets(credential: str) -> list:
     return [decoded, decoded.partition(":")[2]] if ":" in decoded else []
 
 
-def _error_status(details: dict) -> Optional[int]:
-    """The HTTP status an error object inside a 200 answer stands for, when it says."""
-    code = details.get("code")
-    if _is_int(code) and 400 <= code <= 599:
-        return code
-    return 500 if details.get("type") == "server_error" else None
-
-
 def _names_model(message: str, model: Any) -> bool:
     """Whether a server's message names the model as a whole word: model "m" is not named by "not
     found"."""
@@ -4469,11 +4428,6 @@ def _names_model(message: str, model: Any) -> bool:
     # Not inside a longer name: no name character may touch it, nor a "." or ":" that goes on
     # ("name3" is not in "name3.1" or "name3:latest", but is in "name3." ending a sentence).
     return re.search(rf"(?<![\w.:/-]){re.escape(model)}(?![\w/-]|[.:][\w/-])", message) is not None
-
-
-def _first_number(pattern: re.Pattern, text: str) -> Optional[int]:
-    match = pattern.search(text)
-    return next((int(group) for group in match.groups() if group), None) if match else None
 
 
 _CONTEXT_OVERFLOW = re.compile(   # llama.cpp, OpenAI, vLLM (two wordings), Anthropic-style proxies
@@ -4492,9 +4446,10 @@ def _overflow(message: str, details: dict) -> Optional[tuple]:
         return None
     counts = []
     for key, pattern in (("n_ctx", _N_CTX), ("n_prompt_tokens", _N_PROMPT)):
-        value = details.get(key)
-        counts.append(value if _is_int(value) else
-                      _first_number(pattern, message))
+        value, match = details.get(key), pattern.search(message)
+        if not _is_int(value):
+            value = next((int(group) for group in match.groups() if group), None) if match else None
+        counts.append(value)
     return tuple(counts)
 
 
