@@ -516,7 +516,13 @@ class ToolRegistry:
             return _failed(_INVALID.format(name=name, problem=exc, expected=expected))
         refusal = _too_late(name, deadline)
         if refusal is None and tool.confirm:
-            if not _confirmed(confirm, name, kwargs):
+            try:
+                confirmed = confirm is not None and confirm(name, kwargs) is True
+            except Exception:
+                _log.warning("confirm callback failed for %s; treating it as declined", name,
+                             exc_info=True)
+                confirmed = False
+            if not confirmed:
                 return _failed(_DECLINED.format(name=name))
             refusal = _too_late(name, deadline)  # the answer may have taken the rest of the budget
         return refusal or self._execute(tool, kwargs, deadline)
@@ -563,7 +569,12 @@ class ToolRegistry:
         result = func(**kwargs)  # no limit: run inline, no thread needed
         if not hasattr(type(result), "__await__"):
             return result
-        if _in_event_loop():  # asyncio.run cannot nest: await it on a worker's own loop
+        asyncio = sys.modules.get("asyncio")  # never imported: no loop can be running
+        try:
+            in_loop = asyncio is not None and asyncio.get_running_loop() is not None
+        except RuntimeError:
+            in_loop = False
+        if in_loop:  # asyncio.run cannot nest: await it on a worker's own loop
             return _POOL.run(_awaited, {"awaitable": result}, None)
         return _invoke(_awaited, {"awaitable": result})
 
@@ -625,7 +636,11 @@ class ToolRegistry:
         branches = [{
             "type": "object",
             "properties": {"type": {"const": "tool_call"}, "thought": dict(thought),
-                           "name": {"const": t.name}, "arguments": _embedded(t._schema, defs)},
+                           "name": {"const": t.name},
+                           # as they are, or, when they hold references (which point into the
+                           # tool's own schema), a copy whose references point into defs
+                           "arguments": _rewritten(t._schema.root, t._schema, defs, {})
+                           if t._schema.targets else t._schema.root},
             "required": ["type", "thought", "name", "arguments"], "additionalProperties": False,
         } for t in self._tools.values()]
         branches.append({
@@ -654,16 +669,6 @@ class ToolRegistry:
 _PLAIN_CALL = ToolRegistry.call
 # what Agent and run take as tools
 _Tools = Union[ToolRegistry, Iterable[Union[Tool, Callable[..., Any]]], None]
-
-
-def _confirmed(confirm: Optional[Callable], name: str, arguments: dict) -> bool:
-    if confirm is None:
-        return False
-    try:
-        return confirm(name, arguments) is True
-    except Exception:
-        _log.warning("confirm callback failed for %s; treating it as declined", name, exc_info=True)
-        return False
 
 
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
@@ -713,7 +718,15 @@ def _infer_parameters(func: Callable, name: str, arg_docs: dict) -> dict:
         signature = inspect.signature(func)
     except (TypeError, ValueError) as exc:
         raise ToolError(f"cannot read the signature of tool {name!r}: {exc}") from None
-    hints = _type_hints(func)
+    # A callable object keeps its hints on its class's __call__; a partial has none to read.
+    target = (func if isinstance(func, (types.FunctionType, types.MethodType))
+              else type(func).__call__)
+    hints = {}
+    if isinstance(target, (types.FunctionType, types.MethodType)):
+        try:
+            hints = typing.get_type_hints(target)
+        except Exception as exc:
+            raise ToolError(f"cannot resolve the type hints of {func!r}: {exc}") from None
     properties, required = {}, []
     for param in signature.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -731,18 +744,6 @@ def _infer_parameters(func: Callable, name: str, arg_docs: dict) -> dict:
         properties[param.name] = schema
     return {"type": "object", "properties": properties, "required": required,
             "additionalProperties": False}
-
-
-def _type_hints(func: Callable) -> dict:
-    # A callable object keeps its hints on its class's __call__; a partial has none to read.
-    target = (func if isinstance(func, (types.FunctionType, types.MethodType))
-              else type(func).__call__)
-    if not isinstance(target, (types.FunctionType, types.MethodType)):
-        return {}
-    try:
-        return typing.get_type_hints(target)
-    except Exception as exc:
-        raise ToolError(f"cannot resolve the type hints of {func!r}: {exc}") from None
 
 
 _JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array",
@@ -1511,8 +1512,14 @@ def _check_bounds(value: Any, schema: dict, path: str, patterns: dict) -> None:
             problem = f"be {rule.format(schema[keyword])}"
             break
     step = schema.get("multipleOf")
-    if problem is None and step is not None and _is_number(value) and not _is_multiple(value, step):
-        problem = f"be a multiple of {step}"
+    if problem is None and step is not None and _is_number(value):
+        # a whole multiple in decimal as JSON writes them (0.3 is 3 times 0.1)
+        from fractions import Fraction   # deferred: only a schema with multipleOf needs it
+        try:
+            whole = (Fraction(repr(value)) / Fraction(repr(step))).denominator == 1
+        except (ValueError, OverflowError, ZeroDivisionError):
+            whole = False
+        problem = None if whole else f"be a multiple of {step}"
     pattern = schema.get("pattern")
     if (problem is None and pattern is not None and isinstance(value, str)
             and not patterns[pattern](value)):
@@ -1522,16 +1529,6 @@ def _check_bounds(value: Any, schema: dict, path: str, patterns: dict) -> None:
         problem = "hold no item twice" if len(set(keys)) < len(keys) else None
     if problem:
         raise _ArgumentError(f"{_parameter(path)} must {problem}, got {_shown(value)}")
-
-
-def _is_multiple(value: Any, step: Any) -> bool:
-    """Whether value is a whole multiple of step, in decimal as JSON writes them (0.3 is 3 times
-    0.1)."""
-    from fractions import Fraction   # deferred: only a schema with multipleOf needs it
-    try:
-        return (Fraction(repr(value)) / Fraction(repr(step))).denominator == 1
-    except (ValueError, OverflowError, ZeroDivisionError):
-        return False
 
 
 def _json_key(value: Any) -> str:
@@ -1550,15 +1547,6 @@ def _json_key(value: Any) -> str:
     # keys that do not sort: one Python caller's value, not a model's
     except (TypeError, ValueError):
         return repr(value)
-
-
-def _embedded(schema: _Schema, defs: dict) -> dict:
-    """A tool's parameters as the action schema holds them: as they are, or, when they hold
-    references (which point into the tool's own schema), a copy whose references point into the
-    action schema's ``$defs``."""
-    if not schema.targets:
-        return schema.root
-    return _rewritten(schema.root, schema, defs, {})
 
 
 def _rewritten(node: Any, schema: _Schema, defs: dict, names: dict) -> Any:
@@ -1769,17 +1757,6 @@ class _Pool:
 _POOL = _Pool()
 
 
-def _in_event_loop() -> bool:
-    asyncio = sys.modules.get("asyncio")  # never imported: no loop can be running
-    if asyncio is None:
-        return False
-    try:
-        asyncio.get_running_loop()
-        return True
-    except RuntimeError:
-        return False
-
-
 # -- Protocol --------------------------------------------------------------------------
 # what the model is told (SYSTEM_PROMPT), what it sends (Action, parse_action),
 # what comes back (_observation, _refuse)
@@ -1911,7 +1888,11 @@ def parse_action(text: str) -> Action:
             found = _opening_action(thought_out, repairs) if thought_out != body else None
             body = thought_out
         opened = found is not None
-        value, rest = found if opened else _action_after_prose(body, repairs)
+        if not opened:   # the action of a reply that does not open with it, and the text after
+            located, start = _locate(body, repairs)
+            value, end = _read_value(located, start, repairs)
+            found = value, located[end:]
+        value, rest = found
         _check_rest(rest, value, opened, repairs)
         return _interpret(_one_object(value, opened, repairs), repairs)
     except ActionFormatError as exc:
@@ -2050,13 +2031,6 @@ def _lone_closing_tag(text: str) -> Any:
             scanner = _ActionScanner._at(text, first.start())
             end = scanner.end or scanner.broken_at or len(text)
     return None
-
-
-def _action_after_prose(body: str, repairs: list) -> tuple:
-    """The action of a reply that does not open with it: (value, the text after it)."""
-    body, start = _locate(body, repairs)
-    value, end = _read_value(body, start, repairs)
-    return value, body[end:]
 
 
 _FENCE_OPEN = re.compile(r"```[\w+.-]*[ \t]*\n?")
