@@ -4588,8 +4588,14 @@ def _add_mcp(registry: ToolRegistry, server: Any, *, name: Optional[str] = None,
     try:
         session.open()
         specs = _mcp_list_tools(session)
-        built, left_out = _mcp_built(session, _mcp_chosen(specs, wanted, session.label, missing_ok),
-                                     name, seconds)
+        if wanted is not None:
+            offered = [spec["name"] for spec in specs]
+            missing = [tool for tool in wanted if tool not in offered]
+            if missing and not missing_ok:
+                raise ToolError(f"MCP server {session.label} has no tool {missing[0]!r} (it has: "
+                                f"{', '.join(offered) or 'none'})")
+            specs = [spec for spec in specs if spec["name"] in wanted]
+        built, left_out = _mcp_built(session, specs, name, seconds)
         refused = next((tool for tool in wanted or [] if tool in left_out), None)
         if refused is not None:
             raise ToolError(f"MCP server {session.label}: tool {refused!r} was left out: "
@@ -4651,19 +4657,15 @@ def _mcp_transport(server: Any, env: Optional[dict], cwd: Any, headers: Optional
                         f"http(s):// URL, got {type(server).__name__}")
     if not argv:
         raise ToolError("empty MCP server command")
-    return _McpStdio(argv, _mcp_env(env), cwd, env or {}, label)
-
-
-def _mcp_env(extra: Optional[dict]) -> dict:
-    """A server's environment: ours for PATH, HOME, locale and temp only, then what it is given (no
-    secret of ours)."""
-    env = {key: os.environ[key] for key in _MCP_ENV if key in os.environ}
-    env.update({key: value for key, value in os.environ.items() if key.startswith("LC_")})
-    for key, value in (extra or {}).items():
+    # the server's environment: ours for PATH, HOME, locale and temp only, then what it is given
+    # (no secret of ours)
+    environment = {key: os.environ[key] for key in _MCP_ENV if key in os.environ}
+    environment.update({key: value for key, value in os.environ.items() if key.startswith("LC_")})
+    for key, value in (env or {}).items():
         if not isinstance(key, str) or not isinstance(value, str):
             raise ToolError(f"env= of an MCP server maps names to strings; {key!r} does not")
-        env[key] = value
-    return env
+        environment[key] = value
+    return _McpStdio(argv, environment, cwd, env or {}, label)
 
 
 def _mcp_list_tools(session: _McpSession) -> list:
@@ -4686,17 +4688,6 @@ def _mcp_list_tools(session: _McpSession) -> list:
         if not isinstance(cursor, str) or not cursor:
             return specs
     raise ToolError(f"MCP server {session.label} listed more than {_MCP_MAX_PAGES} pages of tools")
-
-
-def _mcp_chosen(specs: list, wanted: Optional[list], label: str, missing_ok: bool) -> list:
-    if wanted is None:
-        return specs
-    offered = [spec["name"] for spec in specs]
-    missing = [tool for tool in wanted if tool not in offered]
-    if missing and not missing_ok:
-        raise ToolError(f"MCP server {label} has no tool {missing[0]!r} (it has: "
-                        f"{', '.join(offered) or 'none'})")
-    return [spec for spec in specs if spec["name"] in wanted]
 
 
 def _mcp_built(session: _McpSession, specs: list, prefix: Optional[str], seconds: float) -> tuple:
@@ -5437,7 +5428,12 @@ class _McpHttp:
         if "_meta" in params:                # the modern era routes by these
             headers.update({"Mcp-Protocol-Version": _MCP_VERSION, "Mcp-Method": message["method"]})
             if message["method"] == "tools/call":
-                headers["Mcp-Name"] = _mcp_header_value(params["name"])
+                # printable ASCII as it is, anything else in MCP's base64 form
+                text = params["name"]
+                if not re.fullmatch(r"[\x20-\x7e]*", text):
+                    import base64
+                    text = f"=?base64?{base64.b64encode(text.encode('utf-8')).decode('ascii')}?="
+                headers["Mcp-Name"] = text
         elif self.session.version is not None:
             headers["Mcp-Protocol-Version"] = self.session.version
         if self.session_id is not None:
@@ -5520,16 +5516,6 @@ class _McpHttp:
         except Exception as exc:  # the server may be gone already; nothing is left running here
             _log.debug("MCP server %s: DELETE of the session failed: %s", self.label,
                        self.session.scrub(_text(exc)))
-
-
-def _mcp_header_value(text: str) -> str:
-    """A value as an HTTP header carries it: printable ASCII as it is, anything else as MCP's base64
-    form."""
-    if re.fullmatch(r"[\x20-\x7e]*", text):
-        return text
-    import base64
-
-    return f"=?base64?{base64.b64encode(text.encode('utf-8')).decode('ascii')}?="
 
 
 def _mcp_url_secrets(url: str) -> list:
@@ -5938,44 +5924,6 @@ def _digest_line(step: Step, calls: dict, result_chars: Optional[int]) -> str:
     return f"{step.index}. {call} → {_cut(result, result_chars, one_line=True)}"
 
 
-def _summary_request(state: _RunState, notes: str, dropped: list[Step], limit: int) -> list[dict]:
-    """The summary call's messages: the prompt, then the task, the earlier notes and the dropped
-    steps in full.
-
-    The whole request is cut to the context budget, which the model is known to take.
-    """
-    # about 6 characters a word, and room to spare
-    system = _SUMMARY_PROMPT.format(words=max(20, limit // 8))
-    steps = "\n".join(_digest_line(step, state.calls, None) for step in dropped)
-    text = _SUMMARY_REQUEST.format(task=state.messages[state.head - 1]["content"],
-                                   notes=notes.strip() or "(none yet)", steps=steps)
-    return [{"role": "system", "content": system},
-            {"role": "user",
-             "content": _cut(text, max(1000, state.budget - len(system)), ends=True)}]
-
-
-def _summary_problem(text: str, finish_reason: Optional[str], limit: int) -> Optional[str]:
-    """Why a summary reply cannot stand in for the dropped steps, or None when it can."""
-    if finish_reason == "length":
-        return "the summary was cut off at the token limit"
-    if finish_reason == "repetition":
-        return "the summary kept repeating itself"
-    if not text:
-        return "the summary was empty"
-    if len(text) > limit:
-        return f"the summary was too long ({len(text)} characters, at most {limit})"
-    return None
-
-
-def _as_registry(tools: _Tools) -> ToolRegistry:
-    if isinstance(tools, ToolRegistry):
-        return tools
-    registry = ToolRegistry()
-    for tool in tools or ():
-        registry.register(tool)
-    return registry
-
-
 def _clean_history(history: Optional[list]) -> list:
     if history is None:
         return []
@@ -5989,20 +5937,6 @@ def _clean_history(history: Optional[list]) -> list:
                              f"system|user|assistant, 'content': str}})")
         cleaned.append({"role": message["role"], "content": message["content"]})
     return cleaned
-
-
-def _chat_options(llm: Any) -> frozenset:
-    """The per-call options ``llm.chat`` accepts: those it names, or all of them when it takes
-    ``**kwargs``."""
-    try:
-        parameters = inspect.signature(llm.chat).parameters.values()
-    except (AttributeError, TypeError, ValueError):  # no chat, or a builtin without a signature
-        return frozenset()
-    if any(p.kind is p.VAR_KEYWORD for p in parameters):
-        return frozenset(_CHAT_OPTIONS)
-    return frozenset(p.name for p in parameters
-                     if p.name in _CHAT_OPTIONS
-                     and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
 def _copied(action: Action, example: Optional[_Example], seen: Callable[[], str], task: str
@@ -6193,7 +6127,12 @@ class Agent:
             raise ValueError(f"invalid memory {memory!r} (must be one of "
                              f"{', '.join(_MEMORY_MODES)})")
         self.llm = llm
-        self.tools = _as_registry(tools)
+        if isinstance(tools, ToolRegistry):
+            self.tools = tools
+        else:
+            self.tools = ToolRegistry()
+            for tool in tools or ():
+                self.tools.register(tool)
         self.system_prompt = _render_prompt(system_prompt, self.tools)
         self.max_steps = max_steps                  # model calls per run
         self.max_repeats = max_repeats              # repeats of one call before the run stops
@@ -6206,7 +6145,16 @@ class Agent:
         self.confirm = confirm  # asked before tools registered with confirm=True
         self.constrain = constrain                  # the decoding ladder: auto, always or never
         self.memory = memory  # what stands in for steps a context budget drops
-        self._accepts = _chat_options(llm)  # checked once: the per-call options llm.chat takes
+        # checked once: the per-call options llm.chat takes, those it names, or all of them when it
+        # takes **kwargs
+        try:
+            parameters = inspect.signature(llm.chat).parameters.values()
+        except (AttributeError, TypeError, ValueError):  # no chat, or a builtin without a signature
+            parameters = []
+        self._accepts = frozenset(_CHAT_OPTIONS) if any(
+            p.kind is p.VAR_KEYWORD for p in parameters) else frozenset(
+            p.name for p in parameters
+            if p.name in _CHAT_OPTIONS and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
         # the prompt's worked example
         self._example = _example(self.tools) if system_prompt is None else None
         if constrain == "always" and "response_schema" not in self._accepts:
@@ -6380,13 +6328,33 @@ class Agent:
             problem = (f"the context budget leaves no room for a summary ({max(0, limit)} "
                        "characters)")
         else:
-            call = self._summary_call(state, _summary_request(state, notes, dropped, limit))
+            # the prompt, then the task, the earlier notes and the dropped steps in full, the whole
+            # cut to the context budget, which the model is known to take; about 6 characters a
+            # word, and room to spare
+            system = _SUMMARY_PROMPT.format(words=max(20, limit // 8))
+            steps = "\n".join(_digest_line(step, state.calls, None) for step in dropped)
+            request = _SUMMARY_REQUEST.format(task=state.messages[state.head - 1]["content"],
+                                              notes=notes.strip() or "(none yet)", steps=steps)
+            call = self._summary_call(state, [
+                {"role": "system", "content": system},
+                {"role": "user",
+                 "content": _cut(request, max(1000, state.budget - len(system)), ends=True)}])
             step.summary_calls.append(call)
             text = (call.raw or "").strip()
+            # why a summary reply cannot stand in for the dropped steps (None: it can)
             if call.raw is None:
                 problem = f"the summary call failed: {call.error}"
+            elif call.finish_reason == "length":
+                problem = call.error = "the summary was cut off at the token limit"
+            elif call.finish_reason == "repetition":
+                problem = call.error = "the summary kept repeating itself"
+            elif not text:
+                problem = call.error = "the summary was empty"
+            elif len(text) > limit:
+                problem = call.error = (f"the summary was too long ({len(text)} characters, at "
+                                        f"most {limit})")
             else:
-                problem = call.error = _summary_problem(text, call.finish_reason, limit)
+                problem = call.error = None
         if problem is not None:
             step.notes.append(f"memory: {problem}; the digest of the dropped steps was "
                               "sent instead")
@@ -7005,18 +6973,14 @@ def _whole_lines(handle: io.FileIO, path: str) -> Iterable[tuple]:
     ``_json_lines`` reads it."""
     with open(handle.fileno(), "rb", closefd=False) as lines:   # buffered: lines are read fast
         lines.seek(0)
-        for end, number, value in _json_lines(lines):
-            yield end, _result_line(None if isinstance(value, ValueError) else value, path, number)
-
-
-def _result_line(record: Any, path: str, number: int) -> dict:
-    """The JSON of a line of a results file (None: not JSON), checked; ValueError when it is no
-    result (a wrong --out, a task file among them, would be appended to)."""
-    if not (isinstance(record, dict) and _task_problem(dict(record, task="-")) is None
-            and isinstance(record.get("stop_reason"), str)):
-        raise ValueError(f"{path} line {number} is not a result line (JSON with an id and a "
-                         "stop_reason): is it the results file of a batch? Pass another --out")
-    return record
+        for end, number, record in _json_lines(lines):
+            # a line that is no result: a wrong --out, a task file among them, would be appended to
+            if not (isinstance(record, dict) and _task_problem(dict(record, task="-")) is None
+                    and isinstance(record.get("stop_reason"), str)):
+                raise ValueError(f"{path} line {number} is not a result line (JSON with an id and "
+                                 "a stop_reason): is it the results file of a batch? Pass another "
+                                 "--out")
+            yield end, record
 
 
 class _Tally:
