@@ -7347,18 +7347,6 @@ def _find_arithmetic(task: str) -> list:
     return found
 
 
-def _compose_answer(plan: list, results: list) -> str:
-    if not plan:
-        return ("I am the offline demo model: I can only tell the time and do arithmetic. "
-                "Set OPENAI_MODEL (see the README) to use a real model.")
-    if len(plan) == 1 and plan[0][0] == _CALCULATOR:
-        return results[0]
-    parts = [f"the time is {result}" if name == _CLOCK else f"{args['expression']} = {result}"
-             for (name, args), result in zip(plan, results)]
-    sentence = ", and ".join(parts)
-    return sentence[0].upper() + sentence[1:] + "."
-
-
 def _task_index(messages: list[dict]) -> Optional[int]:
     """Where the current task is: the last user message that does not answer a reply other than a
     final answer (an observation does; a task may even look like one). None when there is no user
@@ -7395,8 +7383,17 @@ def _offline_reply(messages: list[dict]) -> str:
                    else f"I will compute {arguments['expression']}.")
         return json.dumps({"type": "tool_call", "thought": thought, "name": name,
                            "arguments": arguments})
-    return json.dumps({"type": "final", "thought": "I have everything I need.",
-                       "answer": _compose_answer(plan, results)})
+    if not plan:
+        answer = ("I am the offline demo model: I can only tell the time and do arithmetic. "
+                  "Set OPENAI_MODEL (see the README) to use a real model.")
+    elif len(plan) == 1 and plan[0][0] == _CALCULATOR:
+        answer = results[0]
+    else:
+        sentence = ", and ".join(f"the time is {result}" if name == _CLOCK
+                                 else f"{args['expression']} = {result}"
+                                 for (name, args), result in zip(plan, results))
+        answer = sentence[0].upper() + sentence[1:] + "."
+    return json.dumps({"type": "final", "thought": "I have everything I need.", "answer": answer})
 
 
 # What MockLLM() with no replies answers with; _offline_reply is looked up at each call.
@@ -7803,25 +7800,21 @@ def _cli_agent(args: argparse.Namespace) -> tuple:
     return agent, label, task
 
 
-def _called_tool(raw: Any) -> Optional[str]:
-    """The tool a saved reply calls, read as the replay will read it; None for any other reply."""
-    try:
-        action = parse_action(raw) if isinstance(raw, str) else None
-    except ActionFormatError:
-        return None
-    return action.name if action is not None and action.kind == "tool_call" else None
-
-
 def _cli_replayed(path: str, registry: ToolRegistry, task: Optional[str]) -> Optional[str]:
     """The task to replay: the one given, else the saved run's (None when it holds none).
 
     Warns first when the saved replies call tools this run does not have.
     """
-    records = _trace_records(path)
-    missing = sorted({name for record in records for step in _record_steps(record)
-                      for name in [_called_tool(step.get("raw") if isinstance(step, dict)
-                                                else None)]
-                      if name is not None and name not in registry})
+    records, called = _trace_records(path), set()
+    for step in (step for record in records for step in _record_steps(record)):
+        raw = step.get("raw") if isinstance(step, dict) else None
+        try:                        # the tool a saved reply calls, read as the replay will read it
+            action = parse_action(raw) if isinstance(raw, str) else None
+        except ActionFormatError:
+            continue
+        if action is not None and action.kind == "tool_call":
+            called.add(action.name)
+    missing = sorted(name for name in called if name not in registry)
     if missing:
         _log.warning("the replayed run called %s, which this run does not have: every such call "
                      "will get 'unknown tool' (pass the --tools file it used)",
@@ -8129,7 +8122,14 @@ def _cli_hint(agent: _CliAgent, result: AgentResult) -> Optional[str]:
     error, model = str(failure or ""), getattr(agent.llm, "model", None)
     if failure is not None and _names_model(error, model) and (
             failure.status == 404 or (failure.status == 400 and _NOT_SERVED.search(error))):
-        return f"unknown model {model!r}: the server does not serve it ({_cli_served(agent.llm)})"
+        try:                     # what the server says it serves (GET /models)
+            names = agent.llm._served_models()
+        except (AttributeError, LLMError):
+            served = "GET /models lists what it serves"
+        else:
+            served = (f"it serves {_cut(', '.join(names[:20]), 300, one_line=True, escape=True)}: "
+                      "pass one with --model" if names else "it lists none")
+        return f"unknown model {model!r}: the server does not serve it ({served})"
     if failure is not None and failure.kind == "connection_refused":
         return "nothing answers at that address: is the server running, and is the port right?"
     if result.stop_reason == "format_errors":
@@ -8139,16 +8139,6 @@ def _cli_hint(agent: _CliAgent, result: AgentResult) -> Optional[str]:
 
 
 _NOT_SERVED = re.compile(r"not found|unknown|does not exist|no such|not available|not loaded", re.I)
-
-
-def _cli_served(llm: Any) -> str:
-    """What the server says it serves (GET /models), as the end of a hint."""
-    try:
-        names = llm._served_models()
-    except (AttributeError, LLMError):
-        return "GET /models lists what it serves"
-    return (f"it serves {_cut(', '.join(names[:20]), 300, one_line=True, escape=True)}: pass one "
-            "with --model" if names else "it lists none")
 
 
 def _cli_interactive(agent: Agent, args: argparse.Namespace, trace: Optional[_Trace]) -> int:
