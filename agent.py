@@ -1235,7 +1235,16 @@ def _keyword_problem(kind: str, value: Any) -> Optional[str]:
         return isinstance(sub, list) and all(isinstance(name, str) for name in sub)
 
     if kind == "types":
-        return _types_problem(value)
+        types = [value] if isinstance(value, str) else value
+        if not isinstance(types, list) or not types or not all(isinstance(t, str) for t in types):
+            return "must be a type name or a non-empty list of them"
+        wrong = next((name for name in types if name not in _PYTHON_TYPES), None)
+        if wrong is None:
+            return None
+        close = difflib.get_close_matches(wrong.lower(), list(_PYTHON_TYPES), 1)
+        meant = _TYPE_ALIASES.get(wrong) or next(iter(close), None)
+        hint = f"did you mean {meant!r}? " if meant else ""
+        return f"has the unknown type {wrong!r} ({hint}the types are {', '.join(_PYTHON_TYPES)})"
     checks = {
         "list": (isinstance(value, list), "must be a list"),
         "names": (names(value), "must be a list of names"),
@@ -1274,19 +1283,6 @@ def _keyword_problem(kind: str, value: Any) -> Optional[str]:
 
 
 _PYTHON_TYPES = {name: python for python, name in _JSON_TYPES.items()}
-
-
-def _types_problem(value: Any) -> Optional[str]:
-    names = [value] if isinstance(value, str) else value
-    if not isinstance(names, list) or not names or not all(isinstance(name, str) for name in names):
-        return "must be a type name or a non-empty list of them"
-    wrong = next((name for name in names if name not in _PYTHON_TYPES), None)
-    if wrong is None:
-        return None
-    close = difflib.get_close_matches(wrong.lower(), list(_PYTHON_TYPES), 1)
-    meant = _TYPE_ALIASES.get(wrong) or next(iter(close), None)
-    hint = f"did you mean {meant!r}? " if meant else ""
-    return f"has the unknown type {wrong!r} ({hint}the types are {', '.join(_PYTHON_TYPES)})"
 
 
 @functools.lru_cache(maxsize=64)
@@ -1894,7 +1890,16 @@ def parse_action(text: str) -> Action:
             found = value, located[end:]
         value, rest = found
         _check_rest(rest, value, opened, repairs)
-        return _interpret(_one_object(value, opened, repairs), repairs)
+        if isinstance(value, list):   # the first of an array of objects, the others judged by
+            if not value or not isinstance(value[0], dict):   # _check_others, as those after it
+                raise _refuse("expected one JSON object, found an array")
+            _note(repairs, "array")
+            # a string in the array is read as text after the action is: for the objects in it
+            others = itertools.chain.from_iterable(
+                _objects(item) if isinstance(item, str) else [("", item)] for item in value[1:])
+            _check_others(value[0], others, opened, repairs)
+            value = value[0]
+        return _interpret(value, repairs)
     except ActionFormatError as exc:
         exc.text = text
         raise
@@ -2145,21 +2150,6 @@ def _spelling(word: Any) -> Optional[str]:
             else None)
 
 
-def _one_object(value: Any, opened: bool, repairs: list) -> dict:
-    """The action from a value: an object, or the first of an array of them (the others judged by
-    _check_others, as the objects after an action are)."""
-    if not isinstance(value, list):
-        return value
-    if not value or not isinstance(value[0], dict):
-        raise _refuse("expected one JSON object, found an array")
-    _note(repairs, "array")
-    # a string in the array is read as text after the action is: for the objects written in it
-    others = itertools.chain.from_iterable(_objects(item) if isinstance(item, str) else [("", item)]
-                                           for item in value[1:])
-    _check_others(value[0], others, opened, repairs)
-    return value[0]
-
-
 def _interpret(obj: dict, repairs: list) -> Action:
     """Turn the action object into an Action, refusing anything whose meaning is not certain."""
     keys = _read_keys(obj, repairs)
@@ -2311,7 +2301,14 @@ def _arguments(obj: dict, keys: _Keys, repairs: list) -> dict:
     """The call's arguments; when they are missing or empty, no other key may hold any."""
     arguments = obj.get("arguments")
     if isinstance(arguments, str):
-        arguments = _arguments_from_string(arguments, repairs)
+        _note(repairs, "arguments_string")
+        text = arguments.strip()
+        if text and text[0] != "{":
+            raise _refuse(f'"arguments" must be a JSON object, got the string {text[:40]!r}',
+                          _CALL_SHAPE)
+        arguments, end = _read_value(text, 0, repairs) if text else ({}, 0)
+        if text[end:].strip():
+            raise _refuse('"arguments" holds text after its JSON object', _CALL_SHAPE)
     if arguments is None or arguments == {}:
         _check_stray_arguments(obj, keys)
         if arguments is None:
@@ -2320,20 +2317,6 @@ def _arguments(obj: dict, keys: _Keys, repairs: list) -> dict:
     if not isinstance(arguments, dict):
         raise _refuse(f'"arguments" must be a JSON object, got {_shown(arguments)}', _CALL_SHAPE)
     return arguments
-
-
-def _arguments_from_string(text: str, repairs: list) -> Any:
-    _note(repairs, "arguments_string")
-    text = text.strip()
-    if not text:
-        return {}
-    if text[0] != "{":
-        raise _refuse(f'"arguments" must be a JSON object, got the string {text[:40]!r}',
-                      _CALL_SHAPE)
-    value, end = _read_value(text, 0, repairs)
-    if text[end:].strip():
-        raise _refuse('"arguments" holds text after its JSON object', _CALL_SHAPE)
-    return value
 
 
 def _check_stray_arguments(obj: dict, keys: _Keys) -> None:
@@ -2786,10 +2769,30 @@ def _normalize_json(chunk: str, repairs: list) -> str:
         if kind == "escaped":
             _note(repairs, "escaped_twice")
             value, kind = " ", "space"
-        elif kind == "string":
-            value = _fix_string(value, repairs)
-        elif kind == "word":
-            value = _fix_word(value, last[1] >= 0 and out[last[1]][:1] == '"', repairs)
+        elif kind == "string":   # a double- or single-quoted string, as a JSON string literal
+            single = value[0] == "'"
+            body = _STRING_PIECE.sub(
+                lambda m, single=single: _fix_piece(m.group(), single, repairs), value[1:-1])
+            value = f'"{body}"'
+            if single:
+                _note(repairs, "python_literal")
+                try:
+                    value = json.dumps(ast.literal_eval(f"'{body}'"), ensure_ascii=False)
+                except (ValueError, SyntaxError) as exc:
+                    raise _refuse(f"a single-quoted string could not be read ({exc}); use "
+                                  "double quotes") from None
+        elif kind == "word" and value not in ("true", "false", "null"):
+            if value in ("NaN", "Infinity", "-Infinity"):
+                _not_finite(value)
+            if value not in _PYTHON_WORDS and last[1] >= 0 and out[last[1]][:1] == '"':
+                # as in "echo "hi"": the string ended early
+                raise _refuse(f'the text {value[:40]!r} follows a string: a quote inside a string '
+                              'must be escaped as \\"')
+            if value not in _PYTHON_WORDS:
+                raise _refuse(f"the value {value[:40]!r} is not quoted: put text values in double "
+                              "quotes")
+            _note(repairs, "python_literal")
+            value = _PYTHON_WORDS[value]
         elif (value in "]}" and min(last) >= 0 and out[last[1]] == ","
               and out[last[0]] not in ("[", "{", ",", ":")):
             out[last[1]] = ""  # whatever whitespace, line breaks or indentation follow the comma
@@ -2812,20 +2815,6 @@ _JSON_TOKEN = re.compile(r"""
 
 _STRING_PIECE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|u[0-9a-fA-F]{4}|[0-7]{1,3}|.)"
                            r"|[\x00-\x1f]", re.S)
-
-
-def _fix_string(token: str, repairs: list) -> str:
-    """Return a valid JSON string literal for a double- or single-quoted string token."""
-    quote, body = token[0], token[1:-1]
-    body = _STRING_PIECE.sub(lambda m: _fix_piece(m.group(), quote == "'", repairs), body)
-    if quote == '"':
-        return f'"{body}"'
-    _note(repairs, "python_literal")
-    try:
-        return json.dumps(ast.literal_eval(f"'{body}'"), ensure_ascii=False)
-    except (ValueError, SyntaxError) as exc:
-        raise _refuse(f"a single-quoted string could not be read ({exc}); use "
-                      "double quotes") from None
 
 
 _JSON_ESCAPES = set('"\\/bfnrt')
@@ -2865,20 +2854,6 @@ def _fix_piece(piece: str, single: bool, repairs: list) -> str:
 
 
 _PYTHON_WORDS = {"True": "true", "False": "false", "None": "null"}
-
-
-def _fix_word(word: str, after_string: bool, repairs: list) -> str:
-    if word in ("true", "false", "null"):
-        return word
-    if word in ("NaN", "Infinity", "-Infinity"):
-        _not_finite(word)
-    if word in _PYTHON_WORDS:
-        _note(repairs, "python_literal")
-        return _PYTHON_WORDS[word]
-    if after_string:  # as in "echo "hi"": the string ended early
-        raise _refuse(f'the text {word[:40]!r} follows a string: a quote inside a string must be '
-                      'escaped as \\"')
-    raise _refuse(f"the value {word[:40]!r} is not quoted: put text values in double quotes")
 
 
 def _unique_keys(pairs: list, repairs: list) -> dict:
@@ -5924,21 +5899,6 @@ def _digest_line(step: Step, calls: dict, result_chars: Optional[int]) -> str:
     return f"{step.index}. {call} → {_cut(result, result_chars, one_line=True)}"
 
 
-def _clean_history(history: Optional[list]) -> list:
-    if history is None:
-        return []
-    if not isinstance(history, list):
-        raise ValueError(f"invalid history {type(history).__name__} (must be a list of messages)")
-    cleaned = []
-    for i, message in enumerate(history):
-        if not (isinstance(message, dict) and message.get("role") in ("system", "user", "assistant")
-                and isinstance(message.get("content"), str)):
-            raise ValueError(f"invalid history message {i} (must be {{'role': "
-                             f"system|user|assistant, 'content': str}})")
-        cleaned.append({"role": message["role"], "content": message["content"]})
-    return cleaned
-
-
 def _copied(action: Action, example: Optional[_Example], seen: Callable[[], str], task: str
             ) -> Optional[str]:
     """What of the prompt a reply copied in place of its own content (placeholders, the worked
@@ -6189,7 +6149,17 @@ class Agent:
     def _start(self, task: str, history: Optional[list]) -> _RunState:
         if not isinstance(task, str) or not task.strip():
             raise ValueError(f"invalid task {task!r} (must be non-empty text)")
-        messages = _clean_history(history)
+        if history is not None and not isinstance(history, list):
+            raise ValueError(f"invalid history {type(history).__name__} (must be a list of "
+                             "messages)")
+        messages = []
+        for i, message in enumerate(history or []):
+            if not (isinstance(message, dict)
+                    and message.get("role") in ("system", "user", "assistant")
+                    and isinstance(message.get("content"), str)):
+                raise ValueError(f"invalid history message {i} (must be {{'role': "
+                                 f"system|user|assistant, 'content': str}})")
+            messages.append({"role": message["role"], "content": message["content"]})
         if not messages or messages[0]["role"] != "system":
             messages.insert(0, {"role": "system", "content": self.system_prompt})
         if messages[-1]["role"] == "user":  # keep roles alternating: join the task to it
