@@ -4695,8 +4695,15 @@ def _mcp_tool(session: _McpSession, spec: dict, prefix: Optional[str], seconds: 
         raise ToolError("it has no inputSchema of \"type\": \"object\"")
     annotations = spec.get("annotations") if isinstance(spec.get("annotations"), dict) else {}
     local = _mcp_local_name(prefix, remote)
+    # the description's first paragraph, or its first sentence when that paragraph is long
+    description = spec.get("description")
+    summary = ""
+    if isinstance(description, str):
+        summary = " ".join(re.split(r"\n\s*\n", description.strip(), maxsplit=1)[0].split())
+        if len(summary) > _MCP_SUMMARY_CHARS:
+            summary = re.split(r"(?<=[.!?])\s", summary, maxsplit=1)[0][:_MCP_SUMMARY_CHARS]
     try:
-        return Tool(local, _mcp_summary(spec.get("description")) or remote, _mcp_trimmed(schema),
+        return Tool(local, summary or remote, _mcp_trimmed(schema),
                     _mcp_caller(session, remote, seconds), seconds + _MCP_GRACE_SECONDS,
                     annotations.get("destructiveHint") is True)
     except ToolError as exc:
@@ -4708,17 +4715,6 @@ def _mcp_local_name(prefix: Optional[str], remote: str) -> str:
     """The name a server's tool is registered under: prefixed, made of valid characters, cut to
     64."""
     return re.sub(r"[^A-Za-z0-9_-]", "_", f"{prefix}_{remote}" if prefix else remote)[:64]
-
-
-def _mcp_summary(description: Any) -> str:
-    """The first paragraph of a description, or its first sentence when that paragraph is long."""
-    if not isinstance(description, str):
-        return ""
-    paragraph = re.split(r"\n\s*\n", description.strip(), maxsplit=1)[0]
-    paragraph = " ".join(paragraph.split())
-    if len(paragraph) > _MCP_SUMMARY_CHARS:
-        paragraph = re.split(r"(?<=[.!?])\s", paragraph, maxsplit=1)[0][:_MCP_SUMMARY_CHARS]
-    return paragraph
 
 
 def _mcp_trimmed(schema: Any, names: bool = False, depth: int = 0) -> Any:
@@ -7099,7 +7095,20 @@ def safe_eval(expr: str) -> int | float:
     """
     if not isinstance(expr, str):
         raise UnsafeExpression(f"expected the expression as text, got {type(expr).__name__}")
-    _check_size(expr)
+    # long input, deep brackets and input the tokenizer warns about are refused before parsing
+    if len(expr) > _MAX_EXPR_CHARS:
+        raise UnsafeExpression(f"expression is {len(expr):,} characters long (limit "
+                               f"{_MAX_EXPR_CHARS:,})", expr[:100])
+    noisy = _NOISY_INPUT.search(expr)
+    if noisy:
+        raise UnsafeExpression(f"not a valid arithmetic expression: {noisy.group()!r} (a "
+                               "backslash, or a number run into a keyword)", expr)
+    depth = 0
+    for match in _BRACKETS.finditer(expr):
+        depth += 1 if match.group() in "([{" else -1
+        if depth > _MAX_NESTING:
+            raise UnsafeExpression(f"brackets nested more than {_MAX_NESTING} "
+                                   "levels deep", expr[:100])
     try:
         # CPython refuses a tree ~3,000 levels deep, and 1+1+...+1 is a left spine that deep: such
         # a chain is split at its top-level operators. The size cap already bounds the work, so
@@ -7128,23 +7137,6 @@ _BRACKETS = re.compile(r"[][(){}]")
 # refused before parsing; silencing warnings instead would change the process-wide filters under
 # other threads.
 _NOISY_INPUT = re.compile(r"\\|[0-9a-fA-F._jJ](?:and|else|for|if|in|is|not|or)")
-
-
-def _check_size(expr: str) -> None:
-    """Refuse long input, deep brackets and input the tokenizer warns about before parsing."""
-    if len(expr) > _MAX_EXPR_CHARS:
-        raise UnsafeExpression(f"expression is {len(expr):,} characters long (limit "
-                               f"{_MAX_EXPR_CHARS:,})", expr[:100])
-    noisy = _NOISY_INPUT.search(expr)
-    if noisy:
-        raise UnsafeExpression(f"not a valid arithmetic expression: {noisy.group()!r} (a "
-                               "backslash, or a number run into a keyword)", expr)
-    depth = 0
-    for match in _BRACKETS.finditer(expr):
-        depth += 1 if match.group() in "([{" else -1
-        if depth > _MAX_NESTING:
-            raise UnsafeExpression(f"brackets nested more than {_MAX_NESTING} "
-                                   "levels deep", expr[:100])
 
 
 def _check_number(value, expr: str = ""):
@@ -8209,7 +8201,16 @@ def _cli_batch(args: argparse.Namespace) -> int:
         _cli_say(f"agent.py: {exc}")
         return 2
     progress.clear()
-    return _cli_batch_report(summary, label, args)
+    # the summary (a table, or JSON with --json) on stdout; 3 when a task's model endpoint failed
+    if args.json:
+        _cli_say(json.dumps(dict(summary, model=label), ensure_ascii=False), sys.stdout)
+    else:
+        _cli_say(_summary_table(summary, label), sys.stdout)
+    failed = summary["stop_reasons"].get("llm_error", 0)
+    if failed:
+        _cli_say(f"agent.py: {failed} task(s) stopped with llm_error (the model endpoint failed); "
+                 f"to run them again, remove their lines from {args.out} and run the same command")
+    return _STOPS["llm_error"].exit_code if failed else 0
 
 
 def _cli_batch_check(args: argparse.Namespace) -> int:
@@ -8304,20 +8305,6 @@ class _BatchProgress:
             sys.stderr.flush()
 
 
-def _cli_batch_report(summary: dict, label: str, args: argparse.Namespace) -> int:
-    """Print the summary (a table, or JSON with --json) on stdout; 3 when a task's model endpoint
-    failed, else 0."""
-    if args.json:
-        _cli_say(json.dumps(dict(summary, model=label), ensure_ascii=False), sys.stdout)
-    else:
-        _cli_say(_summary_table(summary, label), sys.stdout)
-    failed = summary["stop_reasons"].get("llm_error", 0)
-    if failed:
-        _cli_say(f"agent.py: {failed} task(s) stopped with llm_error (the model endpoint failed); "
-                 f"to run them again, remove their lines from {args.out} and run the same command")
-    return _STOPS["llm_error"].exit_code if failed else 0
-
-
 def _summary_table(summary: dict, label: str) -> str:
     """A batch summary as a small table, one figure a line, for reading (and pasting side by
     side)."""
@@ -8355,9 +8342,10 @@ class _CliLog(logging.Handler):
             self.handleError(record)
 
 
-def _cli_open_streams() -> None:
-    """Point stdout or stderr at devnull when the program started with it closed (2>&-): the run
-    goes on as usual."""
+def main(argv: Optional[list[str]] = None) -> int:
+    """The command line: parse, build, run, print. Returns the exit code; the only place that
+    prints."""
+    # stdout or stderr closed at the start (2>&-) points at devnull: the run goes on as usual
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         try:
@@ -8368,12 +8356,6 @@ def _cli_open_streams() -> None:
             continue
         except (AttributeError, OSError, ValueError):   # None, or a file descriptor that is closed
             setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
-
-
-def main(argv: Optional[list[str]] = None) -> int:
-    """The command line: parse, build, run, print. Returns the exit code; the only place that
-    prints."""
-    _cli_open_streams()
     try:
         args = _cli_args(argv)
     except SystemExit as exc:  # --help, --version, or bad usage
