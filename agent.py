@@ -4156,12 +4156,18 @@ class OpenAICompatLLM:
                 500 if details.get("type") == "server_error" else None)
         url = url or self.url
         where = f"HTTP {status} from {url}" if status else f"{url} returned an error"
-        overflow = _overflow(message, details)
-        if overflow is not None:
-            n_ctx, n_prompt_tokens = overflow
+        if (_CONTEXT_OVERFLOW.search(message)
+                or details.get("type") == "exceed_context_size_error"):
+            counts = []     # n_ctx, n_prompt_tokens: each None when not reported
+            for key, pattern in (("n_ctx", _N_CTX), ("n_prompt_tokens", _N_PROMPT)):
+                value, match = details.get(key), pattern.search(message)
+                if not _is_int(value):
+                    value = next((int(group) for group in match.groups() if group),
+                                 None) if match else None
+                counts.append(value)
             raise LLMError(f"{where}: {message} (the conversation does not fit the model's "
-                           "context window)", status, kind="context_overflow", n_ctx=n_ctx,
-                           n_prompt_tokens=n_prompt_tokens)
+                           "context window)", status, kind="context_overflow", n_ctx=counts[0],
+                           n_prompt_tokens=counts[1])
         if status is not None and 300 <= status < 400:
             location = self._scrub(str(headers.get("Location") if headers else None))
             raise LLMError(f"HTTP {status} from {url}: redirected to {location} (agent.py follows "
@@ -4386,20 +4392,6 @@ _N_CTX = re.compile(r"maximum context length is (\d+)|available context size \((
                     r"length of (\d+)")
 _N_PROMPT = re.compile(r"request \((\d+) tokens\)|resulted in (\d+) tokens|(\d+) in the messages"
                        r"|has (\d+) input tokens|prompt \(length (\d+)\)")
-
-
-def _overflow(message: str, details: dict) -> Optional[tuple]:
-    """(n_ctx, n_prompt_tokens), each None when not reported, if the error says the prompt does not
-    fit; else None."""
-    if not _CONTEXT_OVERFLOW.search(message) and details.get("type") != "exceed_context_size_error":
-        return None
-    counts = []
-    for key, pattern in (("n_ctx", _N_CTX), ("n_prompt_tokens", _N_PROMPT)):
-        value, match = details.get(key), pattern.search(message)
-        if not _is_int(value):
-            value = next((int(group) for group in match.groups() if group), None) if match else None
-        counts.append(value)
-    return tuple(counts)
 
 
 _MAX_RETRY_AFTER = 60.0     # seconds; a longer Retry-After is capped
