@@ -7470,13 +7470,6 @@ def _cli_parser() -> argparse.ArgumentParser:
         help=f"time limit of a tool call, for tools that set none (default "
              f"{_default(ToolRegistry, 'default_timeout'):g}; a --tools file's own ToolRegistry "
              "keeps its default unless this is given)")
-    _cli_mcp_flags(parser)
-    _cli_output_flags(add)
-    _cli_batch_flags(parser)
-    return parser
-
-
-def _cli_mcp_flags(parser: argparse.ArgumentParser) -> None:
     mcp = parser.add_argument_group("MCP servers",
                                     "Their tools join those of --tools; with either, the demo "
                                     "tools are left out. A tool whose name is taken is registered "
@@ -7492,9 +7485,6 @@ def _cli_mcp_flags(parser: argparse.ArgumentParser) -> None:
                      "\"headers\"}}}")
     mcp.add_argument("--mcp-tools", metavar="NAME,...",
                      help="keep only these MCP tools (as the servers name them)")
-
-
-def _cli_output_flags(add: Callable[..., Any]) -> None:
     add("--system-prompt", metavar="FILE",
         help="a system prompt from a file; {tools} in it lists the tools")
     add("--allow-http-key", action="store_true",
@@ -7511,8 +7501,14 @@ def _cli_output_flags(add: Callable[..., Any]) -> None:
         help="ask several questions in one conversation; steps count from 1 in each turn")
     add("--version", action="version", version=f"agent.py {__version__}")
 
+    def shard(text: str) -> tuple:
+        """An argparse type for --shard K/N: 1 <= K <= N, else exit 2."""
+        match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+        if not match or not 1 <= int(match[1]) <= int(match[2]):
+            raise argparse.ArgumentTypeError(f"invalid shard {text!r} (must be K/N with 1 <= K <= "
+                                             "N, such as 2/8)")
+        return int(match[1]), int(match[2])
 
-def _cli_batch_flags(parser: argparse.ArgumentParser) -> None:
     batch = parser.add_argument_group("batch runs",
                                       "run every task of a file; the options above apply to each")
     batch.add_argument("--batch", metavar="FILE",
@@ -7526,18 +7522,10 @@ def _cli_batch_flags(parser: argparse.ArgumentParser) -> None:
                        help=f"tasks run at once (default {_default(run_batch, 'workers')})")
     batch.add_argument("--traces", metavar="DIR",
                        help="save each task's whole result in DIR, for --replay")
-    batch.add_argument("--shard", metavar="K/N", type=_cli_shard, default=(1, 1),
+    batch.add_argument("--shard", metavar="K/N", type=shard, default=(1, 1),
                        help="run only the tasks on lines K, K+N, K+2N, ... of the file (N "
                             "machines, one file)")
-
-
-def _cli_shard(text: str) -> tuple:
-    """An argparse type for --shard K/N: 1 <= K <= N, else exit 2."""
-    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
-    if not match or not 1 <= int(match[1]) <= int(match[2]):
-        raise argparse.ArgumentTypeError(f"invalid shard {text!r} (must be K/N with 1 <= K <= N, "
-                                         "such as 2/8)")
-    return int(match[1]), int(match[2])
+    return parser
 
 
 def _cli_args(argv: Optional[list[str]]) -> argparse.Namespace:
