@@ -7604,7 +7604,27 @@ def _cli_mcp(registry: ToolRegistry, args: argparse.Namespace) -> None:
     wanted = [name.strip() for name in args.mcp_tools.split(",")
               if name.strip()] if args.mcp_tools else None
     servers = [(server, {}) for server in args.mcp or []]
-    servers += _cli_mcp_config(args.mcp_config) if args.mcp_config else []
+    if args.mcp_config:  # a Claude Desktop style file; ValueError when malformed
+        path = args.mcp_config
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+        entries = data.get("mcpServers") if isinstance(data, dict) else None
+        if not isinstance(entries, dict):
+            raise ValueError(f"{path}: no \"mcpServers\" object")
+        for name, entry in entries.items():
+            if not isinstance(entry, dict) or entry.get("disabled") is True:
+                continue
+            # its name in the file names it in messages and prefixes a tool whose name is taken
+            if isinstance(entry.get("url"), str):
+                servers.append((entry["url"], {"headers": entry.get("headers"),
+                                               "config_name": name}))
+            elif isinstance(entry.get("command"), str) and isinstance(entry.get("args", []), list):
+                servers.append(([entry["command"], *map(str, entry.get("args", []))],
+                                {"env": entry.get("env"), "cwd": entry.get("cwd"),
+                                 "config_name": name}))
+            else:
+                raise ValueError(f"{path}: server {name!r} has neither a \"command\" (with "
+                                 "\"args\" a list) nor a \"url\"")
     offered: list = []
     try:
         for server, options in servers:
@@ -7616,31 +7636,6 @@ def _cli_mcp(registry: ToolRegistry, args: argparse.Namespace) -> None:
     except BaseException:
         registry.close()
         raise
-
-
-def _cli_mcp_config(path: str) -> list:
-    """The servers of a Claude Desktop style file: [(command or URL, add_mcp options)]; ValueError
-    when malformed."""
-    with open(path, encoding="utf-8") as handle:
-        data = json.load(handle)
-    servers = data.get("mcpServers") if isinstance(data, dict) else None
-    if not isinstance(servers, dict):
-        raise ValueError(f"{path}: no \"mcpServers\" object")
-    chosen = []
-    for name, entry in servers.items():
-        if not isinstance(entry, dict) or entry.get("disabled") is True:
-            continue
-        # its name in the file names it in messages and prefixes a tool whose name is taken
-        if isinstance(entry.get("url"), str):
-            chosen.append((entry["url"], {"headers": entry.get("headers"), "config_name": name}))
-        elif isinstance(entry.get("command"), str) and isinstance(entry.get("args", []), list):
-            chosen.append(([entry["command"], *map(str, entry.get("args", []))],
-                           {"env": entry.get("env"), "cwd": entry.get("cwd"),
-                            "config_name": name}))
-        else:
-            raise ValueError(f"{path}: server {name!r} has neither a \"command\" (with \"args\" a "
-                             "list) nor a \"url\"")
-    return chosen
 
 
 def _cli_served_model(llm: OpenAICompatLLM, args: argparse.Namespace) -> str:
