@@ -655,7 +655,18 @@ class ToolRegistry:
             schema["$defs"] = defs
         return schema
 
-    # add_mcp and close are defined in the MCP section, which attaches them to this class.
+    # add_mcp is defined in the MCP section, which attaches it to this class.
+
+    def close(self) -> None:
+        """Stop the MCP servers of this registry (stdin closed, then SIGTERM, then SIGKILL, to each
+        server's process group), each within a few seconds whatever the server does.
+
+        Their tools stay listed and answer with an ERROR. Also done at the end of a ``with``
+        block and at interpreter exit.
+        """
+        servers, self._servers = self._servers, []
+        for server in servers:
+            server.close()
 
     def __enter__(self) -> ToolRegistry:
         return self
@@ -4490,9 +4501,8 @@ _MCP_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAG
             "LOCALAPPDATA", "USERPROFILE")
 
 
-# ToolRegistry's two MCP methods. They are written here, after the transport and the client they
-# use, and attached to the class in one line (ToolRegistry's body says so); help(ToolRegistry) shows
-# them.
+# ToolRegistry's MCP method. It is written here, after the transport and the client it uses, and
+# attached to the class in one line (ToolRegistry's body says so); help(ToolRegistry) shows it.
 def add_mcp(self, server: Union[str, list], *, name: Optional[str] = None,
             env: Optional[dict] = None, cwd: Any = None, tools: Optional[Iterable[str]] = None,
             timeout: Optional[float] = None, headers: Optional[dict] = None) -> list[str]:
@@ -4517,20 +4527,8 @@ def add_mcp(self, server: Union[str, list], *, name: Optional[str] = None,
     return [tool for tool in self._tools if tool not in before]
 
 
-def close(self) -> None:
-    """Stop the MCP servers of this registry (stdin closed, then SIGTERM, then SIGKILL, to each
-    server's process group), each within a few seconds whatever the server does.
-
-    Their tools stay listed and answer with an ERROR. Also done at the end of a ``with``
-    block and at interpreter exit.
-    """
-    servers, self._servers = self._servers, []
-    for server in servers:
-        server.close()
-
-
-ToolRegistry.add_mcp, ToolRegistry.close = add_mcp, close
-del add_mcp, close   # methods of ToolRegistry, not names of this module
+ToolRegistry.add_mcp = add_mcp
+del add_mcp   # a method of ToolRegistry, not a name of this module
 
 
 def _add_mcp(registry: ToolRegistry, server: Any, *, name: Optional[str] = None,
