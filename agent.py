@@ -7577,25 +7577,6 @@ def _cli_load_tools(path: str) -> Union[ToolRegistry, list]:
     return functions
 
 
-def _cli_tools(paths: Optional[list], timeout: Optional[float], mcp: bool = False) -> tuple:
-    """The demo tools, or those of the --tools files (the first file's own ToolRegistry, as it is,
-    holds them all), and where each came from."""
-    if not paths and not mcp:
-        registry, sources = _demo_tools(), {}
-    else:
-        loaded = [(path, _cli_load_tools(path)) for path in paths or []]
-        registry = next((tools for _, tools in loaded if isinstance(tools, ToolRegistry)),
-                        None) or ToolRegistry()
-        sources = {tool.name: path for path, tools in loaded if tools is registry for tool in tools}
-        for path, tools in loaded:
-            for tool in (tools if tools is not registry else ()):
-                registry.register(tool)
-            sources.update({tool.name: path for tool in registry if tool.name not in sources})
-    if timeout is not None:
-        registry.default_timeout = timeout
-    return registry, sources
-
-
 def _cli_mcp(registry: ToolRegistry, args: argparse.Namespace) -> None:
     """Add the servers of --mcp and --mcp-config, keeping the tools --mcp-tools names; ToolError for
     a name none has, and then no server is left running."""
@@ -7636,27 +7617,6 @@ def _cli_mcp(registry: ToolRegistry, args: argparse.Namespace) -> None:
         raise
 
 
-def _cli_served_model(llm: OpenAICompatLLM, args: argparse.Namespace) -> str:
-    """The one model the client's server serves (GET /models); ValueError naming what it serves
-    otherwise."""
-    url = _models_url(llm.url)
-    try:
-        # the client's own key rule, proxy rule, opener, deadlines
-        names = llm._served_models(args.max_seconds)
-    except LLMError as exc:
-        if exc.kind == "connection_refused":
-            raise ValueError(f"no server is listening at {llm.base_url} ({exc}): start it, or "
-                             "check the port (--base-url, OPENAI_BASE_URL)") from None
-        raise ValueError(f"no model named, and asking {url} failed ({exc}): pass --model NAME or "
-                         "set OPENAI_MODEL"
-                         ) from None
-    if len(names) == 1:
-        return names[0]
-    served = f"it serves {', '.join(names[:20])}" if names else "it lists none"
-    raise ValueError(f"no model named, and {url} does not say which to use ({served}): pass "
-                     "--model NAME or set OPENAI_MODEL")
-
-
 _OFFLINE_LABEL = ("offline demo model (for a local server pass --base-url URL or set "
                   "OPENAI_BASE_URL, e.g. http://localhost:8080/v1; --model NAME picks a model)")
 
@@ -7684,8 +7644,22 @@ def _cli_model(args: argparse.Namespace) -> tuple:
     if args.allow_http_key:
         options["allow_http_key"] = True
     llm = OpenAICompatLLM.from_env(**options)   # checks the base URL before any request
-    if not model:
-        llm.model = _cli_served_model(llm, args)
+    if not model:       # the one model the server serves (GET /models), else ValueError
+        url = _models_url(llm.url)
+        try:
+            # the client's own key rule, proxy rule, opener, deadlines
+            names = llm._served_models(args.max_seconds)
+        except LLMError as exc:
+            if exc.kind == "connection_refused":
+                raise ValueError(f"no server is listening at {llm.base_url} ({exc}): start it, "
+                                 "or check the port (--base-url, OPENAI_BASE_URL)") from None
+            raise ValueError(f"no model named, and asking {url} failed ({exc}): pass --model "
+                             "NAME or set OPENAI_MODEL") from None
+        if len(names) != 1:
+            served = f"it serves {', '.join(names[:20])}" if names else "it lists none"
+            raise ValueError(f"no model named, and {url} does not say which to use ({served}): "
+                             "pass --model NAME or set OPENAI_MODEL")
+        llm.model = names[0]
     return llm, f"model {llm.model} at {llm.url}"
 
 
@@ -7708,7 +7682,21 @@ def _cli_agent(args: argparse.Namespace) -> tuple:
     if args.task is not None and not args.task.strip():
         raise ValueError("empty task: give a task, or none at all for the demo")
     mcp = bool(args.mcp or args.mcp_config)
-    registry, sources = _cli_tools(args.tools, args.tool_timeout, mcp)
+    # the demo tools, or those of the --tools files (the first file's own ToolRegistry, as it is,
+    # holds them all), and where each came from
+    if not args.tools and not mcp:
+        registry, sources = _demo_tools(), {}
+    else:
+        loaded = [(path, _cli_load_tools(path)) for path in args.tools or []]
+        registry = next((tools for _, tools in loaded if isinstance(tools, ToolRegistry)),
+                        None) or ToolRegistry()
+        sources = {tool.name: path for path, tools in loaded if tools is registry for tool in tools}
+        for path, tools in loaded:
+            for tool in (tools if tools is not registry else ()):
+                registry.register(tool)
+            sources.update({tool.name: path for tool in registry if tool.name not in sources})
+    if args.tool_timeout is not None:
+        registry.default_timeout = args.tool_timeout
     _cli_mcp(registry, args)
     _log.info("tools: %s",
               ", ".join(f"{tool.name} ({sources.get(tool.name, 'MCP' if mcp else 'demo')})"
