@@ -7147,8 +7147,10 @@ def _operator_name(op: ast.AST) -> str:
     return _OPERATOR_SYMBOLS.get(type(op), type(op).__name__)
 
 
-def _top_level_operators(text: str) -> list:
-    """(start, end, symbol) of each binary + - * / // % outside brackets, found with tokenize."""
+def _parse_chain(text: str) -> ast.AST:
+    # Fold "a op b op c ..." with two precedence levels (+ - below * / // %);
+    # each operand is parsed by ast alone, and _eval_node walks the spine in a loop.
+    # 1. (start, end, symbol) of each binary + - * / // % outside brackets, found with tokenize
     lines = io.StringIO(text).readlines()
     offsets = list(itertools.accumulate(map(len, lines), initial=0))
     operand_types = (tokenize.NAME, tokenize.NUMBER, tokenize.STRING)
@@ -7165,13 +7167,7 @@ def _top_level_operators(text: str) -> list:
             after_operand = token.type in operand_types or token.string in _CLOSERS
     except (tokenize.TokenError, SyntaxError) as exc:
         raise SyntaxError(f"{exc}") from None
-    return cuts
-
-
-def _parse_chain(text: str) -> ast.AST:
-    # Fold "a op b op c ..." with two precedence levels (+ - below * / // %);
-    # each operand is parsed by ast alone, and _eval_node walks the spine in a loop.
-    cuts = _top_level_operators(text)
+    # 2. the operands between the cuts, folded
     if not cuts:
         raise RecursionError  # one deep operand (a unary chain): nothing to split
     total = total_op = term = term_op = None
@@ -7226,29 +7222,25 @@ def _eval_node(node: ast.AST, depth: int):
         raise UnsafeExpression(f"name {node.id!r} is not allowed (constants: "
                                f"{', '.join(_CONSTANTS)})")
     if isinstance(node, ast.Call):
-        return _call_function(node, depth)
+        name = node.func.id if isinstance(node.func, ast.Name) else None
+        if name not in _FUNCTIONS:
+            shown = name or (f".{node.func.attr}" if isinstance(node.func, ast.Attribute)
+                             else "an expression")
+            raise UnsafeExpression(f"calling {shown} is not allowed (functions: "
+                                   f"{', '.join(_FUNCTIONS)})")
+        if node.keywords:
+            raise UnsafeExpression(f"keyword arguments are not allowed in {name}()")
+        args = [_eval_node(arg, depth + 1) for arg in node.args]
+        try:
+            return _check_number(_FUNCTIONS[name](*args))
+        except UnsafeExpression:
+            raise
+        except (ValueError, TypeError, ArithmeticError) as exc:
+            raise UnsafeExpression(f"{name}() failed: {exc}") from None
     if isinstance(node, ast.Attribute):
         raise UnsafeExpression(f"attribute access '.{node.attr}' is not allowed")
     raise UnsafeExpression(f"{_SYNTAX_NAMES.get(type(node), type(node).__name__)} not allowed in a "
                            "calculation")
-
-
-def _call_function(node: ast.Call, depth: int):
-    name = node.func.id if isinstance(node.func, ast.Name) else None
-    if name not in _FUNCTIONS:
-        shown = name or (f".{node.func.attr}" if isinstance(node.func, ast.Attribute)
-                         else "an expression")
-        raise UnsafeExpression(f"calling {shown} is not allowed (functions: "
-                               f"{', '.join(_FUNCTIONS)})")
-    if node.keywords:
-        raise UnsafeExpression(f"keyword arguments are not allowed in {name}()")
-    args = [_eval_node(arg, depth + 1) for arg in node.args]
-    try:
-        return _check_number(_FUNCTIONS[name](*args))
-    except UnsafeExpression:
-        raise
-    except (ValueError, TypeError, ArithmeticError) as exc:
-        raise UnsafeExpression(f"{name}() failed: {exc}") from None
 
 
 # -- Calculator and demo, the demo tools and the offline planner -----------------------
