@@ -4745,7 +4745,22 @@ def _mcp_caller(session: _McpSession, remote: str, seconds: float) -> Callable[.
             raise _ToolFailed(_MCP_NO_ANSWER.format(tool=remote, seconds=seconds)) from None
         except _McpFailure as exc:
             raise _ToolFailed(_MCP_FAILED.format(tool=remote, text=_mcp_sentence(exc))) from None
-        return _mcp_result_text(remote, result)
+        # what the model reads: text joined, other content as one line each
+        if result.get("resultType") == "input_required":
+            raise _ToolFailed(_MCP_INPUT_REQUIRED.format(tool=remote))
+        blocks = result.get("content") if isinstance(result.get("content"), list) else []
+        texts = [block["text"] for block in blocks if isinstance(block, dict)
+                 and block.get("type") == "text"
+                 and isinstance(block.get("text"), str)]
+        others = [_mcp_block(block) for block in blocks
+                  if not (isinstance(block, dict) and block.get("type") == "text")]
+        if not texts and "structuredContent" in result:
+            texts = [json.dumps(result["structuredContent"], ensure_ascii=False, default=str)]
+        text = "\n".join(texts + others)
+        if result.get("isError") is True:
+            raise _ToolFailed(_MCP_IS_ERROR.format(tool=remote,
+                                                   text=_mcp_sentence(text or _MCP_NO_TEXT)))
+        return text or _MCP_NOTHING
 
     call.__name__ = call.__qualname__ = re.sub(r"\W", "_", remote) or "mcp_tool"
     return call
@@ -4754,25 +4769,6 @@ def _mcp_caller(session: _McpSession, remote: str, seconds: float) -> Callable[.
 def _mcp_sentence(value: Any) -> str:
     text = " ".join(_text(value).split()) or "(no message)"
     return text if text.endswith((".", "!", "?")) else text + "."
-
-
-def _mcp_result_text(tool: str, result: dict) -> str:
-    """What the model reads of a tools/call result: text joined, other content as one line each;
-    _ToolFailed for a result that reports a failure."""
-    if result.get("resultType") == "input_required":
-        raise _ToolFailed(_MCP_INPUT_REQUIRED.format(tool=tool))
-    blocks = result.get("content") if isinstance(result.get("content"), list) else []
-    texts = [block["text"] for block in blocks if isinstance(block, dict)
-             and block.get("type") == "text"
-             and isinstance(block.get("text"), str)]
-    others = [_mcp_block(block) for block in blocks
-              if not (isinstance(block, dict) and block.get("type") == "text")]
-    if not texts and "structuredContent" in result:
-        texts = [json.dumps(result["structuredContent"], ensure_ascii=False, default=str)]
-    text = "\n".join(texts + others)
-    if result.get("isError") is True:
-        raise _ToolFailed(_MCP_IS_ERROR.format(tool=tool, text=_mcp_sentence(text or _MCP_NO_TEXT)))
-    return text or _MCP_NOTHING
 
 
 def _mcp_block(block: Any) -> str:
