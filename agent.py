@@ -4160,7 +4160,21 @@ class OpenAICompatLLM:
               url: Optional[str] = None) -> None:
         """Raise what a server's error means: _Retryable when another attempt may help, else
         LLMError."""
-        message, details = _server_error(text, self._scrub)
+        # the server's own message (OpenAI, vLLM, llama.cpp) and its error object ({} if none);
+        # the message is scrubbed after decoding (an escaped key decodes to the plain key) and
+        # before it is cut
+        text = text.strip()
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            message, details = _quoted_body(text, self._scrub), {}
+        else:
+            error = data.get("error", data) if isinstance(data, dict) else data
+            details = error if isinstance(error, dict) else {}
+            message = ((details.get("message") or details.get("detail") or error) if details
+                       else error)
+            message = self._scrub(message if isinstance(message, str)
+                                  else json.dumps(message))[:300]
         if not status:       # the HTTP status an error object inside a 200 answer stands for
             code = details.get("code")
             status = code if _is_int(code) and 400 <= code <= 599 else (
@@ -4266,24 +4280,6 @@ def _quoted_body(text: str, scrub: Callable[[str], str]) -> str:
     line."""
     text = text.strip()
     return repr(scrub(text)[:200]) if text else "(empty body)"
-
-
-def _server_error(text: str, scrub: Callable[[str], str]) -> tuple:
-    """The server's own message, scrubbed, and its error object (``{}`` if none) from an OpenAI,
-    vLLM or llama.cpp body.
-
-    The message is scrubbed after decoding (an escaped key decodes to the plain key) and before it
-    is cut.
-    """
-    text = text.strip()
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        return _quoted_body(text, scrub), {}
-    error = data.get("error", data) if isinstance(data, dict) else data
-    details = error if isinstance(error, dict) else {}
-    message = (details.get("message") or details.get("detail") or error) if details else error
-    return scrub(message if isinstance(message, str) else json.dumps(message))[:300], details
 
 
 # JSON's \uXXXX and \/, URLs' %XX
