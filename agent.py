@@ -28,9 +28,9 @@ Map of this file, in the order the data flows. Each section uses only the ones a
 section, and a part whose ruler says "skip on first read" is machinery the rest can be read without:
 
 - Errors and settings: ``AgentError`` and its four children; ``_check_setting`` checks numeric
-  options; ``_cut`` shortens a text with "…"; then the table of every text the model is told but
-  the system prompt (shapes, ``_ask``, observations, the loop's nudges, tools' and MCP's ``ERROR:``
-  texts, memory's notes).
+  options; ``_cut`` is the one shortener (with "…", on one line, escaped, or keeping both ends);
+  then the table of every text the model is told but the system prompt (shapes, ``_ask``,
+  observations, the loop's nudges, tools' and MCP's ``ERROR:`` texts, memory's notes).
 - Tools: ``Tool.from_function`` describes a function; ``ToolRegistry.call`` validates the arguments
   and runs the tool; ``action_schema`` describes every valid reply; then how a signature becomes a
   schema, and the schema keywords that are enforced: ``_Schema`` checks a schema once and validates
@@ -166,14 +166,36 @@ def _text(value: Any, show: Callable[[Any], str] = str) -> str:
         return f"<{type(value).__name__} that cannot be shown>"
 
 
-def _cut(text: str, limit: int) -> str:
-    """text, or its first ``limit - 1`` characters and "…": at most limit characters, and the cut
-    is shown (the one way agent.py shortens a text for a message or a line).
+# C0 controls but tab and newline, DEL, C1 controls (\x9b is a CSI), bidirectional overrides
+_TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f"
+                                "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
-    >>> _cut("abcdef", 4)
-    'abc…'
+
+def _cut(text: Any, limit: Optional[int], *, one_line: bool = False, escape: bool = False,
+         ends: bool = False) -> str:
+    r"""text, or its first ``limit - 1`` characters and "…": at most limit characters (None: the
+    whole text), and the cut is shown. The one way agent.py shortens a text.
+
+    ``one_line`` first joins the lines and runs of white space of ``str(text)`` with one space;
+    ``escape`` then shows terminal control characters escaped (``\x1b``), so model or server text
+    cannot drive a terminal; ``ends`` keeps the head (two thirds) and the tail (one third) of a
+    long text instead, with a line between saying how many characters were cut (``_CUT``).
+
+    >>> _cut("abcdef", 4), _cut(" a\n b ", None, one_line=True), _cut("\x1b[2J", None, escape=True)
+    ('abc…', 'a b', '\\x1b[2J')
     """
-    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+    if one_line:
+        text = " ".join(str(text).split())
+    if escape:
+        text = _TERMINAL_CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"),
+                                      text)
+    if limit is None or len(text) <= limit:
+        return text
+    if not ends:
+        return text[:limit - 1] + "\u2026"
+    tail = limit // 3
+    head = limit - tail
+    return _CUT.format(head=text[:head], n=len(text) - head - tail, tail=text[len(text) - tail:])
 
 
 def _is_int(value: Any) -> bool:
@@ -318,7 +340,7 @@ _NOT_STARTED = "ERROR: {name!r} was not started: {why}."
 _NO_WORKER = "no worker thread could start it within its {limit:g} s limit"
 _TOO_MANY_ABANDONED = ("{n} earlier tool calls are still running past their time limit (at most "
                        "{most} may). Try again later or go on without it")
-# a long result (or reply) keeps its head and tail (_truncate)
+# a long result (or reply) keeps its head and tail (_cut with ends)
 _CUT = "{head}\n[... {n:,} characters cut ...]\n{tail}"
 
 # MCP: a call that failed on the server's side (the registry's own texts cover bad arguments), and
@@ -452,7 +474,7 @@ class ToolRegistry:
         """``call``, with whether the call failed: the loop reads the flag, never the text."""
         try:
             result = self._call(name, arguments, confirm, timeout)
-            return result._replace(text=_truncate(result.text, max_chars))
+            return result._replace(text=_cut(result.text, max_chars, ends=True))
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # a last resort: call() must never raise
@@ -501,7 +523,13 @@ class ToolRegistry:
             return late or _failed(_INVALID.format(name=name, problem=exc, expected=expected))
         refusal = _too_late(name, deadline)
         if refusal is None and tool.confirm:
-            if not _confirmed(confirm, name, kwargs):
+            try:
+                confirmed = confirm is not None and confirm(name, kwargs) is True
+            except Exception:
+                _log.warning("confirm callback failed for %s; treating it as declined", name,
+                             exc_info=True)
+                confirmed = False
+            if not confirmed:
                 return _failed(_DECLINED.format(name=name))
             refusal = _too_late(name, deadline)  # the answer may have taken the rest of the budget
         return refusal or self._execute(tool, kwargs, deadline)
@@ -548,7 +576,12 @@ class ToolRegistry:
         result = func(**kwargs)  # no limit: run inline, no thread needed
         if not hasattr(type(result), "__await__"):
             return result
-        if _in_event_loop():  # asyncio.run cannot nest: await it on a worker's own loop
+        asyncio = sys.modules.get("asyncio")  # never imported: no loop can be running
+        try:
+            in_loop = asyncio is not None and asyncio.get_running_loop() is not None
+        except RuntimeError:
+            in_loop = False
+        if in_loop:  # asyncio.run cannot nest: await it on a worker's own loop
             return _POOL.run(_awaited, {"awaitable": result}, None)
         return _invoke(_awaited, {"awaitable": result})
 
@@ -610,7 +643,11 @@ class ToolRegistry:
         branches = [{
             "type": "object",
             "properties": {"type": {"const": "tool_call"}, "thought": dict(thought),
-                           "name": {"const": t.name}, "arguments": _embedded(t._schema, defs)},
+                           "name": {"const": t.name},
+                           # as they are, or, when they hold references (which point into the
+                           # tool's own schema), a copy whose references point into defs
+                           "arguments": _rewritten(t._schema.root, t._schema, defs, {})
+                           if t._schema.targets else t._schema.root},
             "required": ["type", "thought", "name", "arguments"], "additionalProperties": False,
         } for t in self._tools.values()]
         branches.append({
@@ -625,7 +662,18 @@ class ToolRegistry:
             schema["$defs"] = defs
         return schema
 
-    # add_mcp and close are defined in the MCP section, which attaches them to this class.
+    # add_mcp is defined in the MCP section, which attaches it to this class.
+
+    def close(self) -> None:
+        """Stop the MCP servers of this registry (stdin closed, then SIGTERM, then SIGKILL, to each
+        server's process group), each within a few seconds whatever the server does.
+
+        Their tools stay listed and answer with an ERROR. Also done at the end of a ``with``
+        block and at interpreter exit.
+        """
+        servers, self._servers = self._servers, []
+        for server in servers:
+            server.close()
 
     def __enter__(self) -> ToolRegistry:
         return self
@@ -639,16 +687,6 @@ class ToolRegistry:
 _PLAIN_CALL = ToolRegistry.call
 # what Agent and run take as tools
 _Tools = Union[ToolRegistry, Iterable[Union[Tool, Callable[..., Any]]], None]
-
-
-def _confirmed(confirm: Optional[Callable], name: str, arguments: dict) -> bool:
-    if confirm is None:
-        return False
-    try:
-        return confirm(name, arguments) is True
-    except Exception:
-        _log.warning("confirm callback failed for %s; treating it as declined", name, exc_info=True)
-        return False
 
 
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
@@ -698,7 +736,15 @@ def _infer_parameters(func: Callable, name: str, arg_docs: dict) -> dict:
         signature = inspect.signature(func)
     except (TypeError, ValueError) as exc:
         raise ToolError(f"cannot read the signature of tool {name!r}: {exc}") from None
-    hints = _type_hints(func)
+    # A callable object keeps its hints on its class's __call__; a partial has none to read.
+    target = (func if isinstance(func, (types.FunctionType, types.MethodType))
+              else type(func).__call__)
+    hints = {}
+    if isinstance(target, (types.FunctionType, types.MethodType)):
+        try:
+            hints = typing.get_type_hints(target)
+        except Exception as exc:
+            raise ToolError(f"cannot resolve the type hints of {func!r}: {exc}") from None
     properties, required = {}, []
     for param in signature.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -716,18 +762,6 @@ def _infer_parameters(func: Callable, name: str, arg_docs: dict) -> dict:
         properties[param.name] = schema
     return {"type": "object", "properties": properties, "required": required,
             "additionalProperties": False}
-
-
-def _type_hints(func: Callable) -> dict:
-    # A callable object keeps its hints on its class's __call__; a partial has none to read.
-    target = (func if isinstance(func, (types.FunctionType, types.MethodType))
-              else type(func).__call__)
-    if not isinstance(target, (types.FunctionType, types.MethodType)):
-        return {}
-    try:
-        return typing.get_type_hints(target)
-    except Exception as exc:
-        raise ToolError(f"cannot resolve the type hints of {func!r}: {exc}") from None
 
 
 _JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array",
@@ -1041,10 +1075,10 @@ class _Schema:
             value = check(value, self.targets[id(schema)])
         if "type" in schema:
             value = _check_type(value, schema, path)
-        if "enum" in schema and not any(_same_json(value, v) for v in schema["enum"]):
+        if "enum" in schema and _json_key(value) not in map(_json_key, schema["enum"]):
             raise _ArgumentError(f"parameter {path!r} must be one of "
                                  f"{json.dumps(schema['enum'])}, got {_shown(value)}")
-        if "const" in schema and not _same_json(value, schema["const"]):
+        if "const" in schema and _json_key(value) != _json_key(schema["const"]):
             raise _ArgumentError(f"parameter {path!r} must be {json.dumps(schema['const'])}, got "
                                  f"{_shown(value)}")
         # 2. combinations: allOf, anyOf (the first branch that matches gives the value), oneOf,
@@ -1225,7 +1259,16 @@ def _keyword_problem(kind: str, value: Any) -> Optional[str]:
         return isinstance(sub, list) and all(isinstance(name, str) for name in sub)
 
     if kind == "types":
-        return _types_problem(value)
+        types = [value] if isinstance(value, str) else value
+        if not isinstance(types, list) or not types or not all(isinstance(t, str) for t in types):
+            return "must be a type name or a non-empty list of them"
+        wrong = next((name for name in types if name not in _PYTHON_TYPES), None)
+        if wrong is None:
+            return None
+        close = difflib.get_close_matches(wrong.lower(), list(_PYTHON_TYPES), 1)
+        meant = _TYPE_ALIASES.get(wrong) or next(iter(close), None)
+        hint = f"did you mean {meant!r}? " if meant else ""
+        return f"has the unknown type {wrong!r} ({hint}the types are {', '.join(_PYTHON_TYPES)})"
     checks = {
         "list": (isinstance(value, list), "must be a list"),
         "names": (names(value), "must be a list of names"),
@@ -1264,19 +1307,6 @@ def _keyword_problem(kind: str, value: Any) -> Optional[str]:
 
 
 _PYTHON_TYPES = {name: python for python, name in _JSON_TYPES.items()}
-
-
-def _types_problem(value: Any) -> Optional[str]:
-    names = [value] if isinstance(value, str) else value
-    if not isinstance(names, list) or not names or not all(isinstance(name, str) for name in names):
-        return "must be a type name or a non-empty list of them"
-    wrong = next((name for name in names if name not in _PYTHON_TYPES), None)
-    if wrong is None:
-        return None
-    close = difflib.get_close_matches(wrong.lower(), list(_PYTHON_TYPES), 1)
-    meant = _TYPE_ALIASES.get(wrong) or next(iter(close), None)
-    hint = f"did you mean {meant!r}? " if meant else ""
-    return f"has the unknown type {wrong!r} ({hint}the types are {', '.join(_PYTHON_TYPES)})"
 
 
 @functools.lru_cache(maxsize=64)
@@ -1466,20 +1496,6 @@ def _is_type(value: Any, kind: str) -> bool:
     return expected is None or type(value) is expected
 
 
-def _same_json(a: Any, b: Any) -> bool:
-    """Equality as JSON Schema's enum and const mean it: numbers by value (2 is 2.0), a boolean
-    never a number, arrays and objects item by item."""
-    if _is_number(a) and _is_number(b):
-        return a == b
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, list):
-        return len(a) == len(b) and all(map(_same_json, a, b))
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same_json(a[key], b[key]) for key in a)
-    return a == b
-
-
 def _parameter(path: str) -> str:
     return f"parameter {path!r}" if path else "the arguments"
 
@@ -1522,8 +1538,14 @@ def _check_bounds(value: Any, schema: dict, path: str, patterns: dict) -> None:
             problem = f"be {rule.format(schema[keyword])}"
             break
     step = schema.get("multipleOf")
-    if problem is None and step is not None and _is_number(value) and not _is_multiple(value, step):
-        problem = f"be a multiple of {step}"
+    if problem is None and step is not None and _is_number(value):
+        # a whole multiple in decimal as JSON writes them (0.3 is 3 times 0.1)
+        from fractions import Fraction   # deferred: only a schema with multipleOf needs it
+        try:
+            whole = (Fraction(repr(value)) / Fraction(repr(step))).denominator == 1
+        except (ValueError, OverflowError, ZeroDivisionError):
+            whole = False
+        problem = None if whole else f"be a multiple of {step}"
     pattern = schema.get("pattern")
     if (problem is None and pattern is not None and isinstance(value, str)
             and not patterns[pattern](value)):
@@ -1535,19 +1557,10 @@ def _check_bounds(value: Any, schema: dict, path: str, patterns: dict) -> None:
         raise _ArgumentError(f"{_parameter(path)} must {problem}, got {_shown(value)}")
 
 
-def _is_multiple(value: Any, step: Any) -> bool:
-    """Whether value is a whole multiple of step, in decimal as JSON writes them (0.3 is 3 times
-    0.1)."""
-    from fractions import Fraction   # deferred: only a schema with multipleOf needs it
-    try:
-        return (Fraction(repr(value)) / Fraction(repr(step))).denominator == 1
-    except (ValueError, OverflowError, ZeroDivisionError):
-        return False
-
-
 def _json_key(value: Any) -> str:
-    """value as text that is equal for values JSON Schema calls equal: 1 and 1.0 are, true and 1 are
-    not."""
+    """value as text that is equal for values JSON Schema calls equal (enum, const, uniqueItems):
+    numbers by value (1 and 1.0 are), a boolean never a number (true and 1 are not), arrays and
+    objects item by item."""
     def plain(item: Any) -> Any:
         if type(item) is float and item.is_integer():
             return int(item)
@@ -1560,15 +1573,6 @@ def _json_key(value: Any) -> str:
     # keys that do not sort: one Python caller's value, not a model's
     except (TypeError, ValueError):
         return repr(value)
-
-
-def _embedded(schema: _Schema, defs: dict) -> dict:
-    """A tool's parameters as the action schema holds them: as they are, or, when they hold
-    references (which point into the tool's own schema), a copy whose references point into the
-    action schema's ``$defs``."""
-    if not schema.targets:
-        return schema.root
-    return _rewritten(schema.root, schema, defs, {})
 
 
 def _rewritten(node: Any, schema: _Schema, defs: dict, names: dict) -> Any:
@@ -1604,15 +1608,6 @@ def _hoisted(node: dict, schema: _Schema, defs: dict, names: dict) -> str:
         defs[name] = {}   # taken before the copy: a schema that refers to itself finds its name
         defs[name] = _rewritten(target, schema, defs, names)
     return names[id(target)]
-
-
-def _truncate(text: str, max_chars: Optional[int]) -> str:
-    """Keep the head and the tail of a long text, with a marker saying how much was cut."""
-    if max_chars is None or len(text) <= max_chars:
-        return text
-    tail = max_chars // 3
-    head = max_chars - tail
-    return _CUT.format(head=text[:head], n=len(text) - head - tail, tail=text[len(text) - tail:])
 
 
 # -- Tools, the worker pool (skip on first read) ---------------------------------------
@@ -1788,17 +1783,6 @@ class _Pool:
 _POOL = _Pool()
 
 
-def _in_event_loop() -> bool:
-    asyncio = sys.modules.get("asyncio")  # never imported: no loop can be running
-    if asyncio is None:
-        return False
-    try:
-        asyncio.get_running_loop()
-        return True
-    except RuntimeError:
-        return False
-
-
 # -- Protocol --------------------------------------------------------------------------
 # what the model is told (SYSTEM_PROMPT), what it sends (Action, parse_action),
 # what comes back (_observation, _refuse)
@@ -1930,9 +1914,22 @@ def parse_action(text: str) -> Action:
             found = _opening_action(thought_out, repairs) if thought_out != body else None
             body = thought_out
         opened = found is not None
-        value, rest = found if opened else _action_after_prose(body, repairs)
+        if not opened:   # the action of a reply that does not open with it, and the text after
+            located, start = _locate(body, repairs)
+            value, end = _read_value(located, start, repairs)
+            found = value, located[end:]
+        value, rest = found
         _check_rest(rest, value, opened, repairs)
-        return _interpret(_one_object(value, opened, repairs), repairs)
+        if isinstance(value, list):   # the first of an array of objects, the others judged by
+            if not value or not isinstance(value[0], dict):   # _check_others, as those after it
+                raise _refuse("expected one JSON object, found an array")
+            _note(repairs, "array")
+            # a string in the array is read as text after the action is: for the objects in it
+            others = itertools.chain.from_iterable(
+                _objects(item) if isinstance(item, str) else [("", item)] for item in value[1:])
+            _check_others(value[0], others, opened, repairs)
+            value = value[0]
+        return _interpret(value, repairs)
     except ActionFormatError as exc:
         exc.text = text
         raise
@@ -2071,13 +2068,6 @@ def _lone_closing_tag(text: str) -> Any:
     return None
 
 
-def _action_after_prose(body: str, repairs: list) -> tuple:
-    """The action of a reply that does not open with it: (value, the text after it)."""
-    body, start = _locate(body, repairs)
-    value, end = _read_value(body, start, repairs)
-    return value, body[end:]
-
-
 _FENCE_OPEN = re.compile(r"```[\w+.-]*[ \t]*\n?")
 
 
@@ -2188,21 +2178,6 @@ def _spelling(word: Any) -> Optional[str]:
     is ``tool_call``)."""
     return (word.strip().lower().replace(" ", "_").replace("-", "_") if isinstance(word, str)
             else None)
-
-
-def _one_object(value: Any, opened: bool, repairs: list) -> dict:
-    """The action from a value: an object, or the first of an array of them (the others judged by
-    _check_others, as the objects after an action are)."""
-    if not isinstance(value, list):
-        return value
-    if not value or not isinstance(value[0], dict):
-        raise _refuse("expected one JSON object, found an array")
-    _note(repairs, "array")
-    # a string in the array is read as text after the action is: for the objects written in it
-    others = itertools.chain.from_iterable(_objects(item) if isinstance(item, str) else [("", item)]
-                                           for item in value[1:])
-    _check_others(value[0], others, opened, repairs)
-    return value[0]
 
 
 def _interpret(obj: dict, repairs: list) -> Action:
@@ -2356,7 +2331,14 @@ def _arguments(obj: dict, keys: _Keys, repairs: list) -> dict:
     """The call's arguments; when they are missing or empty, no other key may hold any."""
     arguments = obj.get("arguments")
     if isinstance(arguments, str):
-        arguments = _arguments_from_string(arguments, repairs)
+        _note(repairs, "arguments_string")
+        text = arguments.strip()
+        if text and text[0] != "{":
+            raise _refuse(f'"arguments" must be a JSON object, got the string {text[:40]!r}',
+                          _CALL_SHAPE)
+        arguments, end = _read_value(text, 0, repairs) if text else ({}, 0)
+        if text[end:].strip():
+            raise _refuse('"arguments" holds text after its JSON object', _CALL_SHAPE)
     if arguments is None or arguments == {}:
         _check_stray_arguments(obj, keys)
         if arguments is None:
@@ -2365,20 +2347,6 @@ def _arguments(obj: dict, keys: _Keys, repairs: list) -> dict:
     if not isinstance(arguments, dict):
         raise _refuse(f'"arguments" must be a JSON object, got {_shown(arguments)}', _CALL_SHAPE)
     return arguments
-
-
-def _arguments_from_string(text: str, repairs: list) -> Any:
-    _note(repairs, "arguments_string")
-    text = text.strip()
-    if not text:
-        return {}
-    if text[0] != "{":
-        raise _refuse(f'"arguments" must be a JSON object, got the string {text[:40]!r}',
-                      _CALL_SHAPE)
-    value, end = _read_value(text, 0, repairs)
-    if text[end:].strip():
-        raise _refuse('"arguments" holds text after its JSON object', _CALL_SHAPE)
-    return value
 
 
 def _check_stray_arguments(obj: dict, keys: _Keys) -> None:
@@ -2652,7 +2620,12 @@ class _ActionScanner:
             if token is None or (token.end() == len(text)
                                  and token.lastgroup in ("fence", "label")):
                 # wait: the next piece decides
-                if token is not None or _may_be_packaging(text[pos:]):
+                # or when the end may still grow into packaging or the action's start
+                rest = text[pos:]
+                if (token is not None or _LEAD_PARTIAL.fullmatch(rest)
+                        or any(label.startswith(rest) for label in _LABELS)
+                        or any(tag.lower().startswith(rest.lower()) for block in _THINK_BLOCKS
+                               for tag in block)):
                     self._pending = text[pos:]
                 else:
                     self.opens_with_action = False
@@ -2746,14 +2719,6 @@ _LEAD_PARTIAL = re.compile(r"""<\|?/?[\w.-]{0,40}\|? | <｜[^｜<>]{0,40}｜? | 
                                | \[/?[A-Z_]{0,20} | "(?:\[\s{0,64})? | `{1,2}""", re.X)
 
 
-def _may_be_packaging(rest: str) -> bool:
-    """Whether rest, the undecided end of what was fed, may still grow into packaging or the
-    action's start."""
-    return (bool(_LEAD_PARTIAL.fullmatch(rest)) or any(label.startswith(rest) for label in _LABELS)
-            or any(tag.lower().startswith(rest.lower()) for block in _THINK_BLOCKS
-                   for tag in block))
-
-
 def _read_value(text: str, start: int, repairs: list) -> tuple[Any, int]:
     """Read the action that opens at text[start] and return it with the index just past it."""
     scanner = _ActionScanner._at(text, start)
@@ -2821,17 +2786,43 @@ def _decode(chunk: str, repairs: list) -> Any:
 def _normalize_json(chunk: str, repairs: list) -> str:
     """Rewrite near-JSON as JSON, token by token: Python literals, raw control characters,
     invalid escapes, trailing commas, escaped-twice whitespace. Unquoted words are refused."""
-    tokens = _json_tokens(chunk)
+    tokens, pos = [], 0
+    while pos < len(chunk):
+        token = _JSON_TOKEN.match(chunk, pos)
+        if token is None:
+            raise _refuse(f"the JSON has an unexpected character {chunk[pos]!r} at character {pos}")
+        tokens.append((token.lastgroup, token.group()))
+        pos = token.end()
     out: list = []
     last = [-1, -1]  # where in out the last two tokens that are not whitespace are
     for kind, value in tokens:
         if kind == "escaped":
             _note(repairs, "escaped_twice")
             value, kind = " ", "space"
-        elif kind == "string":
-            value = _fix_string(value, repairs)
-        elif kind == "word":
-            value = _fix_word(value, last[1] >= 0 and out[last[1]][:1] == '"', repairs)
+        elif kind == "string":   # a double- or single-quoted string, as a JSON string literal
+            single = value[0] == "'"
+            body = _STRING_PIECE.sub(
+                lambda m, single=single: _fix_piece(m.group(), single, repairs), value[1:-1])
+            value = f'"{body}"'
+            if single:
+                _note(repairs, "python_literal")
+                try:
+                    value = json.dumps(ast.literal_eval(f"'{body}'"), ensure_ascii=False)
+                except (ValueError, SyntaxError) as exc:
+                    raise _refuse(f"a single-quoted string could not be read ({exc}); use "
+                                  "double quotes") from None
+        elif kind == "word" and value not in ("true", "false", "null"):
+            if value in ("NaN", "Infinity", "-Infinity"):
+                _not_finite(value)
+            if value not in _PYTHON_WORDS and last[1] >= 0 and out[last[1]][:1] == '"':
+                # as in "echo "hi"": the string ended early
+                raise _refuse(f'the text {value[:40]!r} follows a string: a quote inside a string '
+                              'must be escaped as \\"')
+            if value not in _PYTHON_WORDS:
+                raise _refuse(f"the value {value[:40]!r} is not quoted: put text values in double "
+                              "quotes")
+            _note(repairs, "python_literal")
+            value = _PYTHON_WORDS[value]
         elif (value in "]}" and min(last) >= 0 and out[last[1]] == ","
               and out[last[0]] not in ("[", "{", ",", ":")):
             out[last[1]] = ""  # whatever whitespace, line breaks or indentation follow the comma
@@ -2852,33 +2843,8 @@ _JSON_TOKEN = re.compile(r"""
 """, re.X | re.S)
 
 
-def _json_tokens(chunk: str) -> list:
-    tokens, pos = [], 0
-    while pos < len(chunk):
-        token = _JSON_TOKEN.match(chunk, pos)
-        if token is None:
-            raise _refuse(f"the JSON has an unexpected character {chunk[pos]!r} at character {pos}")
-        tokens.append((token.lastgroup, token.group()))
-        pos = token.end()
-    return tokens
-
-
 _STRING_PIECE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|u[0-9a-fA-F]{4}|[0-7]{1,3}|.)"
                            r"|[\x00-\x1f]", re.S)
-
-
-def _fix_string(token: str, repairs: list) -> str:
-    """Return a valid JSON string literal for a double- or single-quoted string token."""
-    quote, body = token[0], token[1:-1]
-    body = _STRING_PIECE.sub(lambda m: _fix_piece(m.group(), quote == "'", repairs), body)
-    if quote == '"':
-        return f'"{body}"'
-    _note(repairs, "python_literal")
-    try:
-        return json.dumps(ast.literal_eval(f"'{body}'"), ensure_ascii=False)
-    except (ValueError, SyntaxError) as exc:
-        raise _refuse(f"a single-quoted string could not be read ({exc}); use "
-                      "double quotes") from None
 
 
 _JSON_ESCAPES = set('"\\/bfnrt')
@@ -2909,32 +2875,15 @@ def _fix_piece(piece: str, single: bool, repairs: list) -> str:
     else:
         allowed = code in _JSON_ESCAPES or (code[0] == "u" and len(code) == 5)
     if not allowed:
-        raise _unclear_backslash(code[0])
+        char = code[0]
+        shown = (f"'\\{char}'" if char.isprintable() and not char.isspace()
+                 else f"a backslash before U+{ord(char):04X}")
+        raise _refuse(f"a string holds {shown}, which may be a literal backslash (as in C:\\Users) "
+                      "or an escape; write a literal backslash as \\\\")
     return piece
 
 
-def _unclear_backslash(char: str) -> ActionFormatError:
-    shown = (f"'\\{char}'" if char.isprintable() and not char.isspace()
-             else f"a backslash before U+{ord(char):04X}")
-    return _refuse(f"a string holds {shown}, which may be a literal backslash (as in C:\\Users) or "
-                   "an escape; write a literal backslash as \\\\")
-
-
 _PYTHON_WORDS = {"True": "true", "False": "false", "None": "null"}
-
-
-def _fix_word(word: str, after_string: bool, repairs: list) -> str:
-    if word in ("true", "false", "null"):
-        return word
-    if word in ("NaN", "Infinity", "-Infinity"):
-        _not_finite(word)
-    if word in _PYTHON_WORDS:
-        _note(repairs, "python_literal")
-        return _PYTHON_WORDS[word]
-    if after_string:  # as in "echo "hi"": the string ended early
-        raise _refuse(f'the text {word[:40]!r} follows a string: a quote inside a string must be '
-                      'escaped as \\"')
-    raise _refuse(f"the value {word[:40]!r} is not quoted: put text values in double quotes")
 
 
 def _unique_keys(pairs: list, repairs: list) -> dict:
@@ -3325,6 +3274,18 @@ def _build_opener(url: str, timeout: Optional[float] = None,
     return urllib.request.build_opener(proxies, http(timing), https(timing), no_redirect())
 
 
+def _http_url(url: str) -> Any:
+    """url split (``urlsplit``), the one check of a URL to send requests to: ValueError unless it
+    starts with http:// or https://, names a host (an IPv6 one valid) and a port in range, not 0."""
+    parts = urlsplit(url)
+    port = parts.port                       # a port that is not a number in range raises here
+    if parts.hostname and ":" in parts.hostname:
+        ipaddress.ip_address(parts.hostname.split("%")[0])
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
+        raise ValueError("must start with http:// or https:// and name a host")
+    return parts
+
+
 def _is_loopback(url: str) -> bool:
     """True when url names a loopback host: a literal loopback IP (127.0.0.0/8, ::1) or exactly
     ``localhost``.
@@ -3623,11 +3584,6 @@ def _quoted(name: str) -> re.Pattern:
     return re.compile(rf"['\"`]{name}['\"`]")
 
 
-def _format_type(body: dict) -> Any:
-    given = body.get("response_format")
-    return given.get("type") if isinstance(given, dict) else None
-
-
 def _renamed(body: dict) -> None:
     if "max_tokens" in body:
         body["max_completion_tokens"] = body.pop("max_tokens")
@@ -3636,10 +3592,6 @@ def _renamed(body: dict) -> None:
 def _as_json_object(body: dict) -> None:
     if "response_format" in body:
         body["response_format"] = {"type": "json_object"}
-
-
-def _has_system(body: dict) -> bool:
-    return any(isinstance(m, dict) and m.get("role") == "system" for m in body["messages"])
 
 
 def _fold_system(body: dict) -> None:
@@ -3679,7 +3631,8 @@ _ADAPTATIONS = (
                 _holds("frequency_penalty"), _without("frequency_penalty")),
     # first json_schema falls back to json_object, then any format to none
     _Adaptation("response_format json_schema", _FORMAT_REJECTED,
-                lambda body: _format_type(body) == "json_schema", _as_json_object),
+                lambda body: isinstance(body.get("response_format"), dict)
+                and body["response_format"].get("type") == "json_schema", _as_json_object),
     _Adaptation("response_format", _FORMAT_REJECTED, _holds("response_format"),
                 _without("response_format")),
     # a chat template without a system role: often llama.cpp's 500 "Jinja exception", or "roles
@@ -3688,7 +3641,10 @@ _ADAPTATIONS = (
         r"system[ _](?:role|message|prompt)s?\b[^.]{0,40}\b"
         r"(?:not supported|unsupported|not allowed)"
         r"|roles must alternate|(?:not supported|unsupported|invalid)\b[^.]{0,20}\brole[ "
-        r":'\"`]+system\b", re.I), _has_system, _fold_system, statuses=(400, 422, 500)),
+        r":'\"`]+system\b", re.I),
+                lambda body: any(isinstance(m, dict) and m.get("role") == "system"
+                                 for m in body["messages"]),
+                _fold_system, statuses=(400, 422, 500)),
 )
 
 
@@ -3798,13 +3754,28 @@ class OpenAICompatLLM:
                  max_request_seconds: float = 600, max_response_bytes: int = 8 * 1024 * 1024,
                  allow_http_key: bool = False, organization: Optional[str] = None,
                  project: Optional[str] = None) -> None:
-        _check_client_options(model, {
-            "max_retries": max_retries, "timeout": timeout, "temperature": temperature,
-            "max_request_seconds": max_request_seconds, "max_tokens": max_tokens,
-            "max_response_bytes": max_response_bytes})
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError("no model named: pass model=... or set OPENAI_MODEL")
+        for name, value in {"max_retries": max_retries, "timeout": timeout,
+                            "temperature": temperature, "max_request_seconds": max_request_seconds,
+                            "max_tokens": max_tokens,
+                            "max_response_bytes": max_response_bytes}.items():
+            # temperature, max_tokens: None is the server's default
+            _check_setting(name, value, optional=name in ("temperature", "max_tokens"))
         base_url, self.base_url, self._basic = _userinfo(base_url)  # base_url: the password as ***
-        self.model, self.url = model.strip(), _chat_url(base_url)
-        self._api_key = _clean_key(api_key)
+        try:
+            parts = _http_url(base_url.strip() if isinstance(base_url, str) else "")
+        except ValueError as exc:
+            raise ValueError(f"invalid base URL {base_url!r} ({exc})") from None
+        path = parts.path.rstrip("/")   # the chat-completions URL, any query kept after the path
+        if not path.endswith("/chat/completions"):
+            path += "/chat/completions"
+        self.model = model.strip()
+        self.url = urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+        if api_key is not None and not isinstance(api_key, str):
+            raise ValueError(f"invalid api_key of type {type(api_key).__name__} (must be a string)")
+        # without surrounding whitespace: a key read from a file ends in a newline
+        self._api_key = None if api_key is None else api_key.strip() or None
         if self._basic and self._api_key:
             raise ValueError("the base URL holds a user name and password (sent as Basic auth) and "
                              "an API key is set (sent as Bearer): both go in the Authorization "
@@ -4224,15 +4195,39 @@ class OpenAICompatLLM:
               url: Optional[str] = None) -> None:
         """Raise what a server's error means: _Retryable when another attempt may help, else
         LLMError."""
-        message, details = _server_error(text, self._scrub)
-        status, url = status or _error_status(details), url or self.url
+        # the server's own message (OpenAI, vLLM, llama.cpp) and its error object ({} if none);
+        # the message is scrubbed after decoding (an escaped key decodes to the plain key) and
+        # before it is cut
+        text = text.strip()
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            message, details = _quoted_body(text, self._scrub), {}
+        else:
+            error = data.get("error", data) if isinstance(data, dict) else data
+            details = error if isinstance(error, dict) else {}
+            message = ((details.get("message") or details.get("detail") or error) if details
+                       else error)
+            message = self._scrub(message if isinstance(message, str)
+                                  else json.dumps(message))[:300]
+        if not status:       # the HTTP status an error object inside a 200 answer stands for
+            code = details.get("code")
+            status = code if _is_int(code) and 400 <= code <= 599 else (
+                500 if details.get("type") == "server_error" else None)
+        url = url or self.url
         where = f"HTTP {status} from {url}" if status else f"{url} returned an error"
-        overflow = _overflow(message, details)
-        if overflow is not None:
-            n_ctx, n_prompt_tokens = overflow
+        if (_CONTEXT_OVERFLOW.search(message)
+                or details.get("type") == "exceed_context_size_error"):
+            counts = []     # n_ctx, n_prompt_tokens: each None when not reported
+            for key, pattern in (("n_ctx", _N_CTX), ("n_prompt_tokens", _N_PROMPT)):
+                value, match = details.get(key), pattern.search(message)
+                if not _is_int(value):
+                    value = next((int(group) for group in match.groups() if group),
+                                 None) if match else None
+                counts.append(value)
             raise LLMError(f"{where}: {message} (the conversation does not fit the model's "
-                           "context window)", status, kind="context_overflow", n_ctx=n_ctx,
-                           n_prompt_tokens=n_prompt_tokens)
+                           "context window)", status, kind="context_overflow", n_ctx=counts[0],
+                           n_prompt_tokens=counts[1])
         if status is not None and 300 <= status < 400:
             location = self._scrub(str(headers.get("Location") if headers else None))
             raise LLMError(f"HTTP {status} from {url}: redirected to {location} (agent.py follows "
@@ -4276,15 +4271,6 @@ class OpenAICompatLLM:
         return _scrubbed(text, secrets + _header_secrets(self.headers))
 
 
-def _check_client_options(model: Any, numbers: dict) -> None:
-    """ValueError for a missing model name or a numeric option out of its rule (temperature,
-    max_tokens: None is the server's default)."""
-    if not isinstance(model, str) or not model.strip():
-        raise ValueError("no model named: pass model=... or set OPENAI_MODEL")
-    for name, value in numbers.items():
-        _check_setting(name, value, optional=name in ("temperature", "max_tokens"))
-
-
 # -- Models, the client's helpers: what a request sends and what an answer means -------
 
 def _backoff(attempt: int) -> float:
@@ -4292,26 +4278,6 @@ def _backoff(attempt: int) -> float:
     it jitter."""
     base = min(30.0, 0.5 * 2 ** attempt)
     return base / 2 + random.uniform(0, base / 2)
-
-
-def _chat_url(base_url: str) -> str:
-    """The chat-completions URL of a base URL, any query kept after the path; ValueError when it
-    cannot work."""
-    text = base_url.strip() if isinstance(base_url, str) else ""
-    try:
-        parts = urlsplit(text)
-        port = parts.port                       # a port that is not a number in range raises here
-        if parts.hostname and ":" in parts.hostname:
-            ipaddress.ip_address(parts.hostname.split("%")[0])
-    except ValueError as exc:
-        raise ValueError(f"invalid base URL {base_url!r} ({exc})") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
-        raise ValueError(f"invalid base URL {base_url!r} (must start with http:// or https:// and "
-                         "name a host)")
-    path = parts.path.rstrip("/")
-    if not path.endswith("/chat/completions"):
-        path += "/chat/completions"
-    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
 def _models_url(chat_url: str) -> str:
@@ -4344,16 +4310,6 @@ def _userinfo(base_url: Any) -> tuple:
     return f"{scheme}://{host}{rest[end:]}", shown, credential
 
 
-def _clean_key(api_key: Any) -> Optional[str]:
-    """The API key without surrounding whitespace (a key read from a file ends in a newline), or
-    None."""
-    if api_key is None:
-        return None
-    if not isinstance(api_key, str):
-        raise ValueError(f"invalid api_key of type {type(api_key).__name__} (must be a string)")
-    return api_key.strip() or None
-
-
 def _quoted_body(text: str, scrub: Callable[[str], str]) -> str:
     """A body that holds no message of its own, as an error quotes it: scrubbed, its start, on one
     line."""
@@ -4361,32 +4317,8 @@ def _quoted_body(text: str, scrub: Callable[[str], str]) -> str:
     return repr(scrub(text)[:200]) if text else "(empty body)"
 
 
-def _server_error(text: str, scrub: Callable[[str], str]) -> tuple:
-    """The server's own message, scrubbed, and its error object (``{}`` if none) from an OpenAI,
-    vLLM or llama.cpp body.
-
-    The message is scrubbed after decoding (an escaped key decodes to the plain key) and before it
-    is cut.
-    """
-    text = text.strip()
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        return _quoted_body(text, scrub), {}
-    error = data.get("error", data) if isinstance(data, dict) else data
-    details = error if isinstance(error, dict) else {}
-    message = (details.get("message") or details.get("detail") or error) if details else error
-    return scrub(message if isinstance(message, str) else json.dumps(message))[:300], details
-
-
 # JSON's \uXXXX and \/, URLs' %XX
 _ESCAPED = re.compile(r"\\u([0-9a-fA-F]{4})|\\(/)|%([0-9a-fA-F]{2})")
-
-
-def _unescaped(text: str) -> str:
-    """text with JSON's \\uXXXX and \\/ escapes and URL percent-escapes decoded, so an escaped
-    secret shows."""
-    return _ESCAPED.sub(lambda m: m.group(2) or chr(int(m.group(1) or m.group(3), 16)), text)
 
 
 # shorter keys ("x", "none") are placeholders; scrubbing them would mangle every message
@@ -4412,7 +4344,9 @@ def _scrubbed(text: str, secrets: Iterable[Optional[str]]) -> str:
     readings = [text]
     # an escape escaped again (\\u005cu0073, %252F) takes another pass
     for _ in range(3 if secrets else 0):
-        readings.append(_unescaped(readings[-1]))
+        # JSON's \uXXXX and \/ escapes and URL percent-escapes decoded, so an escaped secret shows
+        readings.append(_ESCAPED.sub(lambda m: m.group(2) or chr(int(m.group(1) or m.group(3), 16)),
+                                     readings[-1]))
     for reading in reversed(readings):
         spans = sorted(span for secret in secrets for span in _secret_spans(reading, secret))
         if spans:
@@ -4488,14 +4422,6 @@ def _basic_secrets(credential: str) -> list:
     return [decoded, decoded.partition(":")[2]] if ":" in decoded else []
 
 
-def _error_status(details: dict) -> Optional[int]:
-    """The HTTP status an error object inside a 200 answer stands for, when it says."""
-    code = details.get("code")
-    if _is_int(code) and 400 <= code <= 599:
-        return code
-    return 500 if details.get("type") == "server_error" else None
-
-
 def _names_model(message: str, model: Any) -> bool:
     """Whether a server's message names the model as a whole word: model "m" is not named by "not
     found"."""
@@ -4506,11 +4432,6 @@ def _names_model(message: str, model: Any) -> bool:
     return re.search(rf"(?<![\w.:/-]){re.escape(model)}(?![\w/-]|[.:][\w/-])", message) is not None
 
 
-def _first_number(pattern: re.Pattern, text: str) -> Optional[int]:
-    match = pattern.search(text)
-    return next((int(group) for group in match.groups() if group), None) if match else None
-
-
 _CONTEXT_OVERFLOW = re.compile(   # llama.cpp, OpenAI, vLLM (two wordings), Anthropic-style proxies
     r"exceeds? the available context size|maximum context length|context length exceeded"
     r"|longer than the maximum model length|prompt is too long", re.I)
@@ -4518,19 +4439,6 @@ _N_CTX = re.compile(r"maximum context length is (\d+)|available context size \((
                     r"length of (\d+)")
 _N_PROMPT = re.compile(r"request \((\d+) tokens\)|resulted in (\d+) tokens|(\d+) in the messages"
                        r"|has (\d+) input tokens|prompt \(length (\d+)\)")
-
-
-def _overflow(message: str, details: dict) -> Optional[tuple]:
-    """(n_ctx, n_prompt_tokens), each None when not reported, if the error says the prompt does not
-    fit; else None."""
-    if not _CONTEXT_OVERFLOW.search(message) and details.get("type") != "exceed_context_size_error":
-        return None
-    counts = []
-    for key, pattern in (("n_ctx", _N_CTX), ("n_prompt_tokens", _N_PROMPT)):
-        value = details.get(key)
-        counts.append(value if _is_int(value) else
-                      _first_number(pattern, message))
-    return tuple(counts)
 
 
 _MAX_RETRY_AFTER = 60.0     # seconds; a longer Retry-After is capped
@@ -4629,9 +4537,8 @@ _MCP_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAG
             "LOCALAPPDATA", "USERPROFILE")
 
 
-# ToolRegistry's two MCP methods. They are written here, after the transport and the client they
-# use, and attached to the class in one line (ToolRegistry's body says so); help(ToolRegistry) shows
-# them.
+# ToolRegistry's MCP method. It is written here, after the transport and the client it uses, and
+# attached to the class in one line (ToolRegistry's body says so); help(ToolRegistry) shows it.
 def add_mcp(self, server: Union[str, list], *, name: Optional[str] = None,
             env: Optional[dict] = None, cwd: Any = None, tools: Optional[Iterable[str]] = None,
             timeout: Optional[float] = None, headers: Optional[dict] = None) -> list[str]:
@@ -4656,20 +4563,8 @@ def add_mcp(self, server: Union[str, list], *, name: Optional[str] = None,
     return [tool for tool in self._tools if tool not in before]
 
 
-def close(self) -> None:
-    """Stop the MCP servers of this registry (stdin closed, then SIGTERM, then SIGKILL, to each
-    server's process group), each within a few seconds whatever the server does.
-
-    Their tools stay listed and answer with an ERROR. Also done at the end of a ``with``
-    block and at interpreter exit.
-    """
-    servers, self._servers = self._servers, []
-    for server in servers:
-        server.close()
-
-
-ToolRegistry.add_mcp, ToolRegistry.close = add_mcp, close
-del add_mcp, close   # methods of ToolRegistry, not names of this module
+ToolRegistry.add_mcp = add_mcp
+del add_mcp   # a method of ToolRegistry, not a name of this module
 
 
 def _add_mcp(registry: ToolRegistry, server: Any, *, name: Optional[str] = None,
@@ -4694,8 +4589,14 @@ def _add_mcp(registry: ToolRegistry, server: Any, *, name: Optional[str] = None,
     try:
         session.open()
         specs = _mcp_list_tools(session)
-        built, left_out = _mcp_built(session, _mcp_chosen(specs, wanted, session.label, missing_ok),
-                                     name, seconds)
+        if wanted is not None:
+            offered = [spec["name"] for spec in specs]
+            missing = [tool for tool in wanted if tool not in offered]
+            if missing and not missing_ok:
+                raise ToolError(f"MCP server {session.label} has no tool {missing[0]!r} (it has: "
+                                f"{', '.join(offered) or 'none'})")
+            specs = [spec for spec in specs if spec["name"] in wanted]
+        built, left_out = _mcp_built(session, specs, name, seconds)
         refused = next((tool for tool in wanted or [] if tool in left_out), None)
         if refused is not None:
             raise ToolError(f"MCP server {session.label}: tool {refused!r} was left out: "
@@ -4757,19 +4658,15 @@ def _mcp_transport(server: Any, env: Optional[dict], cwd: Any, headers: Optional
                         f"http(s):// URL, got {type(server).__name__}")
     if not argv:
         raise ToolError("empty MCP server command")
-    return _McpStdio(argv, _mcp_env(env), cwd, env or {}, label)
-
-
-def _mcp_env(extra: Optional[dict]) -> dict:
-    """A server's environment: ours for PATH, HOME, locale and temp only, then what it is given (no
-    secret of ours)."""
-    env = {key: os.environ[key] for key in _MCP_ENV if key in os.environ}
-    env.update({key: value for key, value in os.environ.items() if key.startswith("LC_")})
-    for key, value in (extra or {}).items():
+    # the server's environment: ours for PATH, HOME, locale and temp only, then what it is given
+    # (no secret of ours)
+    environment = {key: os.environ[key] for key in _MCP_ENV if key in os.environ}
+    environment.update({key: value for key, value in os.environ.items() if key.startswith("LC_")})
+    for key, value in (env or {}).items():
         if not isinstance(key, str) or not isinstance(value, str):
             raise ToolError(f"env= of an MCP server maps names to strings; {key!r} does not")
-        env[key] = value
-    return env
+        environment[key] = value
+    return _McpStdio(argv, environment, cwd, env or {}, label)
 
 
 def _mcp_list_tools(session: _McpSession) -> list:
@@ -4792,17 +4689,6 @@ def _mcp_list_tools(session: _McpSession) -> list:
         if not isinstance(cursor, str) or not cursor:
             return specs
     raise ToolError(f"MCP server {session.label} listed more than {_MCP_MAX_PAGES} pages of tools")
-
-
-def _mcp_chosen(specs: list, wanted: Optional[list], label: str, missing_ok: bool) -> list:
-    if wanted is None:
-        return specs
-    offered = [spec["name"] for spec in specs]
-    missing = [tool for tool in wanted if tool not in offered]
-    if missing and not missing_ok:
-        raise ToolError(f"MCP server {label} has no tool {missing[0]!r} (it has: "
-                        f"{', '.join(offered) or 'none'})")
-    return [spec for spec in specs if spec["name"] in wanted]
 
 
 def _mcp_built(session: _McpSession, specs: list, prefix: Optional[str], seconds: float) -> tuple:
@@ -4835,8 +4721,15 @@ def _mcp_tool(session: _McpSession, spec: dict, prefix: Optional[str], seconds: 
         raise ToolError("it has no inputSchema of \"type\": \"object\"")
     annotations = spec.get("annotations") if isinstance(spec.get("annotations"), dict) else {}
     local = _mcp_local_name(prefix, remote)
+    # the description's first paragraph, or its first sentence when that paragraph is long
+    description = spec.get("description")
+    summary = ""
+    if isinstance(description, str):
+        summary = " ".join(re.split(r"\n\s*\n", description.strip(), maxsplit=1)[0].split())
+        if len(summary) > _MCP_SUMMARY_CHARS:
+            summary = re.split(r"(?<=[.!?])\s", summary, maxsplit=1)[0][:_MCP_SUMMARY_CHARS]
     try:
-        return Tool(local, _mcp_summary(spec.get("description")) or remote, _mcp_trimmed(schema),
+        return Tool(local, summary or remote, _mcp_trimmed(schema),
                     _mcp_caller(session, remote, seconds), seconds + _MCP_GRACE_SECONDS,
                     annotations.get("destructiveHint") is True)
     except ToolError as exc:
@@ -4848,17 +4741,6 @@ def _mcp_local_name(prefix: Optional[str], remote: str) -> str:
     """The name a server's tool is registered under: prefixed, made of valid characters, cut to
     64."""
     return re.sub(r"[^A-Za-z0-9_-]", "_", f"{prefix}_{remote}" if prefix else remote)[:64]
-
-
-def _mcp_summary(description: Any) -> str:
-    """The first paragraph of a description, or its first sentence when that paragraph is long."""
-    if not isinstance(description, str):
-        return ""
-    paragraph = re.split(r"\n\s*\n", description.strip(), maxsplit=1)[0]
-    paragraph = " ".join(paragraph.split())
-    if len(paragraph) > _MCP_SUMMARY_CHARS:
-        paragraph = re.split(r"(?<=[.!?])\s", paragraph, maxsplit=1)[0][:_MCP_SUMMARY_CHARS]
-    return paragraph
 
 
 def _mcp_trimmed(schema: Any, names: bool = False, depth: int = 0) -> Any:
@@ -4899,7 +4781,22 @@ def _mcp_caller(session: _McpSession, remote: str, seconds: float) -> Callable[.
             raise _ToolFailed(_MCP_NO_ANSWER.format(tool=remote, seconds=seconds)) from None
         except _McpFailure as exc:
             raise _ToolFailed(_MCP_FAILED.format(tool=remote, text=_mcp_sentence(exc))) from None
-        return _mcp_result_text(remote, result)
+        # what the model reads: text joined, other content as one line each
+        if result.get("resultType") == "input_required":
+            raise _ToolFailed(_MCP_INPUT_REQUIRED.format(tool=remote))
+        blocks = result.get("content") if isinstance(result.get("content"), list) else []
+        texts = [block["text"] for block in blocks if isinstance(block, dict)
+                 and block.get("type") == "text"
+                 and isinstance(block.get("text"), str)]
+        others = [_mcp_block(block) for block in blocks
+                  if not (isinstance(block, dict) and block.get("type") == "text")]
+        if not texts and "structuredContent" in result:
+            texts = [json.dumps(result["structuredContent"], ensure_ascii=False, default=str)]
+        text = "\n".join(texts + others)
+        if result.get("isError") is True:
+            raise _ToolFailed(_MCP_IS_ERROR.format(tool=remote,
+                                                   text=_mcp_sentence(text or _MCP_NO_TEXT)))
+        return text or _MCP_NOTHING
 
     call.__name__ = call.__qualname__ = re.sub(r"\W", "_", remote) or "mcp_tool"
     return call
@@ -4908,25 +4805,6 @@ def _mcp_caller(session: _McpSession, remote: str, seconds: float) -> Callable[.
 def _mcp_sentence(value: Any) -> str:
     text = " ".join(_text(value).split()) or "(no message)"
     return text if text.endswith((".", "!", "?")) else text + "."
-
-
-def _mcp_result_text(tool: str, result: dict) -> str:
-    """What the model reads of a tools/call result: text joined, other content as one line each;
-    _ToolFailed for a result that reports a failure."""
-    if result.get("resultType") == "input_required":
-        raise _ToolFailed(_MCP_INPUT_REQUIRED.format(tool=tool))
-    blocks = result.get("content") if isinstance(result.get("content"), list) else []
-    texts = [block["text"] for block in blocks if isinstance(block, dict)
-             and block.get("type") == "text"
-             and isinstance(block.get("text"), str)]
-    others = [_mcp_block(block) for block in blocks
-              if not (isinstance(block, dict) and block.get("type") == "text")]
-    if not texts and "structuredContent" in result:
-        texts = [json.dumps(result["structuredContent"], ensure_ascii=False, default=str)]
-    text = "\n".join(texts + others)
-    if result.get("isError") is True:
-        raise _ToolFailed(_MCP_IS_ERROR.format(tool=tool, text=_mcp_sentence(text or _MCP_NO_TEXT)))
-    return text or _MCP_NOTHING
 
 
 def _mcp_block(block: Any) -> str:
@@ -5489,13 +5367,11 @@ class _McpHttp:
     """
 
     def __init__(self, url: str, headers: dict, label: Optional[str] = None) -> None:
-        parts = urlsplit(url)
         try:
-            port = parts.port
+            parts = _http_url(url)
         except ValueError as exc:
             raise ToolError(f"invalid MCP server URL ({exc})") from None
-        if (not parts.hostname or port == 0 or parts.username is not None
-            or parts.password is not None):
+        if parts.username is not None or parts.password is not None:
             raise ToolError("an MCP server URL names a host and holds no user or password (give "
                             "credentials as headers=)")
         if not isinstance(headers, dict) or not all(isinstance(value, str)
@@ -5560,7 +5436,12 @@ class _McpHttp:
         if "_meta" in params:                # the modern era routes by these
             headers.update({"Mcp-Protocol-Version": _MCP_VERSION, "Mcp-Method": message["method"]})
             if message["method"] == "tools/call":
-                headers["Mcp-Name"] = _mcp_header_value(params["name"])
+                # printable ASCII as it is, anything else in MCP's base64 form
+                text = params["name"]
+                if not re.fullmatch(r"[\x20-\x7e]*", text):
+                    import base64
+                    text = f"=?base64?{base64.b64encode(text.encode('utf-8')).decode('ascii')}?="
+                headers["Mcp-Name"] = text
         elif self.session.version is not None:
             headers["Mcp-Protocol-Version"] = self.session.version
         if self.session_id is not None:
@@ -5643,16 +5524,6 @@ class _McpHttp:
         except Exception as exc:  # the server may be gone already; nothing is left running here
             _log.debug("MCP server %s: DELETE of the session failed: %s", self.label,
                        self.session.scrub(_text(exc)))
-
-
-def _mcp_header_value(text: str) -> str:
-    """A value as an HTTP header carries it: printable ASCII as it is, anything else as MCP's base64
-    form."""
-    if re.fullmatch(r"[\x20-\x7e]*", text):
-        return text
-    import base64
-
-    return f"=?base64?{base64.b64encode(text.encode('utf-8')).decode('ascii')}?="
 
 
 def _mcp_url_secrets(url: str) -> list:
@@ -5990,8 +5861,25 @@ class _RunState:
         """The digest of every dropped step: one line each, bounded, the same for the same
         history."""
         header = _DIGEST_HEADER.format(n=self.dropped // 2)
-        kept = _keep_ends(self.digest, self.digest_chars, self.memory_limit() - len(header) - 3)
-        return f"\n\n{header}\n{kept}"
+        lines, limit = self.digest, self.memory_limit() - len(header) - 3
+        if self.digest_chars <= limit:
+            return f"\n\n{header}\n" + "\n".join(lines)
+        # Over the limit, the first lines and the newest that fit: half the room goes to the first
+        # lines and the rest to the newest, as a long observation keeps its head and tail; a line
+        # longer than half the room is cut to it, so the first and the newest line show when
+        # anything does. One line between says how many were left out.
+        room = limit - len(_DIGEST_GAP.format(n=len(lines))) - 1
+        width = room // 2 - 1                 # a line and its line break in half the room
+        head = tail = used = 0
+        while head < len(lines) and used + min(len(lines[head]), width) + 1 <= room // 2:
+            used += min(len(lines[head]), width) + 1
+            head += 1
+        while head + tail < len(lines) and used + min(len(lines[-1 - tail]), width) + 1 <= room:
+            used += min(len(lines[-1 - tail]), width) + 1
+            tail += 1
+        kept = [_cut(line, width) for line in lines[:head] + lines[len(lines) - tail:]]
+        gap = _DIGEST_GAP.format(n=len(lines) - head - tail)
+        return f"\n\n{header}\n" + "\n".join(kept[:head] + [gap] + kept[head:])
 
     def context(self, trimmed: bool = False) -> list[dict]:
         """What is sent: the whole conversation, or, once steps are dropped, the note in their
@@ -6021,8 +5909,8 @@ class _RunState:
         if over <= 0 or len(sent) <= self.head or sent[-2]["role"] != "assistant":
             return sent
         reply = sent[-2]["content"]
-        return sent[:-2] + [{"role": "assistant",
-                             "content": _truncate(reply, max(200, len(reply) - over))}, sent[-1]]
+        kept = _cut(reply, max(200, len(reply) - over), ends=True)
+        return sent[:-2] + [{"role": "assistant", "content": kept}, sent[-1]]
 
 
 def _digest_line(step: Step, calls: dict, result_chars: Optional[int]) -> str:
@@ -6037,108 +5925,12 @@ def _digest_line(step: Step, calls: dict, result_chars: Optional[int]) -> str:
         return f"{step.index}. {_DIGEST_UNREADABLE}"
     arguments = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False, default=str)}"
                           for key, value in action.arguments.items())
-    call = _clip(f"{action.name}({arguments})", _DIGEST_CALL_CHARS)
+    call = _cut(f"{action.name}({arguments})", _DIGEST_CALL_CHARS, one_line=True)
     earlier = calls.get((action.name, _canonical(action.arguments)))
     if earlier is not None and earlier.step != step.index:
         return f"{step.index}. {call} → {_DIGEST_REPEAT.format(step=earlier.step)}"
     result = _observation_result(step.observation or "") or ""
-    return f"{step.index}. {call} → {_clip(result, result_chars)}"
-
-
-def _clip(text: str, limit: Optional[int]) -> str:
-    """text on one line, cut to limit characters (None: whole) with an ellipsis."""
-    text = " ".join(text.split())
-    return text if limit is None else _cut(text, limit)
-
-
-def _keep_ends(lines: list[str], total: int, limit: int) -> str:
-    """The lines, one per line; over limit characters (``total`` of them), the first and the newest
-    that fit.
-
-    Half the room goes to the first lines and the rest to the newest, as a long
-    observation keeps its head and tail; a line longer than half the room is cut to
-    it, so the first and the newest line show when anything does. One line between
-    says how many were left out.
-    """
-    if total <= limit:
-        return "\n".join(lines)
-    room = limit - len(_DIGEST_GAP.format(n=len(lines))) - 1
-    width = room // 2 - 1                 # a line and its line break in half the room
-    head = tail = used = 0
-    while head < len(lines) and used + min(len(lines[head]), width) + 1 <= room // 2:
-        used += min(len(lines[head]), width) + 1
-        head += 1
-    while head + tail < len(lines) and used + min(len(lines[-1 - tail]), width) + 1 <= room:
-        used += min(len(lines[-1 - tail]), width) + 1
-        tail += 1
-    kept = [_cut(line, width) for line in lines[:head] + lines[len(lines) - tail:]]
-    return "\n".join(kept[:head] + [_DIGEST_GAP.format(n=len(lines) - head - tail)] + kept[head:])
-
-
-def _summary_request(state: _RunState, notes: str, dropped: list[Step], limit: int) -> list[dict]:
-    """The summary call's messages: the prompt, then the task, the earlier notes and the dropped
-    steps in full.
-
-    The whole request is cut to the context budget, which the model is known to take.
-    """
-    # about 6 characters a word, and room to spare
-    system = _SUMMARY_PROMPT.format(words=max(20, limit // 8))
-    steps = "\n".join(_digest_line(step, state.calls, None) for step in dropped)
-    text = _SUMMARY_REQUEST.format(task=state.messages[state.head - 1]["content"],
-                                   notes=notes.strip() or "(none yet)", steps=steps)
-    return [{"role": "system", "content": system},
-            {"role": "user", "content": _truncate(text, max(1000, state.budget - len(system)))}]
-
-
-def _summary_problem(text: str, finish_reason: Optional[str], limit: int) -> Optional[str]:
-    """Why a summary reply cannot stand in for the dropped steps, or None when it can."""
-    if finish_reason == "length":
-        return "the summary was cut off at the token limit"
-    if finish_reason == "repetition":
-        return "the summary kept repeating itself"
-    if not text:
-        return "the summary was empty"
-    if len(text) > limit:
-        return f"the summary was too long ({len(text)} characters, at most {limit})"
-    return None
-
-
-def _as_registry(tools: _Tools) -> ToolRegistry:
-    if isinstance(tools, ToolRegistry):
-        return tools
-    registry = ToolRegistry()
-    for tool in tools or ():
-        registry.register(tool)
-    return registry
-
-
-def _clean_history(history: Optional[list]) -> list:
-    if history is None:
-        return []
-    if not isinstance(history, list):
-        raise ValueError(f"invalid history {type(history).__name__} (must be a list of messages)")
-    cleaned = []
-    for i, message in enumerate(history):
-        if not (isinstance(message, dict) and message.get("role") in ("system", "user", "assistant")
-                and isinstance(message.get("content"), str)):
-            raise ValueError(f"invalid history message {i} (must be {{'role': "
-                             f"system|user|assistant, 'content': str}})")
-        cleaned.append({"role": message["role"], "content": message["content"]})
-    return cleaned
-
-
-def _chat_options(llm: Any) -> frozenset:
-    """The per-call options ``llm.chat`` accepts: those it names, or all of them when it takes
-    ``**kwargs``."""
-    try:
-        parameters = inspect.signature(llm.chat).parameters.values()
-    except (AttributeError, TypeError, ValueError):  # no chat, or a builtin without a signature
-        return frozenset()
-    if any(p.kind is p.VAR_KEYWORD for p in parameters):
-        return frozenset(_CHAT_OPTIONS)
-    return frozenset(p.name for p in parameters
-                     if p.name in _CHAT_OPTIONS
-                     and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+    return f"{step.index}. {call} → {_cut(result, result_chars, one_line=True)}"
 
 
 def _copied(action: Action, example: Optional[_Example], seen: Callable[[], str], task: str
@@ -6329,7 +6121,12 @@ class Agent:
             raise ValueError(f"invalid memory {memory!r} (must be one of "
                              f"{', '.join(_MEMORY_MODES)})")
         self.llm = llm
-        self.tools = _as_registry(tools)
+        if isinstance(tools, ToolRegistry):
+            self.tools = tools
+        else:
+            self.tools = ToolRegistry()
+            for tool in tools or ():
+                self.tools.register(tool)
         self.system_prompt = _render_prompt(system_prompt, self.tools)
         self.max_steps = max_steps                  # model calls per run
         self.max_repeats = max_repeats              # repeats of one call before the run stops
@@ -6342,7 +6139,16 @@ class Agent:
         self.confirm = confirm  # asked before tools registered with confirm=True
         self.constrain = constrain                  # the decoding ladder: auto, always or never
         self.memory = memory  # what stands in for steps a context budget drops
-        self._accepts = _chat_options(llm)  # checked once: the per-call options llm.chat takes
+        # checked once: the per-call options llm.chat takes, those it names, or all of them when it
+        # takes **kwargs
+        try:
+            parameters = inspect.signature(llm.chat).parameters.values()
+        except (AttributeError, TypeError, ValueError):  # no chat, or a builtin without a signature
+            parameters = []
+        self._accepts = frozenset(_CHAT_OPTIONS) if any(
+            p.kind is p.VAR_KEYWORD for p in parameters) else frozenset(
+            p.name for p in parameters
+            if p.name in _CHAT_OPTIONS and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
         # the prompt's worked example
         self._example = _example(self.tools) if system_prompt is None else None
         if constrain == "always" and "response_schema" not in self._accepts:
@@ -6377,7 +6183,17 @@ class Agent:
     def _start(self, task: str, history: Optional[list]) -> _RunState:
         if not isinstance(task, str) or not task.strip():
             raise ValueError(f"invalid task {task!r} (must be non-empty text)")
-        messages = _clean_history(history)
+        if history is not None and not isinstance(history, list):
+            raise ValueError(f"invalid history {type(history).__name__} (must be a list of "
+                             "messages)")
+        messages = []
+        for i, message in enumerate(history or []):
+            if not (isinstance(message, dict)
+                    and message.get("role") in ("system", "user", "assistant")
+                    and isinstance(message.get("content"), str)):
+                raise ValueError(f"invalid history message {i} (must be {{'role': "
+                                 f"system|user|assistant, 'content': str}})")
+            messages.append({"role": message["role"], "content": message["content"]})
         if not messages or messages[0]["role"] != "system":
             messages.insert(0, {"role": "system", "content": self.system_prompt})
         if messages[-1]["role"] == "user":  # keep roles alternating: join the task to it
@@ -6437,16 +6253,20 @@ class Agent:
         state.append("assistant", step.raw)
         return None
 
-    def _count_tokens(self, state: _RunState, raw: str) -> None:
-        """Add the last call's tokens: the client's ``last_usage``, else an estimate at 4 characters
-        a token."""
+    def _count_tokens(self, state: _RunState, raw: str,
+                      prompt_chars: Optional[int] = None) -> dict:
+        """Add the last call's tokens to the run's and return them: the client's ``last_usage``,
+        else an estimate at 4 characters a token of raw and of the prompt (``prompt_chars``, by
+        default the conversation sent)."""
         counts = _reported_usage(getattr(self.llm, "last_usage", None))
         if counts is None:
-            counts = {"prompt_tokens": (state.head_chars + state.tail_chars) // 4,
-                      "completion_tokens": len(raw) // 4}
+            if prompt_chars is None:
+                prompt_chars = state.head_chars + state.tail_chars
+            counts = {"prompt_tokens": prompt_chars // 4, "completion_tokens": len(raw) // 4}
             state.estimated()
         state.usage["prompt_tokens"] += counts["prompt_tokens"]
         state.usage["completion_tokens"] += counts["completion_tokens"]
+        return counts
 
     def _chat(self, state: _RunState, step: Step) -> Any:
         """One model call with this run's options; after a context overflow, trim and retry once."""
@@ -6512,13 +6332,33 @@ class Agent:
             problem = (f"the context budget leaves no room for a summary ({max(0, limit)} "
                        "characters)")
         else:
-            call = self._summary_call(state, _summary_request(state, notes, dropped, limit))
+            # the prompt, then the task, the earlier notes and the dropped steps in full, the whole
+            # cut to the context budget, which the model is known to take; about 6 characters a
+            # word, and room to spare
+            system = _SUMMARY_PROMPT.format(words=max(20, limit // 8))
+            steps = "\n".join(_digest_line(step, state.calls, None) for step in dropped)
+            request = _SUMMARY_REQUEST.format(task=state.messages[state.head - 1]["content"],
+                                              notes=notes.strip() or "(none yet)", steps=steps)
+            call = self._summary_call(state, [
+                {"role": "system", "content": system},
+                {"role": "user",
+                 "content": _cut(request, max(1000, state.budget - len(system)), ends=True)}])
             step.summary_calls.append(call)
             text = (call.raw or "").strip()
+            # why a summary reply cannot stand in for the dropped steps (None: it can)
             if call.raw is None:
                 problem = f"the summary call failed: {call.error}"
+            elif call.finish_reason == "length":
+                problem = call.error = "the summary was cut off at the token limit"
+            elif call.finish_reason == "repetition":
+                problem = call.error = "the summary kept repeating itself"
+            elif not text:
+                problem = call.error = "the summary was empty"
+            elif len(text) > limit:
+                problem = call.error = (f"the summary was too long ({len(text)} characters, at "
+                                        f"most {limit})")
             else:
-                problem = call.error = _summary_problem(text, call.finish_reason, limit)
+                problem = call.error = None
         if problem is not None:
             step.notes.append(f"memory: {problem}; the digest of the dropped steps was "
                               "sent instead")
@@ -6545,15 +6385,9 @@ class Agent:
         call.seconds = _now() - started
         if call.raw is None:
             return call                   # a failed call: no reply, no tokens to count
-        counts = _reported_usage(getattr(self.llm, "last_usage", None))
-        if counts is None:
-            counts = {"prompt_tokens": sum(len(m["content"]) for m in request) // 4,
-                      "completion_tokens": len(call.raw or "") // 4}
-            state.estimated()
+        counts = self._count_tokens(state, call.raw, sum(len(m["content"]) for m in request))
         call.prompt_tokens, call.completion_tokens = (counts["prompt_tokens"],
                                                       counts["completion_tokens"])
-        state.usage["prompt_tokens"] += call.prompt_tokens
-        state.usage["completion_tokens"] += call.completion_tokens
         return call
 
     def _options(self, state: _RunState) -> dict:
@@ -6673,7 +6507,8 @@ class Agent:
         self._answer_rung(state, step, "a call that failed was repeated for the last time allowed")
         text = _GIVE_UP.format(step=earlier.step)
         thought = (step.action.thought or "").strip()
-        return _YOUR_THOUGHT.format(text=text, thought=_clip(thought, 300)) if thought else text
+        return _YOUR_THOUGHT.format(text=text, thought=_cut(thought, 300, one_line=True)) \
+            if thought else text
 
     def _answer_rung(self, state: _RunState, step: Step, why: str) -> None:
         state.answer_rung = step.index + 1
@@ -7144,18 +6979,14 @@ def _whole_lines(handle: io.FileIO, path: str) -> Iterable[tuple]:
     ``_json_lines`` reads it."""
     with open(handle.fileno(), "rb", closefd=False) as lines:   # buffered: lines are read fast
         lines.seek(0)
-        for end, number, value in _json_lines(lines):
-            yield end, _result_line(None if isinstance(value, ValueError) else value, path, number)
-
-
-def _result_line(record: Any, path: str, number: int) -> dict:
-    """The JSON of a line of a results file (None: not JSON), checked; ValueError when it is no
-    result (a wrong --out, a task file among them, would be appended to)."""
-    if not (isinstance(record, dict) and _task_problem(dict(record, task="-")) is None
-            and isinstance(record.get("stop_reason"), str)):
-        raise ValueError(f"{path} line {number} is not a result line (JSON with an id and a "
-                         "stop_reason): is it the results file of a batch? Pass another --out")
-    return record
+        for end, number, record in _json_lines(lines):
+            # a line that is no result: a wrong --out, a task file among them, would be appended to
+            if not (isinstance(record, dict) and _task_problem(dict(record, task="-")) is None
+                    and isinstance(record.get("stop_reason"), str)):
+                raise ValueError(f"{path} line {number} is not a result line (JSON with an id and "
+                                 "a stop_reason): is it the results file of a batch? Pass another "
+                                 "--out")
+            yield end, record
 
 
 class _Tally:
@@ -7304,9 +7135,29 @@ def safe_eval(expr: str) -> int | float:
     """
     if not isinstance(expr, str):
         raise UnsafeExpression(f"expected the expression as text, got {type(expr).__name__}")
-    _check_size(expr)
+    # long input, deep brackets and input the tokenizer warns about are refused before parsing
+    if len(expr) > _MAX_EXPR_CHARS:
+        raise UnsafeExpression(f"expression is {len(expr):,} characters long (limit "
+                               f"{_MAX_EXPR_CHARS:,})", expr[:100])
+    noisy = _NOISY_INPUT.search(expr)
+    if noisy:
+        raise UnsafeExpression(f"not a valid arithmetic expression: {noisy.group()!r} (a "
+                               "backslash, or a number run into a keyword)", expr)
+    depth = 0
+    for match in _BRACKETS.finditer(expr):
+        depth += 1 if match.group() in "([{" else -1
+        if depth > _MAX_NESTING:
+            raise UnsafeExpression(f"brackets nested more than {_MAX_NESTING} "
+                                   "levels deep", expr[:100])
     try:
-        return _check_number(_eval_node(_parse(expr.strip()), 0), expr)
+        # CPython refuses a tree ~3,000 levels deep, and 1+1+...+1 is a left spine that deep: such
+        # a chain is split at its top-level operators. The size cap already bounds the work, so
+        # only the shape is worked around.
+        try:
+            tree = ast.parse(expr.strip(), mode="eval").body
+        except (RecursionError, MemoryError):
+            tree = _parse_chain(expr.strip())
+        return _check_number(_eval_node(tree, 0), expr)
     except UnsafeExpression as exc:
         exc.expression = expr
         raise
@@ -7328,23 +7179,6 @@ _BRACKETS = re.compile(r"[][(){}]")
 _NOISY_INPUT = re.compile(r"\\|[0-9a-fA-F._jJ](?:and|else|for|if|in|is|not|or)")
 
 
-def _check_size(expr: str) -> None:
-    """Refuse long input, deep brackets and input the tokenizer warns about before parsing."""
-    if len(expr) > _MAX_EXPR_CHARS:
-        raise UnsafeExpression(f"expression is {len(expr):,} characters long (limit "
-                               f"{_MAX_EXPR_CHARS:,})", expr[:100])
-    noisy = _NOISY_INPUT.search(expr)
-    if noisy:
-        raise UnsafeExpression(f"not a valid arithmetic expression: {noisy.group()!r} (a "
-                               "backslash, or a number run into a keyword)", expr)
-    depth = 0
-    for match in _BRACKETS.finditer(expr):
-        depth += 1 if match.group() in "([{" else -1
-        if depth > _MAX_NESTING:
-            raise UnsafeExpression(f"brackets nested more than {_MAX_NESTING} "
-                                   "levels deep", expr[:100])
-
-
 def _check_number(value, expr: str = ""):
     if type(value) is int:
         if abs(value) >= _INT_LIMIT:
@@ -7363,19 +7197,10 @@ def _operator_name(op: ast.AST) -> str:
     return _OPERATOR_SYMBOLS.get(type(op), type(op).__name__)
 
 
-def _literal(value):
-    if type(value) in (int, float):
-        return _check_number(value)
-    if isinstance(value, bool):
-        raise UnsafeExpression(f"booleans ({value}) are not numbers here")
-    if isinstance(value, complex):
-        raise UnsafeExpression(f"complex numbers ({value!r}) are not allowed")
-    kind = {str: "strings", bytes: "bytes"}.get(type(value), repr(value))
-    raise UnsafeExpression(f"{kind} not allowed in a calculation")
-
-
-def _top_level_operators(text: str) -> list:
-    """(start, end, symbol) of each binary + - * / // % outside brackets, found with tokenize."""
+def _parse_chain(text: str) -> ast.AST:
+    # Fold "a op b op c ..." with two precedence levels (+ - below * / // %);
+    # each operand is parsed by ast alone, and _eval_node walks the spine in a loop.
+    # 1. (start, end, symbol) of each binary + - * / // % outside brackets, found with tokenize
     lines = io.StringIO(text).readlines()
     offsets = list(itertools.accumulate(map(len, lines), initial=0))
     operand_types = (tokenize.NAME, tokenize.NUMBER, tokenize.STRING)
@@ -7392,13 +7217,7 @@ def _top_level_operators(text: str) -> list:
             after_operand = token.type in operand_types or token.string in _CLOSERS
     except (tokenize.TokenError, SyntaxError) as exc:
         raise SyntaxError(f"{exc}") from None
-    return cuts
-
-
-def _parse_chain(text: str) -> ast.AST:
-    # Fold "a op b op c ..." with two precedence levels (+ - below * / // %);
-    # each operand is parsed by ast alone, and _eval_node walks the spine in a loop.
-    cuts = _top_level_operators(text)
+    # 2. the operands between the cuts, folded
     if not cuts:
         raise RecursionError  # one deep operand (a unary chain): nothing to split
     total = total_op = term = term_op = None
@@ -7411,18 +7230,6 @@ def _parse_chain(text: str) -> ast.AST:
             total = term if total_op is None else ast.BinOp(total, total_op(), term)
             total_op, term = _ADDITIVE.get(symbol), None
     return total
-
-
-def _parse(text: str) -> ast.AST:
-    """Parse with ast; a chain too long for Python's parser is split at its top-level operators.
-
-    CPython refuses a tree ~3,000 levels deep, and ``1+1+...+1`` is a left spine that
-    deep. The size cap already bounds the work, so only the shape is worked around.
-    """
-    try:
-        return ast.parse(text, mode="eval").body
-    except (RecursionError, MemoryError):
-        return _parse_chain(text)
 
 
 def _eval_node(node: ast.AST, depth: int):
@@ -7448,7 +7255,15 @@ def _eval_node(node: ast.AST, depth: int):
             raise UnsafeExpression(f"operator {_operator_name(node.op)} is not allowed")
         return op(_eval_node(node.operand, depth + 1))
     if isinstance(node, ast.Constant):
-        return _literal(node.value)
+        value = node.value
+        if type(value) in (int, float):
+            return _check_number(value)
+        if isinstance(value, bool):
+            raise UnsafeExpression(f"booleans ({value}) are not numbers here")
+        if isinstance(value, complex):
+            raise UnsafeExpression(f"complex numbers ({value!r}) are not allowed")
+        kind = {str: "strings", bytes: "bytes"}.get(type(value), repr(value))
+        raise UnsafeExpression(f"{kind} not allowed in a calculation")
     if isinstance(node, ast.Name):
         if node.id in _CONSTANTS:
             return _CONSTANTS[node.id]
@@ -7457,37 +7272,29 @@ def _eval_node(node: ast.AST, depth: int):
         raise UnsafeExpression(f"name {node.id!r} is not allowed (constants: "
                                f"{', '.join(_CONSTANTS)})")
     if isinstance(node, ast.Call):
-        return _call_function(node, depth)
+        name = node.func.id if isinstance(node.func, ast.Name) else None
+        if name not in _FUNCTIONS:
+            shown = name or (f".{node.func.attr}" if isinstance(node.func, ast.Attribute)
+                             else "an expression")
+            raise UnsafeExpression(f"calling {shown} is not allowed (functions: "
+                                   f"{', '.join(_FUNCTIONS)})")
+        if node.keywords:
+            raise UnsafeExpression(f"keyword arguments are not allowed in {name}()")
+        args = [_eval_node(arg, depth + 1) for arg in node.args]
+        try:
+            return _check_number(_FUNCTIONS[name](*args))
+        except UnsafeExpression:
+            raise
+        except (ValueError, TypeError, ArithmeticError) as exc:
+            raise UnsafeExpression(f"{name}() failed: {exc}") from None
     if isinstance(node, ast.Attribute):
         raise UnsafeExpression(f"attribute access '.{node.attr}' is not allowed")
     raise UnsafeExpression(f"{_SYNTAX_NAMES.get(type(node), type(node).__name__)} not allowed in a "
                            "calculation")
 
 
-def _call_function(node: ast.Call, depth: int):
-    name = node.func.id if isinstance(node.func, ast.Name) else None
-    if name not in _FUNCTIONS:
-        shown = name or (f".{node.func.attr}" if isinstance(node.func, ast.Attribute)
-                         else "an expression")
-        raise UnsafeExpression(f"calling {shown} is not allowed (functions: "
-                               f"{', '.join(_FUNCTIONS)})")
-    if node.keywords:
-        raise UnsafeExpression(f"keyword arguments are not allowed in {name}()")
-    args = [_eval_node(arg, depth + 1) for arg in node.args]
-    try:
-        return _check_number(_FUNCTIONS[name](*args))
-    except UnsafeExpression:
-        raise
-    except (ValueError, TypeError, ArithmeticError) as exc:
-        raise UnsafeExpression(f"{name}() failed: {exc}") from None
-
-
 # -- Calculator and demo, the demo tools and the offline planner -----------------------
 # the calculator and clock tools, and the planner MockLLM runs without a script
-
-def _format_number(value: int | float) -> str:
-    return str(value) if isinstance(value, int) else f"{value:.15g}"
-
 
 def _calculator(expression: str) -> str:
     """Evaluate an arithmetic expression: + - * / // % **, parentheses, sqrt, log, sin, pi, ...
@@ -7495,7 +7302,8 @@ def _calculator(expression: str) -> str:
     Args:
         expression: The arithmetic to evaluate, e.g. "(128*3+40)/4".
     """
-    return _format_number(safe_eval(expression))
+    value = safe_eval(expression)
+    return str(value) if isinstance(value, int) else f"{value:.15g}"
 
 
 def _clock() -> str:
@@ -7533,35 +7341,21 @@ def _find_arithmetic(task: str) -> list:
     return found
 
 
-def _compose_answer(plan: list, results: list) -> str:
-    if not plan:
-        return ("I am the offline demo model: I can only tell the time and do arithmetic. "
-                "Set OPENAI_MODEL (see the README) to use a real model.")
-    if len(plan) == 1 and plan[0][0] == _CALCULATOR:
-        return results[0]
-    parts = [f"the time is {result}" if name == _CLOCK else f"{args['expression']} = {result}"
-             for (name, args), result in zip(plan, results)]
-    sentence = ", and ".join(parts)
-    return sentence[0].upper() + sentence[1:] + "."
-
-
-def _is_final(reply: str) -> bool:
-    """Whether a reply reads as a final answer."""
-    try:
-        return parse_action(reply).kind == "final"
-    except ActionFormatError:
-        return False
-
-
 def _task_index(messages: list[dict]) -> Optional[int]:
     """Where the current task is: the last user message that does not answer a reply other than a
     final answer (an observation does; a task may even look like one). None when there is no user
     message."""
     for i in range(len(messages) - 1, -1, -1):
         before = messages[i - 1] if i else {}
-        if messages[i]["role"] == "user" and (before.get("role") != "assistant"
-                                              or _is_final(before["content"])):
+        if messages[i]["role"] != "user":
+            continue
+        if before.get("role") != "assistant":
             return i
+        try:                              # after a reply: only a final answer's
+            if parse_action(before["content"]).kind == "final":
+                return i
+        except ActionFormatError:
+            pass
     return None
 
 
@@ -7583,8 +7377,17 @@ def _offline_reply(messages: list[dict]) -> str:
                    else f"I will compute {arguments['expression']}.")
         return json.dumps({"type": "tool_call", "thought": thought, "name": name,
                            "arguments": arguments})
-    return json.dumps({"type": "final", "thought": "I have everything I need.",
-                       "answer": _compose_answer(plan, results)})
+    if not plan:
+        answer = ("I am the offline demo model: I can only tell the time and do arithmetic. "
+                  "Set OPENAI_MODEL (see the README) to use a real model.")
+    elif len(plan) == 1 and plan[0][0] == _CALCULATOR:
+        answer = results[0]
+    else:
+        sentence = ", and ".join(f"the time is {result}" if name == _CLOCK
+                                 else f"{args['expression']} = {result}"
+                                 for (name, args), result in zip(plan, results))
+        answer = sentence[0].upper() + sentence[1:] + "."
+    return json.dumps({"type": "final", "thought": "I have everything I need.", "answer": answer})
 
 
 # What MockLLM() with no replies answers with; _offline_reply is looked up at each call.
@@ -7614,33 +7417,8 @@ _EXIT_MEANINGS = {0: "answered", 1: "stopped without an answer", 2: "bad usage o
                   _BROKEN_PIPE: "the output pipe was closed"}
 
 
-def _exit_codes_help() -> str:
-    """The exit codes for --help, each with the stop reasons (_STOPS) that lead to it."""
-    def meaning(code: int) -> str:
-        reasons = ", ".join(reason for reason, stop in _STOPS.items() if stop.exit_code == code)
-        return f"{code} {_EXIT_MEANINGS[code]}" + (f" ({reasons})" if reasons else "")
-    return "Exit codes: " + ", ".join(meaning(code) for code in _EXIT_MEANINGS) + "."
-
-
-# C0 controls but tab and newline, DEL, C1 controls (\x9b is a CSI), bidirectional overrides
-_TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f"
-                                "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
 # what ends a line besides the controls above (\r, \v, \f, \x85)
 _LINE_BREAKS = re.compile("[\n\u2028\u2029]")
-
-
-def _printable(text: str) -> str:
-    """text with terminal control characters shown escaped (``\\x1b``): model or server text cannot
-    drive a terminal."""
-    return _TERMINAL_CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"),
-                                  text)
-
-
-def _short(text: Any, limit: int = 70) -> str:
-    text = _printable(" ".join(str(text).split()))
-    return _cut(text, limit)
 
 
 def _cli_say(text: str, stream: Any = None) -> None:
@@ -7652,7 +7430,7 @@ def _cli_say(text: str, stream: Any = None) -> None:
     gets the text as it is.
     """
     text = _LINE_BREAKS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"),
-                            _printable(text)) \
+                            _cut(text, None, escape=True)) \
         if stream is None else text
     stream = stream if stream is not None else sys.stderr
     encoding = getattr(stream, "encoding", None) or "utf-8"
@@ -7692,11 +7470,16 @@ class _JoinWords(argparse.Action):
 
 
 def _cli_parser() -> argparse.ArgumentParser:
+    def meaning(code: int) -> str:   # an exit code, with the stop reasons (_STOPS) that lead to it
+        reasons = ", ".join(reason for reason, stop in _STOPS.items() if stop.exit_code == code)
+        return f"{code} {_EXIT_MEANINGS[code]}" + (f" ({reasons})" if reasons else "")
+
     parser = argparse.ArgumentParser(
         prog="agent.py", allow_abbrev=False,
         description="A ReAct agent for models without native function calling. With no model "
                     "configured it runs offline with a mock model.",
-        epilog=f"The API key is read from OPENAI_API_KEY only (never a flag). {_exit_codes_help()}")
+        epilog="The API key is read from OPENAI_API_KEY only (never a flag). Exit codes: "
+               + ", ".join(meaning(code) for code in _EXIT_MEANINGS) + ".")
     add = parser.add_argument
     add("task", nargs="*", action=_JoinWords,
         help=f"the task; words not quoted are joined into one task (default: {_DEMO_TASK!r})")
@@ -7727,13 +7510,6 @@ def _cli_parser() -> argparse.ArgumentParser:
         help=f"time limit of a tool call, for tools that set none (default "
              f"{_default(ToolRegistry, 'default_timeout'):g}; a --tools file's own ToolRegistry "
              "keeps its default unless this is given)")
-    _cli_mcp_flags(parser)
-    _cli_output_flags(add)
-    _cli_batch_flags(parser)
-    return parser
-
-
-def _cli_mcp_flags(parser: argparse.ArgumentParser) -> None:
     mcp = parser.add_argument_group("MCP servers",
                                     "Their tools join those of --tools; with either, the demo "
                                     "tools are left out. A tool whose name is taken is registered "
@@ -7749,9 +7525,6 @@ def _cli_mcp_flags(parser: argparse.ArgumentParser) -> None:
                      "\"headers\"}}}")
     mcp.add_argument("--mcp-tools", metavar="NAME,...",
                      help="keep only these MCP tools (as the servers name them)")
-
-
-def _cli_output_flags(add: Callable[..., Any]) -> None:
     add("--system-prompt", metavar="FILE",
         help="a system prompt from a file; {tools} in it lists the tools")
     add("--allow-http-key", action="store_true",
@@ -7768,8 +7541,14 @@ def _cli_output_flags(add: Callable[..., Any]) -> None:
         help="ask several questions in one conversation; steps count from 1 in each turn")
     add("--version", action="version", version=f"agent.py {__version__}")
 
+    def shard(text: str) -> tuple:
+        """An argparse type for --shard K/N: 1 <= K <= N, else exit 2."""
+        match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+        if not match or not 1 <= int(match[1]) <= int(match[2]):
+            raise argparse.ArgumentTypeError(f"invalid shard {text!r} (must be K/N with 1 <= K <= "
+                                             "N, such as 2/8)")
+        return int(match[1]), int(match[2])
 
-def _cli_batch_flags(parser: argparse.ArgumentParser) -> None:
     batch = parser.add_argument_group("batch runs",
                                       "run every task of a file; the options above apply to each")
     batch.add_argument("--batch", metavar="FILE",
@@ -7783,18 +7562,10 @@ def _cli_batch_flags(parser: argparse.ArgumentParser) -> None:
                        help=f"tasks run at once (default {_default(run_batch, 'workers')})")
     batch.add_argument("--traces", metavar="DIR",
                        help="save each task's whole result in DIR, for --replay")
-    batch.add_argument("--shard", metavar="K/N", type=_cli_shard, default=(1, 1),
+    batch.add_argument("--shard", metavar="K/N", type=shard, default=(1, 1),
                        help="run only the tasks on lines K, K+N, K+2N, ... of the file (N "
                             "machines, one file)")
-
-
-def _cli_shard(text: str) -> tuple:
-    """An argparse type for --shard K/N: 1 <= K <= N, else exit 2."""
-    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
-    if not match or not 1 <= int(match[1]) <= int(match[2]):
-        raise argparse.ArgumentTypeError(f"invalid shard {text!r} (must be K/N with 1 <= K <= N, "
-                                         "such as 2/8)")
-    return int(match[1]), int(match[2])
+    return parser
 
 
 def _cli_args(argv: Optional[list[str]]) -> argparse.Namespace:
@@ -7806,22 +7577,17 @@ def _cli_args(argv: Optional[list[str]]) -> argparse.Namespace:
     parser = _cli_parser()
     args, unknown = parser.parse_known_intermixed_args(argv)
     if unknown:
-        meant = _meant_flag(unknown[0].split("=", 1)[0],
-                            [flag for flag in parser._option_string_actions
-                                                           if flag.startswith("--")])
+        # the flags it may mean: those it abbreviates, else the closest spelling
+        word = unknown[0].split("=", 1)[0]
+        flags = [flag for flag in parser._option_string_actions if flag.startswith("--")]
+        meant = " or ".join(flag for flag in flags if flag.startswith(word) and len(word) > 2)
+        if not meant:
+            close = difflib.get_close_matches(word, flags, n=1, cutoff=0.75)
+            meant = close[0] if close else None
         parser.error("unrecognized argument "
-                     f"{_short(unknown[0], 40)}" + (f": did you mean {meant}?" if meant else ""))
+                     f"{_cut(unknown[0], 40, one_line=True, escape=True)}"
+                     + (f": did you mean {meant}?" if meant else ""))
     return args
-
-
-def _meant_flag(word: str, flags: list) -> Optional[str]:
-    """The flags a mistyped one may mean: those it abbreviates, else the closest spelling; None when
-    none is close."""
-    longer = [flag for flag in flags if flag.startswith(word) and len(word) > 2]
-    if longer:
-        return " or ".join(longer)
-    close = difflib.get_close_matches(word, flags, n=1, cutoff=0.75)
-    return close[0] if close else None
 
 
 def _cli_load_tools(path: str) -> Union[ToolRegistry, list]:
@@ -7853,32 +7619,33 @@ def _cli_load_tools(path: str) -> Union[ToolRegistry, list]:
     return functions
 
 
-def _cli_tools(paths: Optional[list], timeout: Optional[float], mcp: bool = False) -> tuple:
-    """The demo tools, or those of the --tools files (the first file's own ToolRegistry, as it is,
-    holds them all), and where each came from."""
-    if not paths and not mcp:
-        registry, sources = _demo_tools(), {}
-    else:
-        loaded = [(path, _cli_load_tools(path)) for path in paths or []]
-        registry = next((tools for _, tools in loaded if isinstance(tools, ToolRegistry)),
-                        None) or ToolRegistry()
-        sources = {tool.name: path for path, tools in loaded if tools is registry for tool in tools}
-        for path, tools in loaded:
-            for tool in (tools if tools is not registry else ()):
-                registry.register(tool)
-            sources.update({tool.name: path for tool in registry if tool.name not in sources})
-    if timeout is not None:
-        registry.default_timeout = timeout
-    return registry, sources
-
-
 def _cli_mcp(registry: ToolRegistry, args: argparse.Namespace) -> None:
     """Add the servers of --mcp and --mcp-config, keeping the tools --mcp-tools names; ToolError for
     a name none has, and then no server is left running."""
     wanted = [name.strip() for name in args.mcp_tools.split(",")
               if name.strip()] if args.mcp_tools else None
     servers = [(server, {}) for server in args.mcp or []]
-    servers += _cli_mcp_config(args.mcp_config) if args.mcp_config else []
+    if args.mcp_config:  # a Claude Desktop style file; ValueError when malformed
+        path = args.mcp_config
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+        entries = data.get("mcpServers") if isinstance(data, dict) else None
+        if not isinstance(entries, dict):
+            raise ValueError(f"{path}: no \"mcpServers\" object")
+        for name, entry in entries.items():
+            if not isinstance(entry, dict) or entry.get("disabled") is True:
+                continue
+            # its name in the file names it in messages and prefixes a tool whose name is taken
+            if isinstance(entry.get("url"), str):
+                servers.append((entry["url"], {"headers": entry.get("headers"),
+                                               "config_name": name}))
+            elif isinstance(entry.get("command"), str) and isinstance(entry.get("args", []), list):
+                servers.append(([entry["command"], *map(str, entry.get("args", []))],
+                                {"env": entry.get("env"), "cwd": entry.get("cwd"),
+                                 "config_name": name}))
+            else:
+                raise ValueError(f"{path}: server {name!r} has neither a \"command\" (with "
+                                 "\"args\" a list) nor a \"url\"")
     offered: list = []
     try:
         for server, options in servers:
@@ -7890,52 +7657,6 @@ def _cli_mcp(registry: ToolRegistry, args: argparse.Namespace) -> None:
     except BaseException:
         registry.close()
         raise
-
-
-def _cli_mcp_config(path: str) -> list:
-    """The servers of a Claude Desktop style file: [(command or URL, add_mcp options)]; ValueError
-    when malformed."""
-    with open(path, encoding="utf-8") as handle:
-        data = json.load(handle)
-    servers = data.get("mcpServers") if isinstance(data, dict) else None
-    if not isinstance(servers, dict):
-        raise ValueError(f"{path}: no \"mcpServers\" object")
-    chosen = []
-    for name, entry in servers.items():
-        if not isinstance(entry, dict) or entry.get("disabled") is True:
-            continue
-        # its name in the file names it in messages and prefixes a tool whose name is taken
-        if isinstance(entry.get("url"), str):
-            chosen.append((entry["url"], {"headers": entry.get("headers"), "config_name": name}))
-        elif isinstance(entry.get("command"), str) and isinstance(entry.get("args", []), list):
-            chosen.append(([entry["command"], *map(str, entry.get("args", []))],
-                           {"env": entry.get("env"), "cwd": entry.get("cwd"),
-                            "config_name": name}))
-        else:
-            raise ValueError(f"{path}: server {name!r} has neither a \"command\" (with \"args\" a "
-                             "list) nor a \"url\"")
-    return chosen
-
-
-def _cli_served_model(llm: OpenAICompatLLM, args: argparse.Namespace) -> str:
-    """The one model the client's server serves (GET /models); ValueError naming what it serves
-    otherwise."""
-    url = _models_url(llm.url)
-    try:
-        # the client's own key rule, proxy rule, opener, deadlines
-        names = llm._served_models(args.max_seconds)
-    except LLMError as exc:
-        if exc.kind == "connection_refused":
-            raise ValueError(f"no server is listening at {llm.base_url} ({exc}): start it, or "
-                             "check the port (--base-url, OPENAI_BASE_URL)") from None
-        raise ValueError(f"no model named, and asking {url} failed ({exc}): pass --model NAME or "
-                         "set OPENAI_MODEL"
-                         ) from None
-    if len(names) == 1:
-        return names[0]
-    served = f"it serves {', '.join(names[:20])}" if names else "it lists none"
-    raise ValueError(f"no model named, and {url} does not say which to use ({served}): pass "
-                     "--model NAME or set OPENAI_MODEL")
 
 
 _OFFLINE_LABEL = ("offline demo model (for a local server pass --base-url URL or set "
@@ -7965,8 +7686,22 @@ def _cli_model(args: argparse.Namespace) -> tuple:
     if args.allow_http_key:
         options["allow_http_key"] = True
     llm = OpenAICompatLLM.from_env(**options)   # checks the base URL before any request
-    if not model:
-        llm.model = _cli_served_model(llm, args)
+    if not model:       # the one model the server serves (GET /models), else ValueError
+        url = _models_url(llm.url)
+        try:
+            # the client's own key rule, proxy rule, opener, deadlines
+            names = llm._served_models(args.max_seconds)
+        except LLMError as exc:
+            if exc.kind == "connection_refused":
+                raise ValueError(f"no server is listening at {llm.base_url} ({exc}): start it, "
+                                 "or check the port (--base-url, OPENAI_BASE_URL)") from None
+            raise ValueError(f"no model named, and asking {url} failed ({exc}): pass --model "
+                             "NAME or set OPENAI_MODEL") from None
+        if len(names) != 1:
+            served = f"it serves {', '.join(names[:20])}" if names else "it lists none"
+            raise ValueError(f"no model named, and {url} does not say which to use ({served}): "
+                             "pass --model NAME or set OPENAI_MODEL")
+        llm.model = names[0]
     return llm, f"model {llm.model} at {llm.url}"
 
 
@@ -7989,12 +7724,32 @@ def _cli_agent(args: argparse.Namespace) -> tuple:
     if args.task is not None and not args.task.strip():
         raise ValueError("empty task: give a task, or none at all for the demo")
     mcp = bool(args.mcp or args.mcp_config)
-    registry, sources = _cli_tools(args.tools, args.tool_timeout, mcp)
+    # the demo tools, or those of the --tools files (the first file's own ToolRegistry, as it is,
+    # holds them all), and where each came from
+    if not args.tools and not mcp:
+        registry, sources = _demo_tools(), {}
+    else:
+        loaded = [(path, _cli_load_tools(path)) for path in args.tools or []]
+        registry = next((tools for _, tools in loaded if isinstance(tools, ToolRegistry)),
+                        None) or ToolRegistry()
+        sources = {tool.name: path for path, tools in loaded if tools is registry for tool in tools}
+        for path, tools in loaded:
+            for tool in (tools if tools is not registry else ()):
+                registry.register(tool)
+            sources.update({tool.name: path for tool in registry if tool.name not in sources})
+    if args.tool_timeout is not None:
+        registry.default_timeout = args.tool_timeout
     _cli_mcp(registry, args)
     _log.info("tools: %s",
               ", ".join(f"{tool.name} ({sources.get(tool.name, 'MCP' if mcp else 'demo')})"
                                      for tool in registry))
-    system_prompt = _cli_system_prompt(args.system_prompt)
+    system_prompt = None
+    if args.system_prompt:
+        with open(args.system_prompt, encoding="utf-8-sig") as handle:
+            system_prompt = handle.read()
+        if "{tools}" not in system_prompt:
+            _log.warning("%s has no {tools}: the model will not see the tools, nor the reply "
+                         "format unless the prompt gives it (see the README)", args.system_prompt)
     llm, label = _cli_model(args)
     if (args.tools or mcp) and isinstance(llm, MockLLM) and llm.replies is None:
         raise ValueError(f"the offline demo model only calls the demo tools ({_CALCULATOR}, "
@@ -8010,36 +7765,21 @@ def _cli_agent(args: argparse.Namespace) -> tuple:
     return agent, label, task
 
 
-def _cli_system_prompt(path: Optional[str]) -> Optional[str]:
-    if not path:
-        return None
-    with open(path, encoding="utf-8-sig") as handle:
-        prompt = handle.read()
-    if "{tools}" not in prompt:
-        _log.warning("%s has no {tools}: the model will not see the tools, nor the reply format "
-                     "unless the prompt gives it (see the README)", path)
-    return prompt
-
-
-def _called_tool(raw: Any) -> Optional[str]:
-    """The tool a saved reply calls, read as the replay will read it; None for any other reply."""
-    try:
-        action = parse_action(raw) if isinstance(raw, str) else None
-    except ActionFormatError:
-        return None
-    return action.name if action is not None and action.kind == "tool_call" else None
-
-
 def _cli_replayed(path: str, registry: ToolRegistry, task: Optional[str]) -> Optional[str]:
     """The task to replay: the one given, else the saved run's (None when it holds none).
 
     Warns first when the saved replies call tools this run does not have.
     """
-    records = _trace_records(path)
-    missing = sorted({name for record in records for step in _record_steps(record)
-                      for name in [_called_tool(step.get("raw") if isinstance(step, dict)
-                                                else None)]
-                      if name is not None and name not in registry})
+    records, called = _trace_records(path), set()
+    for step in (step for record in records for step in _record_steps(record)):
+        raw = step.get("raw") if isinstance(step, dict) else None
+        try:                        # the tool a saved reply calls, read as the replay will read it
+            action = parse_action(raw) if isinstance(raw, str) else None
+        except ActionFormatError:
+            continue
+        if action is not None and action.kind == "tool_call":
+            called.add(action.name)
+    missing = sorted(name for name in called if name not in registry)
     if missing:
         _log.warning("the replayed run called %s, which this run does not have: every such call "
                      "will get 'unknown tool' (pass the --tools file it used)",
@@ -8064,28 +7804,29 @@ def _cli_progress(step: Step, first: Optional[int] = None) -> str:
     a repeat of the call of step ``first``, that it was not run again (never the agent's nudge)."""
     action = step.action
     if step.raw is None:
-        what = f"model failed: {_short(step.error, 200)}"
+        what = f"model failed: {_cut(step.error, 200, one_line=True, escape=True)}"
     elif action is None:
         reason = _asked_problem(step.error or "")
-        what = f"unparseable reply {_short(step.raw, 50)!r}: {_short(reason, 90)}"
+        what = (f"unparseable reply {_cut(step.raw, 50, one_line=True, escape=True)!r}: "
+                f"{_cut(reason, 90, one_line=True, escape=True)}")
     elif action.kind == "final":
-        what = f"final answer: {_short(action.answer)}"
+        what = f"final answer: {_cut(action.answer, 70, one_line=True, escape=True)}"
     else:
-        came = _cli_result(step) if first in (None, step.index) else (
-            f"the call of step {first} again: not run again")
-        arguments = _short(json.dumps(action.arguments, ensure_ascii=False), 60)
+        if first not in (None, step.index):
+            came = f"the call of step {first} again: not run again"
+        elif step.error is not None:     # the start of what came back: its error, else its result
+            came = _cut(step.error if step.error.startswith("ERROR:") else f"ERROR: {step.error}",
+                        90, one_line=True, escape=True)
+        else:
+            came = _cut(_observation_result(step.observation or "") or "", 60, one_line=True,
+                        escape=True)
+        arguments = _cut(json.dumps(action.arguments, ensure_ascii=False), 60, one_line=True,
+                         escape=True)
         what = f"{action.name} {arguments} → {came}"
-    thought = f" {_short(action.thought, 60)} |" if action and action.thought else ""
+    thought = (f" {_cut(action.thought, 60, one_line=True, escape=True)} |"
+               if action and action.thought else "")
     seconds = step.llm_seconds + step.tool_seconds
     return f"[step {step.index}]{thought} {what} ({seconds:.2f} s)"
-
-
-def _cli_result(step: Step) -> str:
-    """The start of what a call brought back, on one line: its error, else the result the
-    observation carries."""
-    if step.error is not None:
-        return _short(step.error if step.error.startswith("ERROR:") else f"ERROR: {step.error}", 90)
-    return _short(_observation_result(step.observation or "") or "", 60)
 
 
 # off a terminal, a model call or a tool that takes longer gets one line saying so
@@ -8161,8 +7902,9 @@ class _StatusLine:
         head = f"[step {self.step}] {self.tokens} tokens, {seconds:.0f} s: " if self.tokens else \
             f"[step {self.step}] {self.what}… {seconds:.0f} s"
         room = max(10, shutil.get_terminal_size().columns - _columns(head) - 1)
-        sys.stderr.write("\r\x1b[K" + head + (_fit(_short(self.text, 10 ** 6), room, tail=True)
-                                              if self.tokens else ""))
+        tail = _fit(_cut(self.text, 10 ** 6, one_line=True, escape=True), room, tail=True) \
+            if self.tokens else ""
+        sys.stderr.write("\r\x1b[K" + head + tail)
         sys.stderr.flush()
         self.shown = True
 
@@ -8311,44 +8053,32 @@ def _cli_once(agent: Agent, task: str, args: argparse.Namespace, trace: Optional
         trace.write("result", {key: value for key,
                                value in result.to_dict().items() if key != "steps"})
     if args.json:
-        _cli_say(_cli_json(result.to_dict(), sys.stdout), sys.stdout)
+        # ASCII-escaped when stdout's encoding cannot hold the text
+        text = json.dumps(result.to_dict(), ensure_ascii=False, default=str)
+        try:
+            text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+        except (UnicodeEncodeError, LookupError):   # an ASCII terminal, or a lone surrogate
+            text = json.dumps(result.to_dict(), default=str)
+        _cli_say(text, sys.stdout)
     elif result.answer is not None:
         _cli_say(result.answer, sys.stdout)
-    _log.info("usage: %s", _cli_usage(result.usage))
+    usage = result.usage
+    steps = usage.get("estimated_steps") or []
+    estimated = (f" (estimated for step{'s' if len(steps) > 1 else ''} "
+                 f"{', '.join(map(str, steps))})" if steps else "")
+    _log.info("usage: %s", f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} "
+                           f"completion tokens{estimated}")
     if not result.ok:
-        _cli_say(f"agent.py: stopped ({result.stop_reason}): {result.summary}{_cli_while(result)}")
+        # out of time during a tool call: which tool was running
+        last, running = result.steps[-1] if result.steps else None, ""
+        if (result.stop_reason == "time_limit" and last is not None and last.action is not None
+                and last.action.kind != "final" and (last.tool_seconds or last.error)):
+            running = f", while {last.action.name} ran"
+        _cli_say(f"agent.py: stopped ({result.stop_reason}): {result.summary}{running}")
         hint = _cli_hint(agent, result)
         if hint:
             _cli_say(f"agent.py: hint: {hint}")
     return _STOPS[result.stop_reason].exit_code, result
-
-
-def _cli_json(data: dict, stream: Any) -> str:
-    """data as JSON that stream can write as it is: ASCII-escaped when its encoding cannot hold the
-    text."""
-    text = json.dumps(data, ensure_ascii=False, default=str)
-    try:
-        text.encode(getattr(stream, "encoding", None) or "utf-8")
-    except (UnicodeEncodeError, LookupError):   # an ASCII terminal, or a lone surrogate
-        text = json.dumps(data, default=str)
-    return text
-
-
-def _cli_usage(usage: dict) -> str:
-    steps = usage.get("estimated_steps") or []
-    estimated = (f" (estimated for step{'s' if len(steps) > 1 else ''} "
-                 f"{', '.join(map(str, steps))})" if steps else "")
-    return (f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion "
-            f"tokens{estimated}")
-
-
-def _cli_while(result: AgentResult) -> str:
-    """For a run out of time during a tool call: which tool was running."""
-    last = result.steps[-1] if result.steps else None
-    if (result.stop_reason != "time_limit" or last is None or last.action is None
-        or last.action.kind == "final"):
-        return ""
-    return f", while {last.action.name} ran" if last.tool_seconds or last.error else ""
 
 
 def _cli_hint(agent: _CliAgent, result: AgentResult) -> Optional[str]:
@@ -8357,7 +8087,14 @@ def _cli_hint(agent: _CliAgent, result: AgentResult) -> Optional[str]:
     error, model = str(failure or ""), getattr(agent.llm, "model", None)
     if failure is not None and _names_model(error, model) and (
             failure.status == 404 or (failure.status == 400 and _NOT_SERVED.search(error))):
-        return f"unknown model {model!r}: the server does not serve it ({_cli_served(agent.llm)})"
+        try:                     # what the server says it serves (GET /models)
+            names = agent.llm._served_models()
+        except (AttributeError, LLMError):
+            served = "GET /models lists what it serves"
+        else:
+            served = (f"it serves {_cut(', '.join(names[:20]), 300, one_line=True, escape=True)}: "
+                      "pass one with --model" if names else "it lists none")
+        return f"unknown model {model!r}: the server does not serve it ({served})"
     if failure is not None and failure.kind == "connection_refused":
         return "nothing answers at that address: is the server running, and is the port right?"
     if result.stop_reason == "format_errors":
@@ -8367,16 +8104,6 @@ def _cli_hint(agent: _CliAgent, result: AgentResult) -> Optional[str]:
 
 
 _NOT_SERVED = re.compile(r"not found|unknown|does not exist|no such|not available|not loaded", re.I)
-
-
-def _cli_served(llm: Any) -> str:
-    """What the server says it serves (GET /models), as the end of a hint."""
-    try:
-        names = llm._served_models()
-    except (AttributeError, LLMError):
-        return "GET /models lists what it serves"
-    return (f"it serves {_short(', '.join(names[:20]), 300)}: pass one with --model" if names
-            else "it lists none")
 
 
 def _cli_interactive(agent: Agent, args: argparse.Namespace, trace: Optional[_Trace]) -> int:
@@ -8463,7 +8190,9 @@ def _cli_batch(args: argparse.Namespace) -> int:
     if not args.quiet:
         _cli_say(f"agent.py: {label}; {to_run} task(s) to run, {args.workers} at a time")
     try:
-        summary = run_batch(agent, _cli_batch_tasks(args), workers=args.workers, out=args.out,
+        # the tasks of this shard, read as the workers need them (the bad lines were reported)
+        tasks = (item for _, item, _ in _task_file(args.batch, args.shard) if item is not None)
+        summary = run_batch(agent, tasks, workers=args.workers, out=args.out,
                             traces=args.traces, on_result=progress)
     except KeyboardInterrupt:
         progress.clear()
@@ -8475,7 +8204,16 @@ def _cli_batch(args: argparse.Namespace) -> int:
         _cli_say(f"agent.py: {exc}")
         return 2
     progress.clear()
-    return _cli_batch_report(summary, label, args)
+    # the summary (a table, or JSON with --json) on stdout; 3 when a task's model endpoint failed
+    if args.json:
+        _cli_say(json.dumps(dict(summary, model=label), ensure_ascii=False), sys.stdout)
+    else:
+        _cli_say(_summary_table(summary, label), sys.stdout)
+    failed = summary["stop_reasons"].get("llm_error", 0)
+    if failed:
+        _cli_say(f"agent.py: {failed} task(s) stopped with llm_error (the model endpoint failed); "
+                 f"to run them again, remove their lines from {args.out} and run the same command")
+    return _STOPS["llm_error"].exit_code if failed else 0
 
 
 def _cli_batch_check(args: argparse.Namespace) -> int:
@@ -8500,7 +8238,11 @@ def _cli_batch_check(args: argparse.Namespace) -> int:
         if same:
             raise ValueError(f"--out {args.out} is {what}: the results go to a file of their own; "
                              "nothing was run")
-    done = _cli_done_ids(args.out)
+    done = set()      # the ids already in the results file; ValueError when another run holds it
+    handle = _open_results(args.out, create=False)
+    if handle is not None:
+        with handle:
+            done = {_id_key(record["id"]) for _, record in _whole_lines(handle, args.out)}
     try:
         to_run, repeated = _cli_scan(args, done)
     except OSError as exc:
@@ -8527,22 +8269,6 @@ def _cli_scan(args: argparse.Namespace, done: set) -> tuple:
     return to_run, repeated
 
 
-def _cli_done_ids(path: str) -> set:
-    """The ids already in a results file (none when it does not exist); ValueError when it is not
-    one, or another run holds it."""
-    handle = _open_results(path, create=False)
-    if handle is None:
-        return set()
-    with handle:
-        return {_id_key(record["id"]) for _, record in _whole_lines(handle, path)}
-
-
-def _cli_batch_tasks(args: argparse.Namespace) -> Iterable[dict]:
-    """The tasks of the file in this shard, read as the workers need them (the bad lines were
-    reported)."""
-    return (item for _, item, _ in _task_file(args.batch, args.shard) if item is not None)
-
-
 class _BatchProgress:
     """--batch's progress on stderr: a live line on a terminal, else a line per task; none with
     --quiet."""
@@ -8556,12 +8282,13 @@ class _BatchProgress:
         self.tally.add(record)
         if self.lines:
             solved = {True: ", solved", False: ", not solved"}.get(record.get("solved"), "")
-            _cli_say(f"[{self.tally.done}/{self.total}] {_short(json.dumps(record['id']), 40)}: "
+            shown = _cut(json.dumps(record['id']), 40, one_line=True, escape=True)
+            _cli_say(f"[{self.tally.done}/{self.total}] {shown}: "
                      f"{record['stop_reason']}{solved}, {record['steps']} step(s), "
                      f"{record['seconds']:.1f} s")
         elif self.live:
-            sys.stderr.write("\r\x1b[K" + _fit(_short(self.line(), 10 ** 6),
-                                               shutil.get_terminal_size().columns - 1))
+            line = _cut(self.line(), 10 ** 6, one_line=True, escape=True)
+            sys.stderr.write("\r\x1b[K" + _fit(line, shutil.get_terminal_size().columns - 1))
             sys.stderr.flush()
 
     def line(self) -> str:
@@ -8579,20 +8306,6 @@ class _BatchProgress:
         if self.live and self.tally.done:
             sys.stderr.write("\r\x1b[K")
             sys.stderr.flush()
-
-
-def _cli_batch_report(summary: dict, label: str, args: argparse.Namespace) -> int:
-    """Print the summary (a table, or JSON with --json) on stdout; 3 when a task's model endpoint
-    failed, else 0."""
-    if args.json:
-        _cli_say(json.dumps(dict(summary, model=label), ensure_ascii=False), sys.stdout)
-    else:
-        _cli_say(_summary_table(summary, label), sys.stdout)
-    failed = summary["stop_reasons"].get("llm_error", 0)
-    if failed:
-        _cli_say(f"agent.py: {failed} task(s) stopped with llm_error (the model endpoint failed); "
-                 f"to run them again, remove their lines from {args.out} and run the same command")
-    return _STOPS["llm_error"].exit_code if failed else 0
 
 
 def _summary_table(summary: dict, label: str) -> str:
@@ -8632,21 +8345,10 @@ class _CliLog(logging.Handler):
             self.handleError(record)
 
 
-def _cli_silence() -> None:
-    """After a broken pipe, point stdout and stderr at devnull so the interpreter's last flush
-    cannot fail."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            os.dup2(devnull, stream.fileno())
-        except (OSError, ValueError, AttributeError):  # not a real file (captured in tests)
-            pass
-    os.close(devnull)
-
-
-def _cli_open_streams() -> None:
-    """Point stdout or stderr at devnull when the program started with it closed (2>&-): the run
-    goes on as usual."""
+def main(argv: Optional[list[str]] = None) -> int:
+    """The command line: parse, build, run, print. Returns the exit code; the only place that
+    prints."""
+    # stdout or stderr closed at the start (2>&-) points at devnull: the run goes on as usual
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         try:
@@ -8657,12 +8359,6 @@ def _cli_open_streams() -> None:
             continue
         except (AttributeError, OSError, ValueError):   # None, or a file descriptor that is closed
             setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
-
-
-def main(argv: Optional[list[str]] = None) -> int:
-    """The command line: parse, build, run, print. Returns the exit code; the only place that
-    prints."""
-    _cli_open_streams()
     try:
         args = _cli_args(argv)
     except SystemExit as exc:  # --help, --version, or bad usage
@@ -8674,7 +8370,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         return _cli_batch(args) if args.batch else _cli_run(args, status)
     except BrokenPipeError:  # the reader went away (| head): stop quietly
-        _cli_silence()
+        # point stdout and stderr at devnull so the interpreter's last flush cannot fail
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                os.dup2(devnull, stream.fileno())
+            except (OSError, ValueError, AttributeError):  # not a real file (captured in tests)
+                pass
+        os.close(devnull)
         return _BROKEN_PIPE
     finally:
         _log.removeHandler(handler)

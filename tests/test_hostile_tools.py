@@ -424,7 +424,7 @@ def test_a_name_that_cannot_be_shown_is_an_unknown_tool():
 def test_the_last_resort_survives_an_exception_that_cannot_be_shown(monkeypatch):
     registry = ToolRegistry()
     registry.register(lambda: "ok", name="tool")
-    monkeypatch.setattr(agent, "_truncate", lambda text, max_chars: raise_unshowable())
+    monkeypatch.setattr(agent, "_cut", lambda text, max_chars, **how: raise_unshowable())
     assert registry.call("tool", {}).startswith("ERROR: calling 'tool' failed inside the agent: Unshowable")
 
 

@@ -32,7 +32,7 @@ def test_a_new_reason_needs_only_a_table_row(monkeypatch):
     monkeypatch.setitem(agent._STOPS, "budget", agent._Stop("spent the budget in {steps} step(s)", 1))
     assert finish("budget").summary == "spent the budget in 1 step(s)"
     assert "1 stopped without an answer (max_steps, repeat_limit, format_errors, time_limit, token_limit, budget)" \
-        in agent._exit_codes_help()
+        in agent._cli_parser().epilog
 
 
 def test_help_names_each_exit_code_with_its_reasons(capsys):
