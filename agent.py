@@ -24,8 +24,11 @@ Protocol: the model sends ``{"type": "tool_call", "thought": ..., "name": ..., "
 or ``{"type": "final", "thought": ..., "answer": ...}``; results come back as ``[OBSERVATION] ...``.
 
 Map of this file, in the order the data flows. Each section uses only the ones above it
-(``python bench/forward_refs.py`` checks); a ruler ``# -- Section, part`` starts a part of a
-section, and a part whose ruler says "skip on first read" is machinery the rest can be read without:
+(``python bench/forward_refs.py`` checks), but for two forward references, both made at call
+time from a method body: ``ToolRegistry.add_mcp`` calls ``_add_mcp`` (MCP), and ``MockLLM.chat``
+with no script calls the offline planner ``_offline_reply`` (Calculator and demo). A ruler
+``# -- Section, part`` starts a part of a section, and a part whose ruler says "skip on first read"
+is machinery the rest can be read without:
 
 - Errors and settings: ``AgentError`` and its four children; ``_check_setting`` checks numeric
   options; ``_cut`` is the one shortener (with "…", on one line, escaped, or keeping both ends);
@@ -44,7 +47,7 @@ section, and a part whose ruler says "skip on first read" is machinery the rest 
   ``OpenAICompatLLM`` and MCP over HTTP.
 - Models: the ``LLM`` protocol and ``MockLLM``; ``OpenAICompatLLM`` talks HTTP (``chat``,
   ``from_env``), then its helpers: what a request sends and what an answer means.
-- MCP: ``ToolRegistry.add_mcp`` (attached to the class here) registers an MCP server's tools;
+- MCP: ``_add_mcp`` (what ``ToolRegistry.add_mcp`` calls) registers an MCP server's tools;
   ``_McpSession`` routes answers by id over ``_McpStdio`` (a command) or ``_McpHttp`` (a URL).
 - Loop: ``_STOPS``, the stop-reason table; ``Agent.run`` is the loop; ``Step`` and ``AgentResult``
   are its trace; ``_RunState.trim`` drops old steps for the context budget, and a digest or a
@@ -662,7 +665,28 @@ class ToolRegistry:
             schema["$defs"] = defs
         return schema
 
-    # add_mcp is defined in the MCP section, which attaches it to this class.
+    def add_mcp(self, server: Union[str, list], *, name: Optional[str] = None,
+                env: Optional[dict] = None, cwd: Any = None, tools: Optional[Iterable[str]] = None,
+                timeout: Optional[float] = None, headers: Optional[dict] = None) -> list[str]:
+        """Register the tools of an MCP server; return the names they were registered under.
+
+        ``server`` is a command (a list, or a string split as a shell would; never run through a
+        shell), started with only PATH, HOME, locale and temp of our environment plus ``env``,
+        in ``cwd``; or an ``http(s)://`` URL (Streamable HTTP), sent ``headers`` (its credentials,
+        which no message shows). ``tools`` keeps only the tools so named; ``name`` prefixes every
+        tool name (``name_tool``) when two servers would collide, and names the server in messages.
+        ``timeout`` bounds each request (default: the registry's ``default_timeout``, or
+        ``_MCP_DEFAULT_TIMEOUT`` seconds). A tool the server marks ``destructiveHint`` asks
+        ``confirm`` first. Every failure of a call is an ``ERROR:`` result. A tool whose schema
+        cannot be enforced or whose name is not a valid one is left out: the others register, and
+        ``registry.left_out`` and a warning on the log say which and why. ToolError when the
+        server cannot be started, reached or read, a name in ``tools`` is missing or was left out,
+        or a name is taken: then nothing is registered and the server is stopped.
+        """
+        before = set(self._tools)
+        _add_mcp(self, server, name=name, env=env, cwd=cwd, tools=tools, timeout=timeout,
+                 headers=headers)
+        return [tool for tool in self._tools if tool not in before]
 
     def close(self) -> None:
         """Stop the MCP servers of this registry (stdin closed, then SIGTERM, then SIGKILL, to each
@@ -3357,10 +3381,6 @@ class MockLLM:
         self._summaries: Optional[list] = None
         self._served = {False: 0, True: 0}
 
-    # _planner(messages) -> str answers when there is no script: the offline planner, which the demo
-    # section attaches below (it needs the demo's tools).
-    _planner: Callable[[list[dict]], str]
-
     @classmethod
     def from_trace(cls, path: str) -> MockLLM:
         """Replay the raw replies of a saved run: ``AgentResult.save`` JSON or a ``--trace`` JSON
@@ -3391,7 +3411,7 @@ class MockLLM:
         self.calls.append([dict(message) for message in messages])
         self.options.append(dict(options))
         if self.replies is None:
-            return self._planner(messages)
+            return _offline_reply(messages)   # the demo section's offline planner
         script, reasons, index, kind = self.replies, self._finish_reasons, len(self.calls) - 1, ""
         if self._summaries is not None:   # a replay: a summary reply never answers an action call
             asked = (bool(messages) and isinstance(messages[0].get("content"), str)
@@ -4535,36 +4555,6 @@ _MCP_PROMPT_DROPS = frozenset({"title", "$schema", "examples"})
 _MCP_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ", "TMPDIR",
             "TEMP", "TMP", "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "APPDATA",
             "LOCALAPPDATA", "USERPROFILE")
-
-
-# ToolRegistry's MCP method. It is written here, after the transport and the client it uses, and
-# attached to the class in one line (ToolRegistry's body says so); help(ToolRegistry) shows it.
-def add_mcp(self, server: Union[str, list], *, name: Optional[str] = None,
-            env: Optional[dict] = None, cwd: Any = None, tools: Optional[Iterable[str]] = None,
-            timeout: Optional[float] = None, headers: Optional[dict] = None) -> list[str]:
-    """Register the tools of an MCP server; return the names they were registered under.
-
-    ``server`` is a command (a list, or a string split as a shell would; never run through a
-    shell), started with only PATH, HOME, locale and temp of our environment plus ``env``,
-    in ``cwd``; or an ``http(s)://`` URL (Streamable HTTP), sent ``headers`` (its credentials,
-    which no message shows). ``tools`` keeps only the tools so named; ``name`` prefixes every
-    tool name (``name_tool``) when two servers would collide, and names the server in messages.
-    ``timeout`` bounds each request (default: the registry's ``default_timeout``, or
-    ``_MCP_DEFAULT_TIMEOUT`` seconds). A tool the server marks ``destructiveHint`` asks
-    ``confirm`` first. Every failure of a call is an ``ERROR:`` result. A tool whose schema cannot
-    be enforced or whose name is not a valid one is left out: the others register, and
-    ``registry.left_out`` and a warning on the log say which and why. ToolError when the server
-    cannot be started, reached or read, a name in ``tools`` is missing or was left out, or a name
-    is taken: then nothing is registered and the server is stopped.
-    """
-    before = set(self._tools)
-    _add_mcp(self, server, name=name, env=env, cwd=cwd, tools=tools, timeout=timeout,
-             headers=headers)
-    return [tool for tool in self._tools if tool not in before]
-
-
-ToolRegistry.add_mcp = add_mcp
-del add_mcp   # a method of ToolRegistry, not a name of this module
 
 
 def _add_mcp(registry: ToolRegistry, server: Any, *, name: Optional[str] = None,
@@ -7388,10 +7378,6 @@ def _offline_reply(messages: list[dict]) -> str:
                                  for (name, args), result in zip(plan, results))
         answer = sentence[0].upper() + sentence[1:] + "."
     return json.dumps({"type": "final", "thought": "I have everything I need.", "answer": answer})
-
-
-# What MockLLM() with no replies answers with; _offline_reply is looked up at each call.
-MockLLM._planner = staticmethod(lambda messages: _offline_reply(messages))
 
 
 # -- Calculator and demo, run(): one call, offline by default --------------------------
