@@ -3454,7 +3454,7 @@ def _trace_records(path: str) -> list:
         problem = "nested too deeply"
     except ValueError:
         records, end = [], 0
-        for end, number, value in _json_lines(io.BytesIO(data)):
+        for end, number, value in _json_lines(io.BytesIO(data)):  # noqa: B007 (read after)
             if isinstance(value, ValueError):
                 problem = f"line {number}: {value}"
                 break
@@ -6892,7 +6892,7 @@ class _ResultsFile:
         """Collect the ids already written and count each result (``_Tally.add``); drop a cut-off
         last line."""
         end = 0
-        for end, record in _whole_lines(self._handle, self.path):
+        for end, record in _whole_lines(self._handle, self.path):  # noqa: B007 (read after)
             self.ids.add(_id_key(record["id"]))
             count(record, earlier=True)
         if self._handle.seek(0, os.SEEK_END) > end:   # a crash in mid-write: its task runs again
