@@ -3761,6 +3761,7 @@ class OpenAICompatLLM:
     last_usage = _PerThread()  # this call's prompt_tokens/completion_tokens, None when not reported
     # the model the server says answered this call, None when it names none
     last_model = _PerThread()
+    last_error = _PerThread()   # the LLMError this thread's last call raised, None when it answered
 
     def __init__(self, model: str, base_url: str = "https://api.openai.com/v1",
                  api_key: Optional[str] = None, *, temperature: Optional[float] = 0.0,
@@ -3855,6 +3856,7 @@ class OpenAICompatLLM:
         only; a client built with its own ``response_schema`` keeps it. ``max_seconds``
         caps the whole call, retries included.
         """
+        self.last_error = None
         # the agent passes what is left of its budget
         if _is_number(max_seconds) and max_seconds <= 0:
             raise LLMError(f"no time left for a model call (max_seconds={max_seconds!r})")
@@ -3869,6 +3871,7 @@ class OpenAICompatLLM:
                 return self._keep(self._post(body, call_end))
             except LLMError as exc:
                 if not self._adapt(exc, body):
+                    self.last_error = exc
                     raise
             # anything unforeseen may carry the key: scrub it and say what it was
             except Exception as exc:
@@ -5592,7 +5595,6 @@ _CONSTRAINED_PENALTY = 0.5
 _now = time.monotonic
 _TRIM_TO = 0.6  # over budget, trim to this share of it, so later calls share their prefix
 # the end of the rung note of a tool rung's call that is not run; the CLI's live line starts again
-_ASKED_AGAIN = "not run and the model is asked again without the rung"
 # Memory: what stands in for the steps a context budget drops, joined to the task's message (a
 # message of its own after the task would break the alternation of roles); its texts are in the
 # table of Errors and settings.
@@ -6078,6 +6080,10 @@ class Agent:
         a run's token limit, as the server reports usage (else estimated)
       on_step (default: None)
         called with each Step as it ends
+      on_wait (default: None)
+        ``on_wait(step, what)``, called as a wait starts, with the step's index and what is awaited
+        ("waiting for the model", "running NAME (limit N s)"), and with ``what=None`` as it ends;
+        a tool registered with confirm=True is not announced, since its prompt needs the terminal
       confirm (default: None)
         ``confirm(name, arguments) -> bool``, asked before a tool registered with
         confirm=True; None declines every such call
@@ -6095,6 +6101,7 @@ class Agent:
                  max_observation_chars: int = 4000, max_context_chars: Optional[int] = None,
                  max_seconds: Optional[float] = None, max_total_tokens: Optional[int] = None,
                  on_step: Optional[Callable[[Step], None]] = None,
+                 on_wait: Optional[Callable[[int, Optional[str]], None]] = None,
                  confirm: Optional[Callable[[str, dict], bool]] = None, constrain: str = "auto",
                  memory: str = "digest") -> None:
         for name, value in {"max_steps": max_steps, "max_repeats": max_repeats,
@@ -6126,6 +6133,7 @@ class Agent:
         self.max_seconds = max_seconds  # checked between steps; caps tool timeouts and model calls
         self.max_total_tokens = max_total_tokens    # reported by the server, else estimated
         self.on_step = on_step                      # called with each Step as it ends
+        self.on_wait = on_wait          # told when a model call or a tool starts, and ends
         self.confirm = confirm  # asked before tools registered with confirm=True
         self.constrain = constrain                  # the decoding ladder: auto, always or never
         self.memory = memory  # what stands in for steps a context budget drops
@@ -6224,6 +6232,7 @@ class Agent:
         """Ask the model; record the reply, what the client reported and the tokens. "llm_error" if
         it raises."""
         started = _now()
+        self._wait(step, "waiting for the model")
         try:
             raw = self._chat(state, step)
         except Exception as exc:  # LLMError, or whatever a custom client raises
@@ -6232,6 +6241,8 @@ class Agent:
             spent = self.max_seconds is not None and self._time_left(state) < _MIN_START_SECONDS
             # the agent's own budget ended the call, not the server
             return "time_limit" if spent else "llm_error"
+        finally:
+            self._wait(step, None)
         step.llm_seconds = _now() - started
         step.raw = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
         finish_reason = getattr(self.llm, "last_finish_reason", None)
@@ -6291,8 +6302,9 @@ class Agent:
             return raw
         step.discarded_raw.append(raw if isinstance(raw, str) else str(raw))
         self._rung(step, f"the call only copied {copy}, which no user message names, so it is "
-                         f"{_ASKED_AGAIN}")
+                         "not run and the model is asked again without the rung")
         self._count_tokens(state, raw)
+        self._wait(step, "waiting for the model")   # the copy is not run: a new reply is awaited
         if state.schema is None:
             options = {k: v for k, v in options.items()
                        if k not in ("response_schema", "frequency_penalty")}
@@ -6544,10 +6556,20 @@ class Agent:
         return replace(action, answer=own)
 
     def _run_tool(self, state: _RunState, step: Step, action: Action) -> _ToolResult:
-        started = _now()
-        result = self.tools._loop_result(action.name, action.arguments, confirm=self.confirm,
-                                         max_chars=self.max_observation_chars,
-                                         timeout=self._time_left(state))
+        started, tool = _now(), self.tools.get(action.name)
+        if tool is not None and not tool.confirm:    # a confirmation prompt needs the terminal
+            limits = [limit for limit in (self.tools.default_timeout if tool.timeout is None
+                                          else tool.timeout, self._time_left(state))
+                      if limit is not None]
+            self._wait(step, f"running {action.name}"
+                             + (f" (limit {min(limits):.3g} s)" if limits else ""))
+        try:
+            result = self.tools._loop_result(action.name, action.arguments, confirm=self.confirm,
+                                             max_chars=self.max_observation_chars,
+                                             timeout=self._time_left(state))
+        finally:
+            if tool is not None and not tool.confirm:
+                self._wait(step, None)
         step.tool_seconds = _now() - started
         _log.debug("step %d: tool %s took %.3f s", step.index, action.name, step.tool_seconds)
         if result.failed:
@@ -6594,6 +6616,10 @@ class Agent:
     def _rung(self, step: Step, note: str) -> None:
         step.notes.append(f"decoding ladder: {note}")
         _log.info("step %d: %s", step.index, step.notes[-1])
+
+    def _wait(self, step: Step, what: Optional[str]) -> None:
+        if self.on_wait is not None:
+            self.on_wait(step.index, what)
 
     def _observe(self, state: _RunState, step: Step, text: str) -> Optional[str]:
         """Send text back as this step's observation; "max_steps" when that was the last step
@@ -7743,11 +7769,10 @@ def _cli_agent(args: argparse.Namespace) -> tuple:
                          "pass --base-url URL (or set OPENAI_BASE_URL), without --offline")
     task = (_cli_replayed(args.replay, registry, args.task) if args.replay
             else args.task) or _DEMO_TASK
-    agent = _CliAgent(llm, registry, system_prompt=system_prompt, max_steps=args.max_steps,
-                      max_seconds=args.max_seconds, max_context_chars=args.max_context_chars,
-                      memory=args.memory,
-                      constrain="always" if args.json_schema else args.constrain,
-                      confirm=_cli_confirm)
+    agent = Agent(llm, registry, system_prompt=system_prompt, max_steps=args.max_steps,
+                  max_seconds=args.max_seconds, max_context_chars=args.max_context_chars,
+                  memory=args.memory, constrain="always" if args.json_schema else args.constrain,
+                  confirm=_cli_confirm)
     return agent, label, task
 
 
@@ -7838,16 +7863,16 @@ class _StatusLine:
         self.told = self.shown = False
         threading.Thread(target=self._tick_on, daemon=True).start()
 
-    def begin(self, step: int, what: str) -> None:
+    def wait(self, step: int, what: Optional[str]) -> None:
+        """The Agent's on_wait: a wait starts (what is awaited), or ends (None)."""
         with self._lock:
+            if what is None:
+                self.what = None
+                self._erase()
+                return
             self.step, self.what, self.since = step, what, _now()
             self.text, self.tokens, self.told = "", 0, False
             self._draw()
-
-    def end(self) -> None:
-        with self._lock:
-            self.what = None
-            self._erase()
 
     def __call__(self, piece: Optional[str]) -> None:
         """The client's on_delta: the next piece of the reply, or None when a retry starts it
@@ -7866,7 +7891,7 @@ class _StatusLine:
 
     def close(self) -> None:
         self._stop.set()
-        self.end()
+        self.wait(0, None)
 
     def _tick_on(self) -> None:
         while not self._stop.wait(_TICK_SECONDS):
@@ -7928,53 +7953,6 @@ def _columns(text: str) -> int:
     return sum(1 if char == "\ufe0f" else
                0 if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf")
                else 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1 for char in text)
-
-
-class _CliAgent(Agent):
-    """The Agent, telling the CLI's status line when a model call or a tool starts and ends (the
-    loop never prints), and keeping the error of the last model call for the CLI's hint."""
-
-    status: Optional[_StatusLine] = None
-    # the LLMError of this thread's last model call, None when it answered: what _cli_hint reads
-    failure = _PerThread()
-
-    def _chat(self, state: _RunState, step: Step) -> Any:
-        self.failure = None
-        try:
-            return super()._chat(state, step)
-        except LLMError as exc:
-            self.failure = exc
-            raise
-
-    def _query(self, state: _RunState, step: Step) -> Optional[str]:
-        if self.status is None:
-            return super()._query(state, step)
-        self.status.begin(step.index, "waiting for the model")
-        try:
-            return super()._query(state, step)
-        finally:
-            self.status.end()
-
-    def _rung(self, step: Step, note: str) -> None:
-        super()._rung(step, note)
-        if self.status is not None and _ASKED_AGAIN in note:
-            self.status(None)   # the copy is not run: the live line shows the reply asked for now
-
-    def _run_tool(self, state: _RunState, step: Step, action: Action) -> str:
-        tool = self.tools.get(action.name)
-        # a confirmation prompt needs the line to itself
-        if self.status is None or tool is None or tool.confirm:
-            return super()._run_tool(state, step, action)
-        limits = [limit for limit in (tool.timeout if tool.timeout is not None
-                                      else self.tools.default_timeout,
-                                      self._time_left(state)) if limit is not None]
-        self.status.begin(step.index,
-                          f"running {action.name}" + (f" (limit {min(limits):.3g} s)" if limits
-                                                      else ""))
-        try:
-            return super()._run_tool(state, step, action)
-        finally:
-            self.status.end()
 
 
 class _Trace:
@@ -8067,9 +8045,9 @@ def _cli_once(agent: Agent, task: str, args: argparse.Namespace, trace: Optional
     return _STOPS[result.stop_reason].exit_code, result
 
 
-def _cli_hint(agent: _CliAgent, result: AgentResult) -> Optional[str]:
+def _cli_hint(agent: Agent, result: AgentResult) -> Optional[str]:
     """The likely cause of a failed run, from the status and kind of the error that ended it."""
-    failure = agent.failure if result.stop_reason == "llm_error" else None
+    failure = getattr(agent.llm, "last_error", None) if result.stop_reason == "llm_error" else None
     error, model = str(failure or ""), getattr(agent.llm, "model", None)
     if failure is not None and _names_model(error, model) and (
             failure.status == 404 or (failure.status == 400 and _NOT_SERVED.search(error))):
@@ -8136,7 +8114,8 @@ def _cli_run(args: argparse.Namespace, status: Optional[_StatusLine]) -> int:
         return 2
     if status is not None and status.terminal and hasattr(agent.llm, "on_delta"):
         agent.llm.on_delta = status  # the CLI owns this client: one run at a time
-    agent.on_step, agent.status = _cli_on_step(args, trace, status, agent.llm), status
+    agent.on_step = _cli_on_step(args, trace, status, agent.llm)
+    agent.on_wait = status.wait if status is not None else None
     if not args.quiet:
         _cli_say(f"agent.py: {label}")
     try:

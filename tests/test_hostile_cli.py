@@ -228,7 +228,7 @@ def test_the_live_line_shows_control_characters_escaped(monkeypatch):
     written = io.StringIO()
     monkeypatch.setattr(sys, "stderr", written)
     live = agent._StatusLine(terminal=True)
-    live.begin(1, "waiting for the model")
+    live.wait(1, "waiting for the model")
     live('{"thought": "' + HOSTILE)
     live.close()
     shown = written.getvalue().replace("\r\x1b[K", "")   # the line's own resets
