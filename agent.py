@@ -6901,6 +6901,18 @@ def _collect(outbox: queue.Queue, running: int, feed: _Feed, tally: _Tally,
         raise KeyboardInterrupt
 
 
+def _write_json_line(handle: Any, record: Any) -> None:
+    """Append record to an unbuffered binary file as one JSON line (None: only the line break) in
+    one write, whole: a short write goes on with the rest. What JSON cannot hold is written as text
+    (``AgentResult._plain``), a lone surrogate as its escape; ``_json_lines`` reads it back. The one
+    writer of the results file and the --trace file."""
+    text = "" if record is None else json.dumps(AgentResult._plain(record), ensure_ascii=False,
+                                                allow_nan=False)
+    data = (text + "\n").encode("utf-8", "backslashreplace")
+    while data:
+        data = data[handle.write(data):]
+
+
 class _ResultsFile:
     """The results file (internal), held by one run: the ids already in it, then one writer that
     appends a whole line per result."""
@@ -6926,18 +6938,10 @@ class _ResultsFile:
         elif end:
             self._handle.seek(end - 1)
             if self._handle.read(1) != b"\n":   # a whole last line without its line break
-                self.write_bytes(b"\n")
+                _write_json_line(self._handle, None)
 
     def write(self, record: dict) -> None:
-        """Append record as one JSON line (a lone surrogate written as its escape), in one
-        unbuffered write."""
-        text = json.dumps(AgentResult._plain(record), ensure_ascii=False, allow_nan=False) + "\n"
-        self.write_bytes(text.encode("utf-8", "backslashreplace"))
-
-    def write_bytes(self, data: bytes) -> None:
-        """Append data whole: a short write goes on with the rest."""
-        while data:
-            data = data[self._handle.write(data):]
+        _write_json_line(self._handle, record)
 
     def close(self) -> None:
         self._handle.close()
@@ -7956,20 +7960,18 @@ def _columns(text: str) -> int:
 
 
 class _Trace:
-    """The --trace file: one JSON line per event (a step, a result), flushed; a write error is kept
-    for the end."""
+    """The --trace file: one JSON line per event (a step, a result), written as it comes; a write
+    error is kept for the end."""
 
     def __init__(self, path: str) -> None:
         self.path, self.error = path, None
-        self._handle = open(path, "w", encoding="utf-8", errors="backslashreplace")
+        self._handle = open(path, "wb", buffering=0)
 
     def write(self, event: str, record: dict) -> None:
         if self.error is not None:
             return  # a full disk stays full: the run goes on, the end says so
         try:
-            self._handle.write(json.dumps({"event": event, **record}, ensure_ascii=False,
-                                          default=str) + "\n")
-            self._handle.flush()
+            _write_json_line(self._handle, {"event": event, **record})
         except OSError as exc:
             self.error = exc
 
