@@ -5593,16 +5593,10 @@ _HOT_TEMPERATURE = 0.7
 _CONSTRAINED_PENALTY = 0.5
 # the loop's clock for max_seconds and step times (tests replace it); tools keep their own
 _now = time.monotonic
-_TRIM_TO = 0.6  # over budget, trim to this share of it, so later calls share their prefix
-# the end of the rung note of a tool rung's call that is not run; the CLI's live line starts again
 # Memory: what stands in for the steps a context budget drops, joined to the task's message (a
 # message of its own after the task would break the alternation of roles); its texts are in the
 # table of Errors and settings.
 _MEMORY_MODES = ("digest", "summary", "none")
-_MEMORY_SHARE = 0.2  # the digest or the summary takes at most this share of the context budget
-_MIN_SUMMARY_CHARS = 100   # with less room than this, no summary is asked for: the digest is sent
-_DIGEST_CALL_CHARS = 60    # a digest line shows this much of the call ...
-_DIGEST_RESULT_CHARS = 100  # ... and this much of the start of its result
 
 
 @dataclass
@@ -5616,9 +5610,9 @@ class _SummaryCall:
     seconds: float = 0.0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    # why the digest was sent instead: the call's error, or what was wrong
+    # why the digest was sent instead: the call's error, or what was wrong with its reply; None when
+    # the summary was used
     error: Optional[str] = None
-                                          # with its reply; None when the summary was used
 
 
 @dataclass
@@ -5780,10 +5774,16 @@ class _RunState:
     failed: set[str] = field(default_factory=set)    # raw replies that could not be parsed
     answer_rung: int = 0                  # the step whose model call may send only a final answer
     memory: str = "digest"  # what stands in for dropped steps: digest, summary or none
-    note: str = ""  # joined to the task while steps are dropped ("\n\n" and the digest,
-                                          # the summary or a count), counted in what is sent
+    # joined to the task while steps are dropped ("\n\n" and the digest, the summary or a count),
+    # counted in what is sent
+    note: str = ""
     digest: list[str] = field(default_factory=list)  # one line per dropped step
     digest_chars: int = 0                 # characters in the digest's lines, line breaks included
+
+    _TRIM_TO = 0.6  # over budget, trim to this share of it, so later calls share their prefix
+    _MEMORY_SHARE = 0.2  # the digest or the summary takes at most this share of the context budget
+    _DIGEST_CALL_CHARS = 60    # a digest line shows this much of the call ...
+    _DIGEST_RESULT_CHARS = 100  # ... and this much of the start of its result
 
     def append(self, role: str, content: str) -> None:
         """Add a message to the conversation and count its characters."""
@@ -5819,14 +5819,15 @@ class _RunState:
         once, and its digest line written once (amortised O(1) per step). The system
         prompt, the task and the latest pair are always kept.
         """
-        target = self.budget * _TRIM_TO
+        target = self.budget * self._TRIM_TO
         while (self.head_chars + self._note_room() + self.tail_chars > target
                and len(self.messages) - self.head - self.dropped > 2):
             first = self.head + self.dropped
             self.tail_chars -= (len(self.messages[first]["content"])
                                 + len(self.messages[first + 1]["content"]))
             if self.memory != "none":
-                line = _digest_line(self.steps[self.dropped // 2], self.calls, _DIGEST_RESULT_CHARS)
+                line = _digest_line(self.steps[self.dropped // 2], self.calls,
+                                    self._DIGEST_RESULT_CHARS)
                 self.digest.append(line)
                 self.digest_chars += len(line) + 1
             self.dropped += 2
@@ -5846,7 +5847,7 @@ class _RunState:
         A share of the budget, and no more than the budget leaves beside the head and the steps
         still sent.
         """
-        return max(0, min(int(self.budget * _MEMORY_SHARE),
+        return max(0, min(int(self.budget * self._MEMORY_SHARE),
                           self.budget - self.head_chars - self.tail_chars))
 
     def digest_note(self) -> str:
@@ -5897,7 +5898,8 @@ class _RunState:
         That reply is sent as its head and tail, cut to the trim's target; result.messages keeps it
         whole.
         """
-        over = self.head_chars + len(self.note) + self.tail_chars - int(self.budget * _TRIM_TO)
+        over = (self.head_chars + len(self.note) + self.tail_chars
+                - int(self.budget * self._TRIM_TO))
         if over <= 0 or len(sent) <= self.head or sent[-2]["role"] != "assistant":
             return sent
         reply = sent[-2]["content"]
@@ -5917,7 +5919,7 @@ def _digest_line(step: Step, calls: dict, result_chars: Optional[int]) -> str:
         return f"{step.index}. {_DIGEST_UNREADABLE}"
     arguments = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False, default=str)}"
                           for key, value in action.arguments.items())
-    call = _cut(f"{action.name}({arguments})", _DIGEST_CALL_CHARS, one_line=True)
+    call = _cut(f"{action.name}({arguments})", _RunState._DIGEST_CALL_CHARS, one_line=True)
     earlier = calls.get((action.name, _canonical(action.arguments)))
     if earlier is not None and earlier.step != step.index:
         return f"{step.index}. {call} → {_DIGEST_REPEAT.format(step=earlier.step)}"
@@ -5936,7 +5938,9 @@ def _copied(action: Action, example: Optional[_Example], seen: Callable[[], str]
     task alone counts, since the refusals the model is sent quote the placeholders."""
     arguments = [(f'argument "{key}"', value) for key, value in _leaves(action.arguments)]
     for where, value in [("answer", action.answer), ("tool name", action.name)] + arguments:
-        if (isinstance(value, str) and _is_placeholder(value)
+        # one of the prompt's placeholders, in any case, or an ellipsis however it is typed
+        if (isinstance(value, str) and (value.strip().lower() in _PLACEHOLDERS
+                                        or re.match(r"[.\u2026]{2,}\Z", value.strip()))
                 and value.strip().lower() not in task.lower()):
             return _COPIED_PLACEHOLDER.format(where=where, value=value.strip())
     if example is None:
@@ -5957,11 +5961,6 @@ def _copied(action: Action, example: Optional[_Example], seen: Callable[[], str]
     return None
 
 
-# the value after "e.g." in a description: quoted, or one word without its final stop
-_EG = re.compile(r"""\be\.g\.,?\s+(?:"([^"]{1,100})"|'([^']{1,100})'|([^\s"']{1,100}?))
-                    [.,;:)]{0,3}(?:\s|\Z)""", re.X)
-
-
 def _description_copy(action: Action, registry: ToolRegistry, seen: Callable[[], str]
                       ) -> Optional[str]:
     """The examples of the called tool's description that a call's arguments only copy, each where
@@ -5972,8 +5971,11 @@ def _description_copy(action: Action, registry: ToolRegistry, seen: Callable[[],
     tool = registry.get(action.name) if action.kind == "tool_call" else None
     if tool is None:
         return None
+    # the value after "e.g." in a description: quoted, or one word without its final stop
+    eg = re.compile(r"""\be\.g\.,?\s+(?:"([^"]{1,100})"|'([^']{1,100})'|([^\s"']{1,100}?))
+                        [.,;:)]{0,3}(?:\s|\Z)""", re.X)
     texts = (next(g for g in m.groups() if g) for text in _descriptions(tool.parameters)
-             for m in _EG.finditer(text))
+             for m in eg.finditer(text))
     examples = {text.strip().lower(): text for text in texts}
     # every argument must be one: a call with a value of its own (the task's city, and the
     # example's unit) is the model's
@@ -5998,15 +6000,6 @@ def _descriptions(schema: Any) -> Iterable[str]:
             yield from _descriptions(item)
 
 
-_DOTS = re.compile(r"[.\u2026]{2,}\Z")   # "...", "....", "…": an ellipsis however it is typed
-
-
-def _is_placeholder(text: str) -> bool:
-    """Whether a value is one of the prompt's placeholders, in any case, or an ellipsis."""
-    text = text.strip()
-    return text.lower() in _PLACEHOLDERS or bool(_DOTS.match(text))
-
-
 def _leaves(value: Any, key: str = "") -> Iterable:
     """(key, value) for every text, number or boolean inside nested arguments."""
     if isinstance(value, dict):
@@ -6017,38 +6010,6 @@ def _leaves(value: Any, key: str = "") -> Iterable:
             yield from _leaves(item, f"{key}[{i}]")
     else:
         yield key, value
-
-
-def _spaced(text: str) -> str:
-    """A pattern of the text's words, whatever the spaces and line breaks between them."""
-    return r"\s+".join(map(re.escape, text.split()))
-
-
-# The answer rung's words before and after the result: a model that copies wraps its answer in
-# them (Qwen2.5-Coder-0.5B: "The result of your call is: 395. You already have it. Give the
-# final answer now, from this result."). The tail is searched for, then the spaces before it are
-# stripped: a pattern that starts with \s* retries from every space of a long run.
-_RUNG_HEAD = re.compile(r"\A\s*" + _spaced(_IN_HAND.split("{result}")[0]) + r"\s*", re.I)
-_RUNG_TAIL = re.compile(_spaced(_IN_HAND.split("{result}")[1]) + r"\s*\Z", re.I)
-
-
-def _without_rung_words(answer: str) -> str:
-    """The answer without the answer rung's own words around it; the answer as it is when nothing
-    would be left."""
-    left = _RUNG_HEAD.sub("", answer, count=1)
-    tail = _RUNG_TAIL.search(left)
-    left = left[:tail.start()].rstrip() if tail else left
-    return left if left.strip() else answer
-
-
-# The answer rung's schema: the final shape without its "thought". A model whose last reply copied
-# "thought": "<why>" goes on from that thought to "answer": "<the answer>"; with no thought to
-# write, it answers from the result (docs/NOTES.md, "The answer rung"). A new dict each call, as
-# the action schema is: a client may change what it is given.
-def _answer_only() -> dict:
-    return {"type": "object",
-            "properties": {"type": {"const": "final"}, "answer": {"type": "string"}},
-            "required": ["type", "answer"], "additionalProperties": False}
 
 
 class Agent:
@@ -6329,8 +6290,8 @@ class Agent:
         """memory="summary": the model's notes on the dropped steps become the note; on any failure,
         the digest."""
         limit, text = state.memory_limit() - len(_SUMMARY_HEADER) - 3, ""
-        # no call: a summary that short would hold less than the digest
-        if limit < _MIN_SUMMARY_CHARS:
+        # no call with less room than this: a summary that short would hold less than the digest
+        if limit < 100:
             problem = (f"the context budget leaves no room for a summary ({max(0, limit)} "
                        "characters)")
         else:
@@ -6421,8 +6382,14 @@ class Agent:
         if not state.steps and len(self.tools) and self.max_steps > 1:
             schema = self.tools.action_schema()   # with its $defs: the calls may refer to them
             return dict(schema, anyOf=schema["anyOf"][:-1])
+        # The answer rung: the final shape without its "thought". A model whose last reply copied
+        # "thought": "<why>" goes on from that thought to "answer": "<the answer>"; with no thought
+        # to write, it answers from the result (docs/NOTES.md, "The answer rung"). A new dict each
+        # call, as the action schema is: a client may change what it is given.
         if state.answering():
-            return _answer_only()
+            return {"type": "object",
+                    "properties": {"type": {"const": "final"}, "answer": {"type": "string"}},
+                    "required": ["type", "answer"], "additionalProperties": False}
         return state.schema
 
     def _time_left(self, state: _RunState) -> Optional[float]:
@@ -6547,8 +6514,15 @@ class Agent:
         model wrapped it in them (checked for copies after that)."""
         if action.kind != "final" or not state.answer_rung or state.answer_rung > step.index:
             return action
-        own = _without_rung_words(action.answer)
-        if own == action.answer:
+        # The rung's words before and after the result, whatever the spaces between them: a model
+        # that copies wraps its answer in them. The tail is searched for, then the spaces before
+        # it stripped: a pattern that starts with \s* retries from every space of a long run.
+        head, tail = (r"\s+".join(map(re.escape, words.split()))
+                      for words in _IN_HAND.split("{result}"))
+        own = re.sub(r"\A\s*" + head + r"\s*", "", action.answer, count=1, flags=re.I)
+        found = re.search(tail + r"\s*\Z", own, re.I)
+        own = own[:found.start()].rstrip() if found else own
+        if own == action.answer or not own.strip():     # nothing would be left: the answer stays
             return action
         step.notes.append("the answer held the answer rung's own words around the result; they "
                           "were left out of it")
