@@ -6623,18 +6623,13 @@ class Agent:
 # run_batch runs a task list through one Agent on a few threads that share its client;
 # each result is appended to a JSON Lines file as its run ends, so a second call resumes
 
-# An expected number is matched by a number in the answer within this relative, else absolute,
-# difference.
-_EXPECT_REL_TOL, _EXPECT_ABS_TOL = 1e-6, 1e-9
-
-
 def run_batch(agent: Agent, tasks: Iterable[dict], *, workers: int = 4, out: Optional[str] = None,
               traces: Optional[str] = None,
               on_result: Optional[Callable[[dict], None]] = None) -> dict:
     """Run the tasks through ``agent`` on ``workers`` threads that share its client; the summary.
 
     A task is ``{"id": text or number, "task": text}``, with an optional ``"expect"``: a number the
-    answer must hold (within ``_EXPECT_REL_TOL``) or a text it must contain, ignoring case; other
+    answer must hold (within a relative 1e-6) or a text it must contain, ignoring case; other
     fields are copied to its result. ``tasks`` is read as the workers need it, so a generator keeps
     memory flat. Each result (the task's fields, ``solved`` when there is an ``expect``,
     ``stop_reason``, ``answer``, ``steps``, ``format_errors``, ``prompt_tokens``,
@@ -6665,12 +6660,59 @@ def run_batch(agent: Agent, tasks: Iterable[dict], *, workers: int = 4, out: Opt
     if traces is not None:
         os.makedirs(traces, exist_ok=True)
     feed = _Feed(tasks, results.ids if results else set())
+    # 1. The workers: each puts ("result", record), ("error", exc) and at its end ("done", None);
+    # bounded, so that a slow writer holds them back.
+    outbox: queue.Queue = queue.Queue(maxsize=workers)
+
+    def work() -> None:
+        try:
+            item = feed.next()
+            while item is not None:
+                outbox.put(("result", _run_task(agent, item, traces)))
+                item = feed.next()
+        # a bad task, or the user's own on_step: the batch stops and raises it
+        except BaseException as exc:
+            outbox.put(("error", exc))
+        finally:
+            outbox.put(("done", None))
+
+    for number in range(workers):   # daemons: after a second Ctrl-C the runs in flight are dropped
+        threading.Thread(target=work, name=f"agent-batch-{number + 1}", daemon=True).start()
+    # 2. Write and pass on each result as it comes, until the workers are done; the Ctrl-C rule.
+    error, interrupted, running = None, False, workers
     try:
-        _collect(_start_workers(agent, feed, workers, traces), workers, feed, tally,
-                 results, on_result)
+        while running:
+            try:
+                kind, value = outbox.get()
+                if kind == "done":
+                    running -= 1
+                elif kind == "error":
+                    error = error or value
+                    feed.stop.set()
+                else:
+                    if results is not None:
+                        results.write(value)
+                    tally.add(value, earlier=False)
+                    if on_result is not None:
+                        on_result(value)
+            except KeyboardInterrupt:
+                if interrupted:
+                    raise
+                interrupted = True
+                feed.stop.set()
+                _log.warning("interrupted: no more tasks start; the running ones end and are "
+                             "written (interrupt again to stop at once)")
+            # the writer or on_result failed: stop, let the runs end, raise it
+            except BaseException as exc:
+                error = error or exc
+                feed.stop.set()
     finally:
         if results is not None:
             results.close()
+    if error is not None:
+        raise error
+    if interrupted:
+        raise KeyboardInterrupt
     return tally.summary()
 
 
@@ -6750,29 +6792,6 @@ class _Feed:
             return None
 
 
-def _start_workers(agent: Agent, feed: _Feed, workers: int, traces: Optional[str]) -> queue.Queue:
-    """Start the worker threads; each puts ("result", record), ("error", exc) and at its end
-    ("done", None)."""
-    # bounded: a slow writer holds the workers back
-    outbox: queue.Queue = queue.Queue(maxsize=workers)
-
-    def work() -> None:
-        try:
-            item = feed.next()
-            while item is not None:
-                outbox.put(("result", _run_task(agent, item, traces)))
-                item = feed.next()
-        # a bad task, or the user's own on_step: the batch stops and raises it
-        except BaseException as exc:
-            outbox.put(("error", exc))
-        finally:
-            outbox.put(("done", None))
-
-    for number in range(workers):   # daemons: after a second Ctrl-C the runs in flight are dropped
-        threading.Thread(target=work, name=f"agent-batch-{number + 1}", daemon=True).start()
-    return outbox
-
-
 def _run_task(agent: Agent, item: dict, traces: Optional[str]) -> dict:
     """Run one task; its result line (the task's fields, then the run's), its whole result saved
     under traces."""
@@ -6796,12 +6815,6 @@ def _run_task(agent: Agent, item: dict, traces: Optional[str]) -> dict:
     return record
 
 
-# An expected number against the numbers in an answer: 1,024 and 1024 alike, signs, decimals,
-# exponents
-_ANSWER_NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?"
-                            r"|[-+]?\.\d+")
-
-
 def _solved(answer: Optional[str], expect: Any) -> bool:
     """Whether answer holds expect: a number in it within the tolerance, or the text, ignoring
     case."""
@@ -6809,10 +6822,12 @@ def _solved(answer: Optional[str], expect: Any) -> bool:
         return False
     if isinstance(expect, str):
         return expect.casefold() in answer.casefold()
-    for match in _ANSWER_NUMBER.finditer(answer):
+    # each number in the answer: 1,024 and 1024 alike, signs, decimals, exponents
+    for match in re.finditer(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?"
+                             r"|[-+]?\.\d+", answer):
         try:
-            if math.isclose(float(match.group().replace(",", "")), expect, rel_tol=_EXPECT_REL_TOL,
-                            abs_tol=_EXPECT_ABS_TOL):
+            if math.isclose(float(match.group().replace(",", "")), expect, rel_tol=1e-6,
+                            abs_tol=1e-9):
                 return True
         except OverflowError:   # an expect beyond a float: no answer's number is near it
             continue
@@ -6837,42 +6852,6 @@ def _trace_name(task_id: Any) -> str:
     digest = hashlib.sha256(_id_key(task_id).encode("utf-8", "surrogatepass")).hexdigest()[:16]
     # no leading dot: the file is not hidden
     return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', text)[:80].lstrip('.')}@{digest}.json"
-
-
-def _collect(outbox: queue.Queue, running: int, feed: _Feed, tally: _Tally,
-             results: Optional[_ResultsFile], on_result: Optional[Callable[[dict], None]]) -> None:
-    """Write and pass on each result as it comes, until the running workers are done; run_batch's
-    Ctrl-C rule."""
-    error, interrupted = None, False
-    while running:
-        try:
-            kind, value = outbox.get()
-            if kind == "done":
-                running -= 1
-            elif kind == "error":
-                error = error or value
-                feed.stop.set()
-            else:
-                if results is not None:
-                    results.write(value)
-                tally.add(value, earlier=False)
-                if on_result is not None:
-                    on_result(value)
-        except KeyboardInterrupt:
-            if interrupted:
-                raise
-            interrupted = True
-            feed.stop.set()
-            _log.warning("interrupted: no more tasks start; the running ones end and are written "
-                         "(interrupt again to stop at once)")
-        # the writer or on_result failed: stop, let the runs end, raise it
-        except BaseException as exc:
-            error = error or exc
-            feed.stop.set()
-    if error is not None:
-        raise error
-    if interrupted:
-        raise KeyboardInterrupt
 
 
 def _write_json_line(handle: Any, record: Any) -> None:
