@@ -7386,10 +7386,6 @@ _EXIT_MEANINGS = {0: "answered", 1: "stopped without an answer", 2: "bad usage o
                   _BROKEN_PIPE: "the output pipe was closed"}
 
 
-# what ends a line besides the controls above (\r, \v, \f, \x85)
-_LINE_BREAKS = re.compile("[\n\u2028\u2029]")
-
-
 def _cli_say(text: str, stream: Any = None) -> None:
     """Write a line that may hold any str (lone surrogates too) to stderr or ``stream``, whatever
     its encoding.
@@ -7398,9 +7394,9 @@ def _cli_say(text: str, stream: Any = None) -> None:
     so text quoted from a server or a model cannot forge a line of ours. stdout (the answer, --json)
     gets the text as it is.
     """
-    text = _LINE_BREAKS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"),
-                            _cut(text, None, escape=True)) \
-        if stream is None else text
+    # _cut escapes the controls (\r, \v, \f, \x85); the other line breaks are escaped here
+    text = re.sub("[\n\u2028\u2029]", lambda m: m.group().encode("unicode_escape").decode("ascii"),
+                  _cut(text, None, escape=True)) if stream is None else text
     stream = stream if stream is not None else sys.stderr
     encoding = getattr(stream, "encoding", None) or "utf-8"
     stream.write((text + "\n").encode(encoding, "backslashreplace").decode(encoding, "replace"))
@@ -7628,10 +7624,6 @@ def _cli_mcp(registry: ToolRegistry, args: argparse.Namespace) -> None:
         raise
 
 
-_OFFLINE_LABEL = ("offline demo model (for a local server pass --base-url URL or set "
-                  "OPENAI_BASE_URL, e.g. http://localhost:8080/v1; --model NAME picks a model)")
-
-
 def _cli_model(args: argparse.Namespace) -> tuple:
     """The model to drive and a one-line description of it; ValueError/OSError for bad
     configuration."""
@@ -7640,7 +7632,9 @@ def _cli_model(args: argparse.Namespace) -> tuple:
     model = args.model or os.environ.get("OPENAI_MODEL")
     base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
     if args.offline or not (model or base_url):
-        return MockLLM(), _OFFLINE_LABEL
+        return MockLLM(), ("offline demo model (for a local server pass --base-url URL or set "
+                           "OPENAI_BASE_URL, e.g. http://localhost:8080/v1; --model NAME picks a "
+                           "model)")
     if not base_url:
         default = _default(OpenAICompatLLM, "base_url")
         if not (os.environ.get("OPENAI_API_KEY") or "").strip():
@@ -8004,8 +7998,10 @@ def _cli_hint(agent: Agent, result: AgentResult) -> Optional[str]:
     """The likely cause of a failed run, from the status and kind of the error that ended it."""
     failure = getattr(agent.llm, "last_error", None) if result.stop_reason == "llm_error" else None
     error, model = str(failure or ""), getattr(agent.llm, "model", None)
+    not_served = re.search(r"not found|unknown|does not exist|no such|not available|not loaded",
+                           error, re.I)
     if failure is not None and _names_model(error, model) and (
-            failure.status == 404 or (failure.status == 400 and _NOT_SERVED.search(error))):
+            failure.status == 404 or (failure.status == 400 and not_served)):
         try:                     # what the server says it serves (GET /models)
             names = agent.llm._served_models()
         except (AttributeError, LLMError):
@@ -8020,9 +8016,6 @@ def _cli_hint(agent: Agent, result: AgentResult) -> Optional[str]:
         return ("the model could not write the JSON action: try --constrain always, or a "
                 "larger model")
     return None
-
-
-_NOT_SERVED = re.compile(r"not found|unknown|does not exist|no such|not available|not loaded", re.I)
 
 
 def _cli_interactive(agent: Agent, args: argparse.Namespace, trace: Optional[_Trace]) -> int:
@@ -8093,10 +8086,6 @@ def _cli_run(args: argparse.Namespace, status: Optional[_StatusLine]) -> int:
 # -- CLI, batch runs -------------------------------------------------------------------
 # --batch: check the task file, build the agent, run_batch with progress, print the summary
 
-_BATCH_ALONE = {"task": "a task", "trace": "--trace (use --traces DIR)", "replay": "--replay",
-                "interactive": "--interactive"}
-
-
 def _cli_batch(args: argparse.Namespace) -> int:
     """--batch: every check before anything runs, then the run; the exit code."""
     try:
@@ -8127,8 +8116,22 @@ def _cli_batch(args: argparse.Namespace) -> int:
     # the summary (a table, or JSON with --json) on stdout; 3 when a task's model endpoint failed
     if args.json:
         _cli_say(json.dumps(dict(summary, model=label), ensure_ascii=False), sys.stdout)
-    else:
-        _cli_say(_summary_table(summary, label), sys.stdout)
+    else:   # a small table, one figure a line, for reading (and pasting side by side)
+        checked = summary["checked"]
+        solved = (f"{summary['solved']} of {checked} ({summary['solved_percent']}%)" if checked
+                  else "no task has expect")
+        reasons = ", ".join(f"{reason} {n}" for reason, n in summary["stop_reasons"].items())
+        estimated = " (estimated)" if summary["estimated_tokens"] else ""
+        rows = [("endpoint", label),
+                ("tasks", f"{summary['tasks']} ({summary['earlier']} from an earlier run)"),
+                ("solved", solved), ("stop reasons", reasons or "none"),
+                ("steps", f"{summary['steps_per_task']} per task"),
+                ("format errors", f"{summary['format_errors_per_task']} per task"),
+                ("tokens", f"{summary['prompt_tokens']} prompt, {summary['completion_tokens']} "
+                           f"completion{estimated}"),
+                ("seconds", f"p50 {summary['seconds_p50']}, p95 {summary['seconds_p95']} a task; "
+                            f"{summary['wall_seconds']} in all")]
+        _cli_say("\n".join(f"{name:<14}{value}" for name, value in rows), sys.stdout)
     failed = summary["stop_reasons"].get("llm_error", 0)
     if failed:
         _cli_say(f"agent.py: {failed} task(s) stopped with llm_error (the model endpoint failed); "
@@ -8139,7 +8142,9 @@ def _cli_batch(args: argparse.Namespace) -> int:
 def _cli_batch_check(args: argparse.Namespace) -> int:
     """Refuse what does not go with --batch, report bad lines, refuse duplicate ids; the number of
     tasks to run."""
-    alone = [text for name, text in _BATCH_ALONE.items() if getattr(args, name)]
+    alone = [text for name, text in {"task": "a task", "trace": "--trace (use --traces DIR)",
+                                     "replay": "--replay", "interactive": "--interactive"}.items()
+             if getattr(args, name)]
     if alone:
         raise ValueError(f"--batch runs the tasks of its file: {alone[0]} does not go with it")
     if not args.out:
@@ -8163,30 +8168,25 @@ def _cli_batch_check(args: argparse.Namespace) -> int:
     if handle is not None:
         with handle:
             done = {_id_key(record["id"]) for _, record in _whole_lines(handle, args.out)}
+    # the whole task file, read once, each bad line reported: the tasks of this shard not done, the
+    # repeated ids
+    seen, repeated, to_run = set(), [], 0
     try:
-        to_run, repeated = _cli_scan(args, done)
+        for number, item, problem in _task_file(args.batch):
+            if problem is not None:
+                _cli_say(f"agent.py: {args.batch} line {number}: {problem}; skipped")
+                continue
+            key = _id_key(item["id"])
+            if key in seen:
+                repeated.append(f"{key} (line {number})")
+            seen.add(key)
+            to_run += _in_shard(number, args.shard) and key not in done
     except OSError as exc:
         raise OSError(f"cannot read the task file {args.batch}: {exc.strerror or exc}") from None
     if repeated:
         raise ValueError(f"{args.batch} repeats ids, so results could not be told apart: "
                          f"{', '.join(repeated)}; nothing was run")
     return to_run
-
-
-def _cli_scan(args: argparse.Namespace, done: set) -> tuple:
-    """Read the whole task file once, reporting each bad line: the tasks of this shard not done, the
-    repeated ids."""
-    seen, repeated, to_run = set(), [], 0
-    for number, item, problem in _task_file(args.batch):
-        if problem is not None:
-            _cli_say(f"agent.py: {args.batch} line {number}: {problem}; skipped")
-            continue
-        key = _id_key(item["id"])
-        if key in seen:
-            repeated.append(f"{key} (line {number})")
-        seen.add(key)
-        to_run += _in_shard(number, args.shard) and key not in done
-    return to_run, repeated
 
 
 class _BatchProgress:
@@ -8226,27 +8226,6 @@ class _BatchProgress:
         if self.live and self.tally.done:
             sys.stderr.write("\r\x1b[K")
             sys.stderr.flush()
-
-
-def _summary_table(summary: dict, label: str) -> str:
-    """A batch summary as a small table, one figure a line, for reading (and pasting side by
-    side)."""
-    checked = summary["checked"]
-    solved = (f"{summary['solved']} of {checked} ({summary['solved_percent']}%)" if checked
-              else "no task has expect")
-    reasons = ", ".join(f"{reason} {n}" for reason, n in summary["stop_reasons"].items()) or "none"
-    estimated = " (estimated)" if summary["estimated_tokens"] else ""
-    rows = [("endpoint", label),
-            ("tasks", f"{summary['tasks']} ({summary['earlier']} from an earlier run)"),
-            ("solved", solved), ("stop reasons", reasons),
-            ("steps", f"{summary['steps_per_task']} per task"),
-            ("format errors", f"{summary['format_errors_per_task']} per task"),
-            ("tokens",
-             f"{summary['prompt_tokens']} prompt, {summary['completion_tokens']} "
-             f"completion{estimated}"),
-            ("seconds", f"p50 {summary['seconds_p50']}, p95 {summary['seconds_p95']} a task; "
-                        f"{summary['wall_seconds']} in all")]
-    return "\n".join(f"{name:<14}{value}" for name, value in rows)
 
 
 class _CliLog(logging.Handler):
