@@ -7386,6 +7386,187 @@ _EXIT_MEANINGS = {0: "answered", 1: "stopped without an answer", 2: "bad usage o
                   _BROKEN_PIPE: "the output pipe was closed"}
 
 
+def main(argv: Optional[list[str]] = None) -> int:
+    """The command line: parse, build, run, print. Returns the exit code; the only place that
+    prints."""
+    # stdout or stderr closed at the start (2>&-) points at devnull: the run goes on as usual
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        try:
+            # EBADF when closed, or open only for reading (a shell script's own)
+            os.write(stream.fileno(), b"")
+        # a stream with no file below it (a test's StringIO): it works
+        except io.UnsupportedOperation:
+            continue
+        except (AttributeError, OSError, ValueError):   # None, or a file descriptor that is closed
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
+    try:
+        args = _cli_args(argv)
+    except SystemExit as exc:  # --help, --version, or bad usage
+        return exc.code if isinstance(exc.code, int) else 2
+    status = None if args.quiet else _StatusLine(sys.stderr.isatty())
+    handler = _CliLog(status.say if status is not None else _cli_say)
+    _log.addHandler(handler)
+    _log.setLevel({0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG))
+    try:
+        return _cli_batch(args) if args.batch else _cli_run(args, status)
+    except BrokenPipeError:  # the reader went away (| head): stop quietly
+        # point stdout and stderr at devnull so the interpreter's last flush cannot fail
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                os.dup2(devnull, stream.fileno())
+            except (OSError, ValueError, AttributeError):  # not a real file (captured in tests)
+                pass
+        os.close(devnull)
+        return _BROKEN_PIPE
+    finally:
+        _log.removeHandler(handler)
+        _log.setLevel(logging.NOTSET)
+        if status is not None:
+            status.close()
+
+
+class _CliLog(logging.Handler):
+    """The CLI's log lines on stderr, written as every other line of ours: one line each, controls
+    escaped."""
+
+    def __init__(self, say: Callable[[str], None]) -> None:
+        super().__init__()
+        self.say = say
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            warning = "warning: " if record.levelno >= logging.WARNING else ""
+            self.say(f"agent.py: {warning}{record.getMessage()}")
+        except Exception:  # a log line must never stop the run
+            self.handleError(record)
+
+
+def _cli_run(args: argparse.Namespace, status: Optional[_StatusLine]) -> int:
+    """Build, open the trace, run and print; the exit code."""
+    if args.interactive and sys.stdin is None:
+        _cli_say("agent.py: -i reads questions from stdin, and stdin is closed")
+        return 2
+    try:
+        # every option is checked before the trace file is opened
+        agent, label, task = _cli_agent(args)
+        trace = _Trace(args.trace) if args.trace else None
+    except (ValueError, OSError, AgentError) as exc:
+        _cli_say(f"agent.py: {exc}")
+        return 2
+    if status is not None and status.terminal and hasattr(agent.llm, "on_delta"):
+        agent.llm.on_delta = status  # the CLI owns this client: one run at a time
+    agent.on_step = _cli_on_step(args, trace, status, agent.llm)
+    agent.on_wait = status.wait if status is not None else None
+    if not args.quiet:
+        _cli_say(f"agent.py: {label}")
+    try:
+        code = (_cli_interactive(agent, args, trace) if args.interactive
+                else _cli_once(agent, task, args, trace)[0])
+    except KeyboardInterrupt:
+        _cli_say("agent.py: interrupted; the steps so far are kept in the trace")
+        code = 130
+    finally:
+        agent.tools.close()                 # the MCP servers it started
+        if trace is not None:
+            trace.close()
+    if trace is not None and trace.error is not None:
+        _cli_say(f"agent.py: could not write the trace {trace.path}: "
+                 f"{trace.error.strerror or trace.error}")
+        return code or 2
+    return code
+
+
+def _cli_once(agent: Agent, task: str, args: argparse.Namespace, trace: Optional[_Trace],
+              history: Optional[list[dict]] = None) -> tuple:
+    result = agent.run(task, history)
+    if trace is not None:
+        trace.write("result", {key: value for key,
+                               value in result.to_dict().items() if key != "steps"})
+    if args.json:
+        # ASCII-escaped when stdout's encoding cannot hold the text
+        text = json.dumps(result.to_dict(), ensure_ascii=False, default=str)
+        try:
+            text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+        except (UnicodeEncodeError, LookupError):   # an ASCII terminal, or a lone surrogate
+            text = json.dumps(result.to_dict(), default=str)
+        _cli_say(text, sys.stdout)
+    elif result.answer is not None:
+        _cli_say(result.answer, sys.stdout)
+    usage = result.usage
+    steps = usage.get("estimated_steps") or []
+    estimated = (f" (estimated for step{'s' if len(steps) > 1 else ''} "
+                 f"{', '.join(map(str, steps))})" if steps else "")
+    _log.info("usage: %s", f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} "
+                           f"completion tokens{estimated}")
+    if not result.ok:
+        # out of time during a tool call: which tool was running
+        last, running = result.steps[-1] if result.steps else None, ""
+        if (result.stop_reason == "time_limit" and last is not None and last.action is not None
+                and last.action.kind != "final" and (last.tool_seconds or last.error)):
+            running = f", while {last.action.name} ran"
+        _cli_say(f"agent.py: stopped ({result.stop_reason}): {result.summary}{running}")
+        hint = _cli_hint(agent, result)
+        if hint:
+            _cli_say(f"agent.py: hint: {hint}")
+    return _STOPS[result.stop_reason].exit_code, result
+
+
+def _cli_hint(agent: Agent, result: AgentResult) -> Optional[str]:
+    """The likely cause of a failed run, from the status and kind of the error that ended it."""
+    failure = getattr(agent.llm, "last_error", None) if result.stop_reason == "llm_error" else None
+    error, model = str(failure or ""), getattr(agent.llm, "model", None)
+    not_served = re.search(r"not found|unknown|does not exist|no such|not available|not loaded",
+                           error, re.I)
+    if failure is not None and _names_model(error, model) and (
+            failure.status == 404 or (failure.status == 400 and not_served)):
+        try:                     # what the server says it serves (GET /models)
+            names = agent.llm._served_models()
+        except (AttributeError, LLMError):
+            served = "GET /models lists what it serves"
+        else:
+            served = (f"it serves {_cut(', '.join(names[:20]), 300, one_line=True, escape=True)}: "
+                      "pass one with --model" if names else "it lists none")
+        return f"unknown model {model!r}: the server does not serve it ({served})"
+    if failure is not None and failure.kind == "connection_refused":
+        return "nothing answers at that address: is the server running, and is the port right?"
+    if result.stop_reason == "format_errors":
+        return ("the model could not write the JSON action: try --constrain always, or a "
+                "larger model")
+    return None
+
+
+def _cli_interactive(agent: Agent, args: argparse.Namespace, trace: Optional[_Trace]) -> int:
+    """Questions from stdin, one conversation; steps count from 1 in each turn, as each turn is one
+    run."""
+    code, history = 0, None
+    while True:
+        sys.stderr.write("you> ")
+        sys.stderr.flush()
+        try:
+            line = _cli_read_line()
+        except UnicodeDecodeError as exc:
+            _cli_say(f"agent.py: that line is not {exc.encoding} text: left out; type it again")
+            continue
+        if not line or line.strip() in ("exit", "quit"):
+            return code
+        if line.strip():
+            code, result = _cli_once(agent, line.strip(), args, trace, history)
+            history = result.messages
+
+
+def _cli_read_line() -> str:
+    """One line of stdin ("" at its end); UnicodeDecodeError for a line its encoding cannot read.
+
+    Bytes are read a line at a time and decoded here, so a bad byte costs only its own line.
+    """
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:   # a text stream with no bytes below it
+        return sys.stdin.readline()
+    return buffer.readline().decode(sys.stdin.encoding or "utf-8", sys.stdin.errors or "strict")
+
+
 def _cli_say(text: str, stream: Any = None) -> None:
     """Write a line that may hold any str (lone surrogates too) to stderr or ``stream``, whatever
     its encoding.
@@ -7791,121 +7972,6 @@ def _cli_progress(step: Step, first: Optional[int] = None) -> str:
     return f"[step {step.index}]{thought} {what} ({seconds:.2f} s)"
 
 
-# off a terminal, a model call or a tool that takes longer gets one line saying so
-_SLOW_SECONDS = 5.0
-_TICK_SECONDS = 0.2   # how often the status line looks at the clock
-
-
-class _StatusLine:
-    """What the run is doing while you wait, on stderr; every stderr line of a run goes through
-    ``say``.
-
-    On a terminal, one live line from the moment a model call starts: ``waiting for the model… 3
-    s``, then the reply as it streams with a token count (the client's ``on_delta``), then ``running
-    clock (limit 30 s)… 2 s`` while a tool runs; a step's line replaces it. Elsewhere, one line once
-    a wait has passed _SLOW_SECONDS.
-    """
-
-    def __init__(self, terminal: bool) -> None:
-        self.terminal, self._lock, self._stop = terminal, threading.Lock(), threading.Event()
-        self.what: Optional[str] = None      # the wait under way, or None
-        self.step, self.since, self.text, self.tokens, self.second = 0, 0.0, "", 0, 0
-        # off a terminal: the slow line was written; on one: a live line shows
-        self.told = self.shown = False
-        threading.Thread(target=self._tick_on, daemon=True).start()
-
-    def wait(self, step: int, what: Optional[str]) -> None:
-        """The Agent's on_wait: a wait starts (what is awaited), or ends (None)."""
-        with self._lock:
-            if what is None:
-                self.what = None
-                self._erase()
-                return
-            self.step, self.what, self.since = step, what, _now()
-            self.text, self.tokens, self.told = "", 0, False
-            self._draw()
-
-    def __call__(self, piece: Optional[str]) -> None:
-        """The client's on_delta: the next piece of the reply, or None when a retry starts it
-        again."""
-        with self._lock:
-            self.text, self.tokens = (("", 0) if piece is None
-                                      else ((self.text + piece)[-400:], self.tokens + 1))
-            self._draw()
-
-    def say(self, text: str) -> None:
-        """Write a line on stderr (as _cli_say does) without tearing the live line."""
-        with self._lock:
-            self._erase()
-            _cli_say(text)
-            self._draw()
-
-    def close(self) -> None:
-        self._stop.set()
-        self.wait(0, None)
-
-    def _tick_on(self) -> None:
-        while not self._stop.wait(_TICK_SECONDS):
-            with self._lock:
-                # a new second to show
-                if self.what is not None and int(_now() - self.since) != self.second:
-                    self._draw()
-
-    def _draw(self) -> None:
-        if self.what is None or not sys.stderr:
-            return
-        seconds = _now() - self.since
-        self.second = int(seconds)
-        if not self.terminal:
-            if not self.told and seconds >= _SLOW_SECONDS:
-                self.told = True
-                _cli_say(f"agent.py: step {self.step}: {self.what}, {seconds:.0f} s so far…")
-            return
-        head = f"[step {self.step}] {self.tokens} tokens, {seconds:.0f} s: " if self.tokens else \
-            f"[step {self.step}] {self.what}… {seconds:.0f} s"
-        room = max(10, shutil.get_terminal_size().columns - _columns(head) - 1)
-        tail = _fit(_cut(self.text, 10 ** 6, one_line=True, escape=True), room, tail=True) \
-            if self.tokens else ""
-        sys.stderr.write("\r\x1b[K" + head + tail)
-        sys.stderr.flush()
-        self.shown = True
-
-    def _erase(self) -> None:
-        if self.shown and sys.stderr:
-            sys.stderr.write("\r\x1b[K")
-            sys.stderr.flush()
-        self.shown = False
-
-
-def _fit(text: str, columns: int, tail: bool = False) -> str:
-    """The start of text that fits in ``columns`` terminal columns, cut with "…"; with tail, its
-    end. A live line that runs past its row leaves a stale row behind at every redraw.
-
-    >>> _fit("abcdef", 4), _fit("日本語の", 5), _fit("abc日本", 4, tail=True)
-    ('abc…', '日本…', '日本')
-    """
-    if _columns(text) <= columns:
-        return text
-    kept, used = [], 1 if not tail else 0
-    for char in reversed(text) if tail else text:
-        used += _columns(char)
-        if used > columns:
-            break
-        kept.append(char)
-    return "".join(reversed(kept)) if tail else "".join(kept) + "\u2026"
-
-
-def _columns(text: str) -> int:
-    """The terminal columns text takes: two for an East Asian wide or fullwidth character (CJK,
-    most emoji), none for a combining mark or a format character, else one; an emoji variation
-    selector counts one, since it may widen the character before it."""
-    import unicodedata
-
-    return sum(1 if char == "\ufe0f" else
-               0 if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf")
-               else 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1 for char in text)
-
-
 class _Trace:
     """The --trace file: one JSON line per event (a step, a result), written as it comes; a write
     error is kept for the end."""
@@ -7957,130 +8023,6 @@ def _cli_on_step(args: argparse.Namespace, trace: Optional[_Trace], status: Opti
                          "the name asked",
                          served, llm.model)
     return on_step
-
-
-def _cli_once(agent: Agent, task: str, args: argparse.Namespace, trace: Optional[_Trace],
-              history: Optional[list[dict]] = None) -> tuple:
-    result = agent.run(task, history)
-    if trace is not None:
-        trace.write("result", {key: value for key,
-                               value in result.to_dict().items() if key != "steps"})
-    if args.json:
-        # ASCII-escaped when stdout's encoding cannot hold the text
-        text = json.dumps(result.to_dict(), ensure_ascii=False, default=str)
-        try:
-            text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
-        except (UnicodeEncodeError, LookupError):   # an ASCII terminal, or a lone surrogate
-            text = json.dumps(result.to_dict(), default=str)
-        _cli_say(text, sys.stdout)
-    elif result.answer is not None:
-        _cli_say(result.answer, sys.stdout)
-    usage = result.usage
-    steps = usage.get("estimated_steps") or []
-    estimated = (f" (estimated for step{'s' if len(steps) > 1 else ''} "
-                 f"{', '.join(map(str, steps))})" if steps else "")
-    _log.info("usage: %s", f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} "
-                           f"completion tokens{estimated}")
-    if not result.ok:
-        # out of time during a tool call: which tool was running
-        last, running = result.steps[-1] if result.steps else None, ""
-        if (result.stop_reason == "time_limit" and last is not None and last.action is not None
-                and last.action.kind != "final" and (last.tool_seconds or last.error)):
-            running = f", while {last.action.name} ran"
-        _cli_say(f"agent.py: stopped ({result.stop_reason}): {result.summary}{running}")
-        hint = _cli_hint(agent, result)
-        if hint:
-            _cli_say(f"agent.py: hint: {hint}")
-    return _STOPS[result.stop_reason].exit_code, result
-
-
-def _cli_hint(agent: Agent, result: AgentResult) -> Optional[str]:
-    """The likely cause of a failed run, from the status and kind of the error that ended it."""
-    failure = getattr(agent.llm, "last_error", None) if result.stop_reason == "llm_error" else None
-    error, model = str(failure or ""), getattr(agent.llm, "model", None)
-    not_served = re.search(r"not found|unknown|does not exist|no such|not available|not loaded",
-                           error, re.I)
-    if failure is not None and _names_model(error, model) and (
-            failure.status == 404 or (failure.status == 400 and not_served)):
-        try:                     # what the server says it serves (GET /models)
-            names = agent.llm._served_models()
-        except (AttributeError, LLMError):
-            served = "GET /models lists what it serves"
-        else:
-            served = (f"it serves {_cut(', '.join(names[:20]), 300, one_line=True, escape=True)}: "
-                      "pass one with --model" if names else "it lists none")
-        return f"unknown model {model!r}: the server does not serve it ({served})"
-    if failure is not None and failure.kind == "connection_refused":
-        return "nothing answers at that address: is the server running, and is the port right?"
-    if result.stop_reason == "format_errors":
-        return ("the model could not write the JSON action: try --constrain always, or a "
-                "larger model")
-    return None
-
-
-def _cli_interactive(agent: Agent, args: argparse.Namespace, trace: Optional[_Trace]) -> int:
-    """Questions from stdin, one conversation; steps count from 1 in each turn, as each turn is one
-    run."""
-    code, history = 0, None
-    while True:
-        sys.stderr.write("you> ")
-        sys.stderr.flush()
-        try:
-            line = _cli_read_line()
-        except UnicodeDecodeError as exc:
-            _cli_say(f"agent.py: that line is not {exc.encoding} text: left out; type it again")
-            continue
-        if not line or line.strip() in ("exit", "quit"):
-            return code
-        if line.strip():
-            code, result = _cli_once(agent, line.strip(), args, trace, history)
-            history = result.messages
-
-
-def _cli_read_line() -> str:
-    """One line of stdin ("" at its end); UnicodeDecodeError for a line its encoding cannot read.
-
-    Bytes are read a line at a time and decoded here, so a bad byte costs only its own line.
-    """
-    buffer = getattr(sys.stdin, "buffer", None)
-    if buffer is None:   # a text stream with no bytes below it
-        return sys.stdin.readline()
-    return buffer.readline().decode(sys.stdin.encoding or "utf-8", sys.stdin.errors or "strict")
-
-
-def _cli_run(args: argparse.Namespace, status: Optional[_StatusLine]) -> int:
-    """Build, open the trace, run and print; the exit code."""
-    if args.interactive and sys.stdin is None:
-        _cli_say("agent.py: -i reads questions from stdin, and stdin is closed")
-        return 2
-    try:
-        # every option is checked before the trace file is opened
-        agent, label, task = _cli_agent(args)
-        trace = _Trace(args.trace) if args.trace else None
-    except (ValueError, OSError, AgentError) as exc:
-        _cli_say(f"agent.py: {exc}")
-        return 2
-    if status is not None and status.terminal and hasattr(agent.llm, "on_delta"):
-        agent.llm.on_delta = status  # the CLI owns this client: one run at a time
-    agent.on_step = _cli_on_step(args, trace, status, agent.llm)
-    agent.on_wait = status.wait if status is not None else None
-    if not args.quiet:
-        _cli_say(f"agent.py: {label}")
-    try:
-        code = (_cli_interactive(agent, args, trace) if args.interactive
-                else _cli_once(agent, task, args, trace)[0])
-    except KeyboardInterrupt:
-        _cli_say("agent.py: interrupted; the steps so far are kept in the trace")
-        code = 130
-    finally:
-        agent.tools.close()                 # the MCP servers it started
-        if trace is not None:
-            trace.close()
-    if trace is not None and trace.error is not None:
-        _cli_say(f"agent.py: could not write the trace {trace.path}: "
-                 f"{trace.error.strerror or trace.error}")
-        return code or 2
-    return code
 
 
 # -- CLI, batch runs -------------------------------------------------------------------
@@ -8228,61 +8170,120 @@ class _BatchProgress:
             sys.stderr.flush()
 
 
-class _CliLog(logging.Handler):
-    """The CLI's log lines on stderr, written as every other line of ours: one line each, controls
-    escaped."""
+# -- CLI, the status line: what the run is doing while you wait (skip on first read) ---
 
-    def __init__(self, say: Callable[[str], None]) -> None:
-        super().__init__()
-        self.say = say
+class _StatusLine:
+    """What the run is doing while you wait, on stderr; every stderr line of a run goes through
+    ``say``.
 
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            warning = "warning: " if record.levelno >= logging.WARNING else ""
-            self.say(f"agent.py: {warning}{record.getMessage()}")
-        except Exception:  # a log line must never stop the run
-            self.handleError(record)
+    On a terminal, one live line from the moment a model call starts: ``waiting for the model… 3
+    s``, then the reply as it streams with a token count (the client's ``on_delta``), then ``running
+    clock (limit 30 s)… 2 s`` while a tool runs; a step's line replaces it. Elsewhere, one line once
+    a wait has passed _SLOW_SECONDS.
+    """
+
+    # off a terminal, a model call or a tool that takes longer gets one line saying so
+    _SLOW_SECONDS = 5.0
+    _TICK_SECONDS = 0.2   # how often the status line looks at the clock
+
+    def __init__(self, terminal: bool) -> None:
+        self.terminal, self._lock, self._stop = terminal, threading.Lock(), threading.Event()
+        self.what: Optional[str] = None      # the wait under way, or None
+        self.step, self.since, self.text, self.tokens, self.second = 0, 0.0, "", 0, 0
+        # off a terminal: the slow line was written; on one: a live line shows
+        self.told = self.shown = False
+        threading.Thread(target=self._tick_on, daemon=True).start()
+
+    def wait(self, step: int, what: Optional[str]) -> None:
+        """The Agent's on_wait: a wait starts (what is awaited), or ends (None)."""
+        with self._lock:
+            if what is None:
+                self.what = None
+                self._erase()
+                return
+            self.step, self.what, self.since = step, what, _now()
+            self.text, self.tokens, self.told = "", 0, False
+            self._draw()
+
+    def __call__(self, piece: Optional[str]) -> None:
+        """The client's on_delta: the next piece of the reply, or None when a retry starts it
+        again."""
+        with self._lock:
+            self.text, self.tokens = (("", 0) if piece is None
+                                      else ((self.text + piece)[-400:], self.tokens + 1))
+            self._draw()
+
+    def say(self, text: str) -> None:
+        """Write a line on stderr (as _cli_say does) without tearing the live line."""
+        with self._lock:
+            self._erase()
+            _cli_say(text)
+            self._draw()
+
+    def close(self) -> None:
+        self._stop.set()
+        self.wait(0, None)
+
+    def _tick_on(self) -> None:
+        while not self._stop.wait(self._TICK_SECONDS):
+            with self._lock:
+                # a new second to show
+                if self.what is not None and int(_now() - self.since) != self.second:
+                    self._draw()
+
+    def _draw(self) -> None:
+        if self.what is None or not sys.stderr:
+            return
+        seconds = _now() - self.since
+        self.second = int(seconds)
+        if not self.terminal:
+            if not self.told and seconds >= self._SLOW_SECONDS:
+                self.told = True
+                _cli_say(f"agent.py: step {self.step}: {self.what}, {seconds:.0f} s so far…")
+            return
+        head = f"[step {self.step}] {self.tokens} tokens, {seconds:.0f} s: " if self.tokens else \
+            f"[step {self.step}] {self.what}… {seconds:.0f} s"
+        room = max(10, shutil.get_terminal_size().columns - _columns(head) - 1)
+        tail = _fit(_cut(self.text, 10 ** 6, one_line=True, escape=True), room, tail=True) \
+            if self.tokens else ""
+        sys.stderr.write("\r\x1b[K" + head + tail)
+        sys.stderr.flush()
+        self.shown = True
+
+    def _erase(self) -> None:
+        if self.shown and sys.stderr:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+        self.shown = False
 
 
-def main(argv: Optional[list[str]] = None) -> int:
-    """The command line: parse, build, run, print. Returns the exit code; the only place that
-    prints."""
-    # stdout or stderr closed at the start (2>&-) points at devnull: the run goes on as usual
-    for name in ("stdout", "stderr"):
-        stream = getattr(sys, name)
-        try:
-            # EBADF when closed, or open only for reading (a shell script's own)
-            os.write(stream.fileno(), b"")
-        # a stream with no file below it (a test's StringIO): it works
-        except io.UnsupportedOperation:
-            continue
-        except (AttributeError, OSError, ValueError):   # None, or a file descriptor that is closed
-            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
-    try:
-        args = _cli_args(argv)
-    except SystemExit as exc:  # --help, --version, or bad usage
-        return exc.code if isinstance(exc.code, int) else 2
-    status = None if args.quiet else _StatusLine(sys.stderr.isatty())
-    handler = _CliLog(status.say if status is not None else _cli_say)
-    _log.addHandler(handler)
-    _log.setLevel({0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG))
-    try:
-        return _cli_batch(args) if args.batch else _cli_run(args, status)
-    except BrokenPipeError:  # the reader went away (| head): stop quietly
-        # point stdout and stderr at devnull so the interpreter's last flush cannot fail
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                os.dup2(devnull, stream.fileno())
-            except (OSError, ValueError, AttributeError):  # not a real file (captured in tests)
-                pass
-        os.close(devnull)
-        return _BROKEN_PIPE
-    finally:
-        _log.removeHandler(handler)
-        _log.setLevel(logging.NOTSET)
-        if status is not None:
-            status.close()
+def _fit(text: str, columns: int, tail: bool = False) -> str:
+    """The start of text that fits in ``columns`` terminal columns, cut with "…"; with tail, its
+    end. A live line that runs past its row leaves a stale row behind at every redraw.
+
+    >>> _fit("abcdef", 4), _fit("日本語の", 5), _fit("abc日本", 4, tail=True)
+    ('abc…', '日本…', '日本')
+    """
+    if _columns(text) <= columns:
+        return text
+    kept, used = [], 1 if not tail else 0
+    for char in reversed(text) if tail else text:
+        used += _columns(char)
+        if used > columns:
+            break
+        kept.append(char)
+    return "".join(reversed(kept)) if tail else "".join(kept) + "\u2026"
+
+
+def _columns(text: str) -> int:
+    """The terminal columns text takes: two for an East Asian wide or fullwidth character (CJK,
+    most emoji), none for a combining mark or a format character, else one; an emoji variation
+    selector counts one, since it may widen the character before it."""
+    import unicodedata
+
+    return sum(1 if char == "\ufe0f" else
+               0 if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf")
+               else 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1 for char in text)
 
 
 if __name__ == "__main__":
