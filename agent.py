@@ -3345,7 +3345,7 @@ class LLM(Protocol):
         a separate reasoning field the server sent, kept in ``Step.reasoning`` and never parsed
       temperature
         read once a failed reply repeats an earlier one: that call asks for at least
-        ``_HOT_TEMPERATURE``
+        ``Agent._HOT_TEMPERATURE``
 
     The CLI reads more, of the ``OpenAICompatLLM`` it builds itself: ``model`` and ``url`` for
     its banner, ``last_model`` to warn when the server answered as another model; and it sets
@@ -5583,20 +5583,8 @@ _STOPS = {
     "llm_error": _Stop("the model endpoint failed: {error}", 3),
 }
 STOP_REASONS = tuple(_STOPS)
-_CONSTRAIN_MODES = ("auto", "always", "never")
-# per-call options it may pass
-_CHAT_OPTIONS = ("response_schema", "temperature", "max_seconds", "frequency_penalty")
-# at least this once a failed reply repeats: a deterministic loop needs sampling
-_HOT_TEMPERATURE = 0.7
-# Sent with the schema: under constrained decoding a small model may loop inside a string until the
-# token limit, which the penalty prevents (docs/NOTES.md, "The schema rung").
-_CONSTRAINED_PENALTY = 0.5
 # the loop's clock for max_seconds and step times (tests replace it); tools keep their own
 _now = time.monotonic
-# Memory: what stands in for the steps a context budget drops, joined to the task's message (a
-# message of its own after the task would break the alternation of roles); its texts are in the
-# table of Errors and settings.
-_MEMORY_MODES = ("digest", "summary", "none")
 
 
 @dataclass
@@ -6057,6 +6045,19 @@ class Agent:
         notes) or 'none'
     """
 
+    _CONSTRAIN_MODES = ("auto", "always", "never")
+    # Memory: what stands in for the steps a context budget drops, joined to the task's message (a
+    # message of its own after the task would break the alternation of roles); its texts are in
+    # the table of Errors and settings.
+    _MEMORY_MODES = ("digest", "summary", "none")
+    # per-call options it may pass
+    _CHAT_OPTIONS = ("response_schema", "temperature", "max_seconds", "frequency_penalty")
+    # at least this once a failed reply repeats: a deterministic loop needs sampling
+    _HOT_TEMPERATURE = 0.7
+    # Sent with the schema: under constrained decoding a small model may loop inside a string until
+    # the token limit, which the penalty prevents (docs/NOTES.md, "The schema rung").
+    _CONSTRAINED_PENALTY = 0.5
+
     def __init__(self, llm: LLM, tools: _Tools = None, *, system_prompt: Optional[str] = None,
                  max_steps: int = 10, max_repeats: int = 2, max_format_errors: int = 3,
                  max_observation_chars: int = 4000, max_context_chars: Optional[int] = None,
@@ -6072,12 +6073,12 @@ class Agent:
         for name, value in {"max_context_chars": max_context_chars, "max_seconds": max_seconds,
                             "max_total_tokens": max_total_tokens}.items():
             _check_setting(name, value, optional=True)   # None: no such limit
-        if constrain not in _CONSTRAIN_MODES:
+        if constrain not in self._CONSTRAIN_MODES:
             raise ValueError(f"invalid constrain {constrain!r} (must be one of "
-                             f"{', '.join(_CONSTRAIN_MODES)})")
-        if memory not in _MEMORY_MODES:
+                             f"{', '.join(self._CONSTRAIN_MODES)})")
+        if memory not in self._MEMORY_MODES:
             raise ValueError(f"invalid memory {memory!r} (must be one of "
-                             f"{', '.join(_MEMORY_MODES)})")
+                             f"{', '.join(self._MEMORY_MODES)})")
         self.llm = llm
         if isinstance(tools, ToolRegistry):
             self.tools = tools
@@ -6104,10 +6105,10 @@ class Agent:
             parameters = inspect.signature(llm.chat).parameters.values()
         except (AttributeError, TypeError, ValueError):  # no chat, or a builtin without a signature
             parameters = []
-        self._accepts = frozenset(_CHAT_OPTIONS) if any(
+        self._accepts = frozenset(self._CHAT_OPTIONS) if any(
             p.kind is p.VAR_KEYWORD for p in parameters) else frozenset(
             p.name for p in parameters
-            if p.name in _CHAT_OPTIONS and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+            if p.name in self._CHAT_OPTIONS and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
         # the prompt's worked example
         self._example = _example(self.tools) if system_prompt is None else None
         if constrain == "always" and "response_schema" not in self._accepts:
@@ -6361,13 +6362,13 @@ class Agent:
         if schema is not None:
             options["response_schema"] = schema
             if "frequency_penalty" in self._accepts:
-                options["frequency_penalty"] = _CONSTRAINED_PENALTY
+                options["frequency_penalty"] = self._CONSTRAINED_PENALTY
         # A final answer does not loop, and sampled hot a small model's answer is a coin toss
         # (docs/NOTES.md, "The answer rung").
         if state.hot and not state.answering():
             configured = getattr(self.llm, "temperature", None)
-            options["temperature"] = (max(_HOT_TEMPERATURE, configured) if _is_number(configured)
-                                      else _HOT_TEMPERATURE)
+            options["temperature"] = (max(self._HOT_TEMPERATURE, configured)
+                                      if _is_number(configured) else self._HOT_TEMPERATURE)
         if self.max_seconds is not None and "max_seconds" in self._accepts:
             options["max_seconds"] = self._time_left(state)
         return options
@@ -6571,7 +6572,7 @@ class Agent:
         looped = state.schema is not None and step.finish_reason == "repetition"
         if state.schema is None and "response_schema" in self._accepts:
             state.schema = self.tools.action_schema()
-            penalty = (f" with frequency_penalty={_CONSTRAINED_PENALTY}"
+            penalty = (f" with frequency_penalty={self._CONSTRAINED_PENALTY}"
                        if "frequency_penalty" in self._accepts else "")
             self._rung(step,
                        f"{why}: from the next call on, the action schema is sent "
@@ -6585,7 +6586,7 @@ class Agent:
             state.hot = True
             self._rung(step,
                        f"{why}: from the next call on, a temperature of at least "
-                       f"{_HOT_TEMPERATURE} is sent")
+                       f"{self._HOT_TEMPERATURE} is sent")
 
     def _rung(self, step: Step, note: str) -> None:
         step.notes.append(f"decoding ladder: {note}")
@@ -7643,11 +7644,12 @@ def _cli_parser() -> argparse.ArgumentParser:
         help="time budget of a task, model calls included")
     add("--max-context-chars", type=_cli_number("max_context_chars"),
         help="characters of conversation sent per call (default: all)")
-    add("--memory", choices=_MEMORY_MODES, default=_default(Agent, "memory"),
+    add("--memory", choices=Agent._MEMORY_MODES, default=_default(Agent, "memory"),
         help="what stands in for the steps --max-context-chars drops: a digest, one line per step "
              "(the default), a summary by the model (one more call per trim), or none")
-    add("--constrain", choices=_CONSTRAIN_MODES, default="auto", help="constrained decoding with "
-        "the action schema: after a format error (auto, the default), always, never")
+    add("--constrain", choices=Agent._CONSTRAIN_MODES, default="auto",
+        help="constrained decoding with the action schema: after a format error (auto, the "
+             "default), always, never")
     add("--json-schema", action="store_true", help="the same as --constrain always")
     add("--tools", action="append", metavar="FILE.py",
         help="load tools from a Python file (repeatable): its ToolRegistry named 'tools', else "
