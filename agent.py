@@ -1985,8 +1985,7 @@ def _unwrap(text: str, repairs: list) -> str:
     return text
 
 
-_ACTION_OPENER = r"\{|\[\s{0,64}\{"   # an object, or an array whose first element is one
-_ACTION_START = re.compile(_ACTION_OPENER)
+_ACTION_START = re.compile(r"\{|\[\s{0,64}\{")   # an object, or an array whose first element is one
 
 
 def _opening_action(body: str, repairs: list) -> Optional[tuple]:
@@ -2039,8 +2038,7 @@ _THINK_BLOCKS = (("<think>", "</think>"), ("<thinking>", "</thinking>"),
                  ("<reasoning>", "</reasoning>"),
                  ("[THINK]", "[/THINK]"))    # the last: Mistral's reasoning models' spelling
 _THINK_CLOSING = {opening.lower(): closing for opening, closing in _THINK_BLOCKS}
-_THINK_OPENS = "|".join(re.escape(opening) for opening, _ in _THINK_BLOCKS)
-_THINK_OPEN = re.compile(_THINK_OPENS, re.I)
+_THINK_OPEN = re.compile("|".join(re.escape(opening) for opening, _ in _THINK_BLOCKS), re.I)
 
 
 def _drop_think(text: str, repairs: list) -> str:
@@ -2073,8 +2071,7 @@ def _drop_think(text: str, repairs: list) -> str:
     return text
 
 
-_THINK_CLOSES = "|".join(re.escape(closing) for _, closing in _THINK_BLOCKS)
-_THINK_CLOSE = re.compile(_THINK_CLOSES, re.I)
+_THINK_CLOSE = re.compile("|".join(re.escape(closing) for _, closing in _THINK_BLOCKS), re.I)
 
 
 def _lone_closing_tag(text: str) -> Any:
@@ -2550,30 +2547,6 @@ def _lists_values(unit: str) -> bool:
 # _ActionScanner finds where a reply's action ends (the streaming client uses it too); _read_value
 # reads it
 
-_MAX_JSON_DEPTH = 100        # brackets nested deeper are refused
-# what an open block keeps between pieces
-_THINK_TAIL = max(len(tag) for block in _THINK_BLOCKS for tag in block) - 1
-# The only tags that are packaging: tokens of chat templates and tool-call wrappers. Any other
-# tag (<draft>, <example>, <reflection>) is prose, so a reply that opens with it is read whole.
-_SPECIAL_TOKEN = rf"""<\|/?[\w.-]{{1,40}}\|> | <｜[^｜<>]{{0,40}}｜> | \[/?(?:TOOL_CALLS|INST)\]
-                   | </?(?:s|tool_calls?|function_?calls?)> | (?i:{_THINK_CLOSES})"""
-_STRUCTURE = re.compile(r"[][{}\"']")
-_STRING_REST = {'"': re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.S),
-                "'": re.compile(r"[^'\\]*(?:\\.[^'\\]*)*", re.S)}
-_LABELS = ("json", "JSON", "assistant")
-_LEAD_TOKEN = re.compile(rf"""
-    (?P<space>[\s\ufeff]+)
-  | (?P<action>{_ACTION_OPENER})
-  | (?P<quote>"(?={_ACTION_OPENER}))                   # a stray quote right before the action
-  | (?P<think>(?i:{_THINK_OPENS}))
-  | (?P<fence>```[\w+.-]{{0,20}})
-  | (?P<token>{_SPECIAL_TOKEN})
-  | (?P<label>(?:{"|".join(_LABELS)})\b)
-""", re.X)
-_PACKAGING_TAGS = {"fence": "code_fence", "token": "special_tokens", "label": "special_tokens",
-                   "quote": "stray_quote"}
-
-
 class _ActionScanner:
     """Reads a reply piece by piece and finds where its first action ends.
 
@@ -2585,6 +2558,35 @@ class _ActionScanner:
     block, so the work per piece is proportional to the piece.
     """
 
+    # What it looks for: the packaging before the action, and the brackets and strings in it.
+    MAX_DEPTH = 100        # brackets nested deeper are refused
+    # what an open think block keeps between pieces
+    THINK_TAIL = max(len(tag) for block in _THINK_BLOCKS for tag in block) - 1
+    LABELS = ("json", "JSON", "assistant")
+    # What may come before the action. The only tags that are packaging: tokens of chat templates
+    # and tool-call wrappers. Any other tag (<draft>, <example>, <reflection>) is prose, so a reply
+    # that opens with it is read whole.
+    LEAD_TOKEN = re.compile(rf"""
+        (?P<space>[\s\ufeff]+)
+      | (?P<action>{_ACTION_START.pattern})
+      | (?P<quote>"(?={_ACTION_START.pattern}))        # a stray quote right before the action
+      | (?P<think>(?i:{_THINK_OPEN.pattern}))
+      | (?P<fence>```[\w+.-]{{0,20}})
+      | (?P<token><\|/?[\w.-]{{1,40}}\|> | <｜[^｜<>]{{0,40}}｜> | \[/?(?:TOOL_CALLS|INST)\]
+                 | </?(?:s|tool_calls?|function_?calls?)> | (?i:{_THINK_CLOSE.pattern}))
+      | (?P<label>(?:{"|".join(LABELS)})\b)
+    """, re.X)
+    PACKAGING_TAGS = {"fence": "code_fence", "token": "special_tokens", "label": "special_tokens",
+                      "quote": "stray_quote"}
+    # the start of a lead token or of the action, cut at a piece's end: wait for the next piece
+    LEAD_PARTIAL = re.compile(r"""<\|?/?[\w.-]{0,40}\|? | <｜[^｜<>]{0,40}｜? | \[\s{0,64}
+                                  | \[/?[A-Z_]{0,20} | "(?:\[\s{0,64})? | `{1,2}""", re.X)
+    STRUCTURE = re.compile(r"[][{}\"']")
+    STRING_REST = {'"': re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.S),
+                   "'": re.compile(r"[^'\\]*(?:\\.[^'\\]*)*", re.S)}
+
+    # Reading, piece by piece; open_string says where an unclosed string began.
+
     def __init__(self) -> None:
         # None while undecided; False once prose came first
         self.opens_with_action: Optional[bool] = None
@@ -2593,7 +2595,7 @@ class _ActionScanner:
         # why the action can never close: a mismatched or too deep bracket
         self.problem: Optional[str] = None
         self.broken_at: Optional[int] = None   # just past the bracket that made the problem
-        self.too_deep = False                  # the problem is nesting past _MAX_JSON_DEPTH
+        self.too_deep = False                  # the problem is nesting past MAX_DEPTH
         self.packaging: list = []  # repair tags of the packaging skipped before the action
         self._fed = 0                          # characters fed so far
         self._pending = ""  # fed text not decided yet: a partial token, an open think block's tail
@@ -2637,17 +2639,17 @@ class _ActionScanner:
             if self._think_depth:
                 pos, self._think_depth = _think_end(text, pos, self._think_depth)
                 if self._think_depth:  # keep only what may be the start of the next tag
-                    self._pending = text[max(pos, len(text) - _THINK_TAIL):]
+                    self._pending = text[max(pos, len(text) - self.THINK_TAIL):]
                     return None
                 continue
-            token = _LEAD_TOKEN.match(text, pos)
+            token = self.LEAD_TOKEN.match(text, pos)
             if token is None or (token.end() == len(text)
                                  and token.lastgroup in ("fence", "label")):
                 # wait: the next piece decides
                 # or when the end may still grow into packaging or the action's start
                 rest = text[pos:]
-                if (token is not None or _LEAD_PARTIAL.fullmatch(rest)
-                        or any(label.startswith(rest) for label in _LABELS)
+                if (token is not None or self.LEAD_PARTIAL.fullmatch(rest)
+                        or any(label.startswith(rest) for label in self.LABELS)
                         or any(tag.lower().startswith(rest.lower()) for block in _THINK_BLOCKS
                                for tag in block)):
                     self._pending = text[pos:]
@@ -2660,7 +2662,7 @@ class _ActionScanner:
                 return pos
             self._think_depth = int(kind == "think")
             tag = ("think" if kind == "think" or _THINK_CLOSE.fullmatch(token.group())
-                   else _PACKAGING_TAGS.get(kind))
+                   else self.PACKAGING_TAGS.get(kind))
             if tag:
                 _note(self.packaging, tag)
         return None
@@ -2675,7 +2677,7 @@ class _ActionScanner:
                     if pos >= len(text):
                         return None
                     pos, self._escaped = pos + 1, False
-                pos = _STRING_REST[self._quote].match(text, pos).end()
+                pos = self.STRING_REST[self._quote].match(text, pos).end()
                 if pos >= len(text):
                     return None
                 # a lone backslash ends the piece: it escapes the next one's first character
@@ -2684,7 +2686,7 @@ class _ActionScanner:
                     return None
                 self._quote, pos = "", pos + 1
                 continue
-            match = _STRUCTURE.search(text, pos)
+            match = self.STRUCTURE.search(text, pos)
             if match is None:
                 return None
             char, pos = match.group(), match.end()
@@ -2692,9 +2694,9 @@ class _ActionScanner:
                 self._quote = char
             elif char in "{[":
                 closers.append("}" if char == "{" else "]")
-                if len(closers) > _MAX_JSON_DEPTH:
+                if len(closers) > self.MAX_DEPTH:
                     self.too_deep = True
-                    return self._broken(f"the JSON is nested more than {_MAX_JSON_DEPTH} levels "
+                    return self._broken(f"the JSON is nested more than {self.MAX_DEPTH} levels "
                                         "deep", base + pos)
             elif closers.pop() != char:
                 return self._broken(f"the JSON has a mismatched {char!r} at character "
@@ -2724,7 +2726,7 @@ class _ActionScanner:
         return None
 
 
-_THINK_TAG = re.compile(f"(?P<close>{_THINK_CLOSES})|{_THINK_OPENS}", re.I)
+_THINK_TAG = re.compile(f"(?P<close>{_THINK_CLOSE.pattern})|{_THINK_OPEN.pattern}", re.I)
 
 
 def _think_end(text: str, pos: int, depth: int) -> tuple[int, int]:
@@ -2737,10 +2739,6 @@ def _think_end(text: str, pos: int, depth: int) -> tuple[int, int]:
         if not depth:
             break
     return pos, depth
-
-
-_LEAD_PARTIAL = re.compile(r"""<\|?/?[\w.-]{0,40}\|? | <｜[^｜<>]{0,40}｜? | \[\s{0,64}
-                               | \[/?[A-Z_]{0,20} | "(?:\[\s{0,64})? | `{1,2}""", re.X)
 
 
 def _read_value(text: str, start: int, repairs: list) -> tuple[Any, int]:
@@ -2787,8 +2785,26 @@ def _decode(chunk: str, repairs: list) -> Any:
     A key written twice with different values, at any depth, and a number that is not
     finite are refused.
     """
-    hooks = {"object_pairs_hook": lambda pairs: _unique_keys(pairs, repairs),
-             "parse_constant": _not_finite, "parse_float": _finite}
+    def unique_keys(pairs: list) -> dict:   # a key written twice must hold one value
+        obj: dict = {}
+        for key, value in pairs:
+            if key in obj:
+                if _canonical(obj[key]) != _canonical(value):
+                    shown = _cut(json.dumps(key, ensure_ascii=False), 60)
+                    raise _refuse(f"the key {shown} appears twice with different values; write "
+                                  "each key once")
+                _note(repairs, "duplicate_key")
+            obj[key] = value
+        return obj
+
+    def finite(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            _not_finite(text)
+        return value
+
+    hooks = {"object_pairs_hook": unique_keys, "parse_constant": _not_finite,
+             "parse_float": finite}
     try:
         return json.loads(chunk, **hooks)
     except ActionFormatError:
@@ -2807,9 +2823,60 @@ def _decode(chunk: str, repairs: list) -> Any:
         raise _refuse(f"the JSON is invalid: {exc}") from None
 
 
+def _not_finite(text: str) -> None:
+    raise _refuse(f"the number {text[:40]} is not finite; send a finite number, or text in double "
+                  "quotes")
+
+
+# One token of near-JSON, as _normalize_json reads it.
+_JSON_TOKEN = re.compile(r"""
+    (?P<space>\s+)
+  | (?P<escaped>(?:\\[nrt])+)                         # a literal \\n between tokens: escaped twice
+  | (?P<punct>[][{}:,])
+  | (?P<string>"[^"\\]*(?:\\.[^"\\]*)*"|'[^'\\]*(?:\\.[^'\\]*)*')
+  | (?P<number>-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.]))
+  | (?P<word>-?[A-Za-z_][\w.-]*)
+""", re.X | re.S)
+# One escape or raw control character inside a string.
+_STRING_PIECE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|u[0-9a-fA-F]{4}|[0-7]{1,3}|.)"
+                           r"|[\x00-\x1f]", re.S)
+
+
 def _normalize_json(chunk: str, repairs: list) -> str:
     """Rewrite near-JSON as JSON, token by token: Python literals, raw control characters,
-    invalid escapes, trailing commas, escaped-twice whitespace. Unquoted words are refused."""
+    invalid escapes, trailing commas, escaped-twice whitespace. Unquoted words are refused.
+
+    In a string, ``\\_`` and ``\\'`` read as the character (Markdown and Python habits).
+    Otherwise a double-quoted string keeps JSON's escapes and a single-quoted one Python's
+    (for ``ast.literal_eval``); any other backslash is refused, since it may be a path's
+    backslash or an escape.
+    """
+    python_words = {"True": "true", "False": "false", "None": "null"}
+
+    def fix_piece(piece: str, single: bool) -> str:   # one match of _STRING_PIECE
+        if piece[0] != "\\":
+            _note(repairs, "raw_control_characters")
+            return json.dumps(piece)[1:-1]
+        code = piece[1:]
+        if code == "_" or (code == "'" and not single):
+            _note(repairs, "invalid_escape")
+            return code
+        # past 0o377 Python warns; the same character without a warning
+        if single and code[0] in "01234567":
+            return f"\\U{int(code, 8):08x}"
+        if single:   # a backslash and a line break is a line continuation
+            allowed = code[0] in "\\'\"abfnrtv01234567xNuU\n"
+        else:
+            allowed = code in ('"', "\\", "/", "b", "f", "n", "r", "t") or (
+                code[0] == "u" and len(code) == 5)
+        if not allowed:
+            char = code[0]
+            shown = (f"'\\{char}'" if char.isprintable() and not char.isspace()
+                     else f"a backslash before U+{ord(char):04X}")
+            raise _refuse(f"a string holds {shown}, which may be a literal backslash (as in "
+                          "C:\\Users) or an escape; write a literal backslash as \\\\")
+        return piece
+
     tokens, pos = [], 0
     while pos < len(chunk):
         token = _JSON_TOKEN.match(chunk, pos)
@@ -2826,7 +2893,7 @@ def _normalize_json(chunk: str, repairs: list) -> str:
         elif kind == "string":   # a double- or single-quoted string, as a JSON string literal
             single = value[0] == "'"
             body = _STRING_PIECE.sub(
-                lambda m, single=single: _fix_piece(m.group(), single, repairs), value[1:-1])
+                lambda m, single=single: fix_piece(m.group(), single), value[1:-1])
             value = f'"{body}"'
             if single:
                 _note(repairs, "python_literal")
@@ -2838,15 +2905,15 @@ def _normalize_json(chunk: str, repairs: list) -> str:
         elif kind == "word" and value not in ("true", "false", "null"):
             if value in ("NaN", "Infinity", "-Infinity"):
                 _not_finite(value)
-            if value not in _PYTHON_WORDS and last[1] >= 0 and out[last[1]][:1] == '"':
+            if value not in python_words and last[1] >= 0 and out[last[1]][:1] == '"':
                 # as in "echo "hi"": the string ended early
                 raise _refuse(f'the text {value[:40]!r} follows a string: a quote inside a string '
                               'must be escaped as \\"')
-            if value not in _PYTHON_WORDS:
+            if value not in python_words:
                 raise _refuse(f"the value {value[:40]!r} is not quoted: put text values in double "
                               "quotes")
             _note(repairs, "python_literal")
-            value = _PYTHON_WORDS[value]
+            value = python_words[value]
         elif (value in "]}" and min(last) >= 0 and out[last[1]] == ","
               and out[last[0]] not in ("[", "{", ",", ":")):
             out[last[1]] = ""  # whatever whitespace, line breaks or indentation follow the comma
@@ -2855,86 +2922,6 @@ def _normalize_json(chunk: str, repairs: list) -> str:
             last = [last[1], len(out)]
         out.append(value)
     return "".join(out)
-
-
-_JSON_TOKEN = re.compile(r"""
-    (?P<space>\s+)
-  | (?P<escaped>(?:\\[nrt])+)                         # a literal \\n between tokens: escaped twice
-  | (?P<punct>[][{}:,])
-  | (?P<string>"[^"\\]*(?:\\.[^"\\]*)*"|'[^'\\]*(?:\\.[^'\\]*)*')
-  | (?P<number>-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.]))
-  | (?P<word>-?[A-Za-z_][\w.-]*)
-""", re.X | re.S)
-
-
-_STRING_PIECE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|u[0-9a-fA-F]{4}|[0-7]{1,3}|.)"
-                           r"|[\x00-\x1f]", re.S)
-
-
-_JSON_ESCAPES = set('"\\/bfnrt')
-# a backslash and a line break is a line continuation
-_PYTHON_ESCAPES = set("\\'\"abfnrtv01234567xNuU\n")
-
-
-def _fix_piece(piece: str, single: bool, repairs: list) -> str:
-    """One escape or raw control character of a string, rewritten for JSON or, in a single-quoted
-    string, for ``ast.literal_eval``.
-
-    ``\\_`` and ``\\'`` read as the character (Markdown and Python habits). Otherwise a
-    double-quoted string keeps JSON's escapes and a single-quoted one Python's; any
-    other backslash is refused, since it may be a path's backslash or an escape.
-    """
-    if piece[0] != "\\":
-        _note(repairs, "raw_control_characters")
-        return json.dumps(piece)[1:-1]
-    code = piece[1:]
-    if code == "_" or (code == "'" and not single):
-        _note(repairs, "invalid_escape")
-        return code
-    # past 0o377 Python warns; the same character without a warning
-    if single and code[0] in "01234567":
-        return f"\\U{int(code, 8):08x}"
-    if single:
-        allowed = code[0] in _PYTHON_ESCAPES
-    else:
-        allowed = code in _JSON_ESCAPES or (code[0] == "u" and len(code) == 5)
-    if not allowed:
-        char = code[0]
-        shown = (f"'\\{char}'" if char.isprintable() and not char.isspace()
-                 else f"a backslash before U+{ord(char):04X}")
-        raise _refuse(f"a string holds {shown}, which may be a literal backslash (as in C:\\Users) "
-                      "or an escape; write a literal backslash as \\\\")
-    return piece
-
-
-_PYTHON_WORDS = {"True": "true", "False": "false", "None": "null"}
-
-
-def _unique_keys(pairs: list, repairs: list) -> dict:
-    """An object from its key-value pairs; a key written twice must hold the same value both
-    times."""
-    obj: dict = {}
-    for key, value in pairs:
-        if key in obj:
-            if _canonical(obj[key]) != _canonical(value):
-                shown = _cut(json.dumps(key, ensure_ascii=False), 60)
-                raise _refuse(f"the key {shown} appears twice with different values; write each "
-                              "key once")
-            _note(repairs, "duplicate_key")
-        obj[key] = value
-    return obj
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        _not_finite(text)
-    return value
-
-
-def _not_finite(text: str) -> None:
-    raise _refuse(f"the number {text[:40]} is not finite; send a finite number, or text in double "
-                  "quotes")
 
 
 # -- Transport: deadlines, bodies, server-sent events, the opener (skip on first read) ----
