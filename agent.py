@@ -2409,9 +2409,6 @@ def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-_UNLISTED = ("title", "examples", "$schema", "$comment")  # annotations a model does not need to see
-
-
 def _listed(schema: Any, top: bool = True) -> Any:
     """A parameter schema as the prompt lists it: without annotations, and at the top without what
     every tool's schema says (``"type": "object"``, ``"additionalProperties": false``, an empty
@@ -2424,7 +2421,7 @@ def _listed(schema: Any, top: bool = True) -> Any:
     for key, value in schema.items():
         if key in ("properties", "$defs") and isinstance(value, dict):   # names, not keywords
             listed[key] = {name: _listed(item, False) for name, item in value.items()}
-        elif key not in _UNLISTED:
+        elif key not in ("title", "examples", "$schema", "$comment"):   # a model needs none
             listed[key] = _listed(value, False)
     if top:
         for key, plain in (("type", "object"), ("additionalProperties", False), ("required", [])):
@@ -2494,17 +2491,6 @@ def _repeating_tail(text: str) -> bool:
     return False
 
 
-_ROW_SEPARATORS = re.compile(r"[,;|\n\t]")
-_WORD = re.compile(r"[^\W\d_]{2,}")                            # two or more letters, in any script
-_LITERALS = {"null", "true", "false", "None", "True", "False", "NaN"}
-_TOKEN = re.compile(r"[A-Za-z0-9+/=_-]+")  # digits, base64, a banner: one unspaced token
-_MEMBER, _OPENING, _CLOSING = re.compile(r'"\s*:'), re.compile(r"[{\[]"), re.compile(r"[]}]")
-# ...unless it is lowercase words joined by "_" or "-", 8 characters or more, as a model writes
-# names ("greeting_to_"): base64 of one colour has 4-character units
-_NAME_UNIT = re.compile(r"[a-z_-]{8,}")
-_JOINED_WORDS = re.compile(r"[a-z]{2}[_-][a-z]{2}")
-
-
 def _lists_values(unit: str) -> bool:
     """True when a repeated unit is data, not something the model says: a row or an unspaced token.
 
@@ -2518,12 +2504,13 @@ def _lists_values(unit: str) -> bool:
     2,000; of one colour, never). Units of whitespace, prose, and arithmetic (``= 24*3 + 40``,
     ``.000000000``) are not data.
     """
-    if _TOKEN.fullmatch(unit):
+    if re.fullmatch(r"[A-Za-z0-9+/=_-]+", unit):   # digits, base64, a banner: one unspaced token
         # a name written again and again ("greeting_to_") is a loop that runs to the context's
         # end (docs/NOTES.md, "Streaming"); the unit may start inside a word: its two copies
-        # hold the join
-        return not (_NAME_UNIT.fullmatch(unit) and _JOINED_WORDS.search(unit + unit))
-    separator = _ROW_SEPARATORS.search(unit)
+        # hold the join. Base64 of one colour has 4-character units.
+        return not (re.fullmatch(r"[a-z_-]{8,}", unit)
+                    and re.search(r"[a-z]{2}[_-][a-z]{2}", unit + unit))
+    separator = re.search(r"[,;|\n\t]", unit)
     if not unit.strip() or not separator:
         return False
     # start after a separator, so no word is cut
@@ -2532,13 +2519,16 @@ def _lists_values(unit: str) -> bool:
     readings = (unit, '"' + unit) if '"' in unit else (unit,)
     for reading in readings:
         outside = "".join(reading.split('"')[::2])
-        if not all(word in _LITERALS for word in _WORD.findall(outside)):
+        words = re.findall(r"[^\W\d_]{2,}", outside)   # two or more letters, in any script
+        if not all(word in ("null", "true", "false", "None", "True", "False", "NaN")
+                   for word in words):
             continue
-        opens = len(_OPENING.findall(outside))
+        opens = len(re.findall(r"[{\[]", outside))
         # A unit that opens more than it closes nests deeper with each copy, and a member with no
         # bracket is the same key again in one object: neither is data, and a looping model
         # writes both to the context's end (docs/NOTES.md, "Streaming").
-        if opens <= len(_CLOSING.findall(outside)) and not (opens == 0 and _MEMBER.search(reading)):
+        if (opens <= len(re.findall(r"[]}]", outside))
+                and not (opens == 0 and re.search(r'"\s*:', reading))):
             return True
     return False
 
