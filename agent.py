@@ -2137,7 +2137,7 @@ def _check_others(action: Any, others: Iterable, opened: bool, repairs: list) ->
     (``extra_actions``)."""
     first = None
     for chunk, value in others:
-        if not _is_action(chunk, value):
+        if not _Keys.is_action(chunk, value):
             continue  # braces in prose, or data beside the action: not an action
         first = first or _canonical(action)
         if value is not None and _canonical(value) == first:
@@ -2152,204 +2152,45 @@ def _check_others(action: Any, others: Iterable, opened: bool, repairs: list) ->
                           f"wait for its {_OBSERVATION}")
 
 
-# The one table of an action's keys: each spelling a model writes for one (compared as _spelling
-# makes it) and the key it means. A spelling of the key itself ("Name", "arguments ") must agree
-# with the key; another word ("tool", "args", "final_answer") is a look-alike. Neither is read as
-# the key: where the key holds nothing, either is refused, naming the key. OpenAI's call metadata
-# stands for no key, and is no argument in the wrong place: ignored.
-_OWN_KEYS = ("type", "name", "arguments", "answer", "thought")
-_CALL_METADATA = ("id", "index", "call_id")
-_KEY_TABLE = {
-    **{key: key for key in _OWN_KEYS},
-    **dict.fromkeys(("action", "tool", "tool_name", "function"), "name"),
-    **dict.fromkeys(("args", "argument", "kwargs", "parameters", "params", "input", "inputs",
-                     "action_input", "tool_input", "tool_args"), "arguments"),
-    **dict.fromkeys(("final_answer", "response", "output"), "answer"),
-    **dict.fromkeys(_CALL_METADATA, None),
-}
-_KEY_WORDS = "|".join(sorted((word for word, key in _KEY_TABLE.items()
-                              if key not in (None, "thought")), key=len, reverse=True))
-# An action's key written in an object that cannot be read, also quoted as \" or \\\" (an action
-# written as a JSON string, or escaped once too often) or after a literal \n. The key is found first
-# and its quoting checked after it (bounded), so the search stays linear on long runs of quotes.
-_ACTION_KEY_TEXT = re.compile(r"(?:(?<![\w-])|(?<=\\[nrt]))"
-                              rf"""(?:{_KEY_WORDS})(?:[\\"']|\s){{0,64}}:""", re.I)
-
-
-def _is_action(chunk: str, value: Any) -> bool:
-    """Whether an object found after the action is another action: it has an action's keys or
-    look-alikes, whatever key it opens with. One that cannot be read is judged by the keys written
-    in it."""
-    if isinstance(value, list):
-        return any(_is_action("", item) for item in value)
-    if isinstance(value, dict):
-        return any(_meant_key(key) not in (None, "thought") for key in value)
-    return bool(_ACTION_KEY_TEXT.search(chunk))
-
-
-def _meant_key(key: Any) -> Optional[str]:
-    """The action key that key stands for (by _KEY_TABLE): the key itself, another spelling of it
-    (case, spaces), or a look-alike's."""
-    return _KEY_TABLE.get(_spelling(key))
-
-
-def _spelling(word: Any) -> Optional[str]:
-    """A key or a "type" as the parser compares it: lower-cased, stripped, inner spaces and hyphens
-    as underscores (``"Name "`` is ``name``, ``"Final Answer"`` is ``final_answer``, ``"tool-call"``
-    is ``tool_call``)."""
-    return (word.strip().lower().replace(" ", "_").replace("-", "_") if isinstance(word, str)
-            else None)
-
-
 def _interpret(obj: dict, repairs: list) -> Action:
-    """Turn the action object into an Action, refusing anything whose meaning is not certain."""
-    keys = _read_keys(obj, repairs)
+    """Turn the action object into an Action, refusing anything whose meaning is not certain.
+
+    A key is missing when it is absent or null, or holds nothing ("", {}, []) while another key
+    stands for it. When a call's arguments are missing or empty, a look-alike of "arguments", or
+    any key other than the action's own or OpenAI's call metadata holding a value, is an argument
+    in the wrong place: dropping it would run the tool on its defaults, so it is refused, naming
+    "arguments".
+    """
+    keys = _Keys.read(obj, repairs)
+
+    def unheld(key: str) -> bool:
+        return obj.get(key) is None or (key in keys.stand_ins and obj.get(key) in _Keys.EMPTY)
+
     thought = obj.get("thought")
     if thought is not None and not isinstance(thought, str):
         thought = json.dumps(thought, ensure_ascii=False)
+    # 1. a final answer: its text
     if keys.kind == "final":
-        return Action("final", answer=_answer(obj, keys, repairs), thought=thought,
-                      repairs=tuple(repairs))
-    name = _tool_name(obj, keys, repairs)
-    return Action("tool_call", name=name, arguments=_arguments(obj, keys, repairs),
-                  thought=thought, repairs=tuple(repairs))
-
-
-class _Keys(typing.NamedTuple):
-    """What one action object's keys mean, as _read_keys reads them."""
-    kind: str          # "tool_call" or "final"
-    stand_ins: dict    # action key -> the other keys that stand for it and hold a value, in order
-    strays: list       # keys holding a value that spell no action key and are no call metadata
-
-
-_EMPTY = (None, "", {}, [])    # a key holding one of these holds no value
-
-
-def _read_keys(obj: dict, repairs: list) -> _Keys:
-    """The one reading of an action's keys (by _KEY_TABLE): what each stands for, and the kind.
-
-    An action key under two spellings (``name`` and ``Name``), both holding a value, must hold the
-    same value. A call (a name or arguments, under any spelling of the key) beside an answer (under
-    any spelling, or a look-alike such as "final_answer" or "output"), each holding a value, is
-    refused whatever "type" says. A look-alike of a call's key beside an answer ("input" echoing
-    the question) runs nothing, so it is left to the answer.
-    """
-    held = set()           # the action keys that hold a value, under any spelling of the key
-    stand_ins: dict = {}
-    strays = []
-    for key, value in obj.items():
-        if value in _EMPTY:
-            continue
-        if key in _OWN_KEYS:
-            held.add(key)
-            continue
-        spelling = _spelling(key)
-        meant = _KEY_TABLE.get(spelling)
-        if meant is not None:
-            stand_ins.setdefault(meant, []).append(key)
-        if meant is not None and meant == spelling:
-            held.add(meant)
-        elif spelling not in _CALL_METADATA or isinstance(value, (dict, list)):
-            strays.append(key)   # OpenAI's metadata is text or a number, never an object
-    if held.intersection(stand_ins):   # some key is spelled two ways, both holding a value
-        _check_spellings(obj, repairs)
-    answer = "answer" in held or "answer" in stand_ins
-    if answer and ("name" in held or "arguments" in held):
-        raise _refuse("your reply has both an answer and a tool call; send one of them")
-    return _Keys(_action_kind(obj, answer, stand_ins, repairs), stand_ins, strays)
-
-
-def _present(obj: dict, key: str) -> bool:
-    return obj.get(key) not in _EMPTY
-
-
-def _check_spellings(obj: dict, repairs: list) -> None:
-    """Two spellings of one action key (``name`` and ``Name``) holding different values: one would
-    silently win. Refused, naming the key; the same value twice is read once."""
-    spelled: dict = {}
-    for key in obj:
-        meant = _spelling(key)
-        if meant in _OWN_KEYS and meant != "thought" and _present(obj, key):
-            spelled.setdefault(meant, []).append(key)
-    for meant, keys in spelled.items():
-        if len(keys) < 2:
-            continue
-        if len({_canonical(obj[key]) for key in keys}) > 1:
-            shown = " and ".join(json.dumps(key, ensure_ascii=False) for key in keys)
-            raise _refuse(f'the key "{meant}" appears twice with different values (as '
-                          f'{_cut(shown, 80)}); write each key once')
-        _note(repairs, "duplicate_key")
-
-
-def _action_kind(obj: dict, answer: bool, stand_ins: dict, repairs: list) -> str:
-    """"tool_call" or "final": from "type", else from the keys a call or an answer has (answer:
-    whether any key standing for the answer holds one, as the answer-and-call check counts it)."""
-    if "type" in obj:
-        kind = obj["type"]
-        normal = _spelling(kind)
-        if normal not in ("tool_call", "final"):
-            raise _refuse(f'unknown "type" {_cut(json.dumps(kind, ensure_ascii=False), 40)}: use '
-                          '"tool_call" or "final"')
-        if normal != kind:
-            _note(repairs, "type_spelling")
-        return normal
-    is_call = "name" in obj or "arguments" in obj
-    if is_call or "answer" in obj:
-        if "type" in stand_ins:   # "Type" is not read as "type", as "Name" is not "name"
-            raise _refuse(_missing("type", stand_ins))
-        _note(repairs, "missing_type")
-        return "final" if answer or not is_call else "tool_call"
-    names = [key for key in obj if _meant_key(key) not in (None, "thought", key)]
-    if names:
-        fixes = "; ".join(f'use "{_meant_key(key)}" instead of '
-                          f'{json.dumps(key, ensure_ascii=False)}' for key in names)
-        raise _refuse(f'"type" is missing and the keys are wrong: {fixes}')
-    raise _refuse('the object has no "type", "name" or "answer" (keys: '
-                  f'{_cut(", ".join(map(str, obj)), 80) or "none"})')
-
-
-def _answer(obj: dict, keys: _Keys, repairs: list) -> str:
-    answer = obj.get("answer")
-    if _unheld(obj, keys, "answer"):
-        raise _refuse(_missing("answer", keys.stand_ins), _FINAL_SHAPE)
-    if not isinstance(answer, str):
-        _note(repairs, "answer_not_text")
-        answer = json.dumps(answer, ensure_ascii=False)
-    return answer
-
-
-def _unheld(obj: dict, keys: _Keys, key: str) -> bool:
-    """Whether key is missing, or holds nothing ("", {}, []) while another key stands for it."""
-    return obj.get(key) is None or (key in keys.stand_ins and not _present(obj, key))
-
-
-def _missing(key: str, stand_ins: dict) -> str:
-    """What the model is told of a missing key: the key it wrote instead, if there is one."""
-    if key not in stand_ins:
-        return f'"{key}" is missing'
-    return f'use "{key}" instead of {json.dumps(stand_ins[key][0], ensure_ascii=False)}'
-
-
-_CALL_IN_NAME = re.compile(r"[()\[\]{}\"'=\n\r]")
-
-
-def _tool_name(obj: dict, keys: _Keys, repairs: list) -> str:
+        answer = obj.get("answer")
+        if unheld("answer"):
+            raise _refuse(keys.missing("answer"), _FINAL_SHAPE)
+        if not isinstance(answer, str):
+            _note(repairs, "answer_not_text")
+            answer = json.dumps(answer, ensure_ascii=False)
+        return Action("final", answer=answer, thought=thought, repairs=tuple(repairs))
+    # 2. a call: the tool's name, alone
     name = obj.get("name")
-    if _unheld(obj, keys, "name"):
-        raise _refuse(f"{_missing('name', keys.stand_ins)} for the tool to call", _CALL_SHAPE)
+    if unheld("name"):
+        raise _refuse(f"{keys.missing('name')} for the tool to call", _CALL_SHAPE)
     if not isinstance(name, str) or not name.strip():
         raise _refuse(f'"name" must be the tool name as text, got {_shown(name)}', _CALL_SHAPE)
-    if _CALL_IN_NAME.search(name.strip()):
+    if re.search(r"[()\[\]{}\"'=\n\r]", name.strip()):   # a call written into the name
         raise _refuse(f'"name" must be only the tool name, got {name[:60]!r}; put the arguments in '
                       '"arguments"',
                       _CALL_SHAPE)
     if name != name.strip():
         _note(repairs, "name_whitespace")
-    return name.strip()
-
-
-def _arguments(obj: dict, keys: _Keys, repairs: list) -> dict:
-    """The call's arguments; when they are missing or empty, no other key may hold any."""
+    # 3. its arguments: an object, or the JSON text of one
     arguments = obj.get("arguments")
     if isinstance(arguments, str):
         _note(repairs, "arguments_string")
@@ -2361,27 +2202,161 @@ def _arguments(obj: dict, keys: _Keys, repairs: list) -> dict:
         if text[end:].strip():
             raise _refuse('"arguments" holds text after its JSON object', _CALL_SHAPE)
     if arguments is None or arguments == {}:
-        _check_stray_arguments(obj, keys)
+        # 4. none: then no other key may hold any
+        stray = (keys.stand_ins.get("arguments") or keys.strays or [None])[0]
+        if stray is not None:
+            shown = _cut(json.dumps(stray, ensure_ascii=False), 60)
+            if stray in keys.stand_ins.get("arguments", ()) or isinstance(obj[stray], dict):
+                raise _refuse(f'use "arguments" instead of {shown}', _CALL_SHAPE)
+            raise _refuse(f'the tool call has no "arguments" but has {shown} beside them; put the '
+                          f'tool\'s arguments inside "arguments", as in "arguments": {{{shown}: '
+                          '...}}', _CALL_SHAPE)
         if arguments is None:
             _note(repairs, "missing_arguments")
-        return {}
-    if not isinstance(arguments, dict):
+        arguments = {}
+    elif not isinstance(arguments, dict):
         raise _refuse(f'"arguments" must be a JSON object, got {_shown(arguments)}', _CALL_SHAPE)
-    return arguments
+    return Action("tool_call", name=name.strip(), arguments=arguments, thought=thought,
+                  repairs=tuple(repairs))
 
 
-def _check_stray_arguments(obj: dict, keys: _Keys) -> None:
-    """In a call whose arguments are missing or empty, a look-alike of "arguments", or any key other
-    than the action's own or OpenAI's call metadata holding a value, is an argument in the wrong
-    place: dropping it would run the tool on its defaults. Refused, naming "arguments"."""
-    stray = (keys.stand_ins.get("arguments") or keys.strays or [None])[0]
-    if stray is None:
-        return
-    shown = _cut(json.dumps(stray, ensure_ascii=False), 60)
-    if stray in keys.stand_ins.get("arguments", ()) or isinstance(obj[stray], dict):
-        raise _refuse(f'use "arguments" instead of {shown}', _CALL_SHAPE)
-    raise _refuse(f'the tool call has no "arguments" but has {shown} beside them; put the tool\'s '
-                  f'arguments inside "arguments", as in "arguments": {{{shown}: ...}}', _CALL_SHAPE)
+class _Keys(typing.NamedTuple):
+    """What one action object's keys mean, as ``_Keys.read`` reads them by the one table of an
+    action's keys (``_Keys.TABLE``)."""
+
+    kind: str          # "tool_call" or "final"
+    stand_ins: dict    # action key -> the other keys that stand for it and hold a value, in order
+    strays: list       # keys holding a value that spell no action key and are no call metadata
+
+    # The one table of an action's keys: each spelling a model writes for one (compared as
+    # spelling() makes it) and the key it means. A spelling of the key itself ("Name", "arguments ")
+    # must agree with the key; another word ("tool", "args", "final_answer") is a look-alike.
+    # Neither is read as the key: where the key holds nothing, either is refused, naming the key.
+    # OpenAI's call metadata stands for no key, and is no argument in the wrong place: ignored.
+    OWN = ("type", "name", "arguments", "answer", "thought")
+    CALL_METADATA = ("id", "index", "call_id")
+    TABLE = {
+        **{key: key for key in OWN},
+        **dict.fromkeys(("action", "tool", "tool_name", "function"), "name"),
+        **dict.fromkeys(("args", "argument", "kwargs", "parameters", "params", "input", "inputs",
+                         "action_input", "tool_input", "tool_args"), "arguments"),
+        **dict.fromkeys(("final_answer", "response", "output"), "answer"),
+        **dict.fromkeys(CALL_METADATA, None),
+    }
+    EMPTY = (None, "", {}, [])    # a key holding one of these holds no value
+    # An action's key written in an object that cannot be read, also quoted as \" or \\\" (an
+    # action written as a JSON string, or escaped once too often) or after a literal \n. The key is
+    # found first and its quoting checked after it (bounded), so the search stays linear on long
+    # runs of quotes.
+    KEY_TEXT = re.compile(r"(?:(?<![\w-])|(?<=\\[nrt]))(?:" + "|".join(sorted(
+        (word for word, key in TABLE.items() if key not in (None, "thought")), key=len,
+        reverse=True)) + r""")(?:[\\"']|\s){0,64}:""", re.I)
+
+    @staticmethod
+    def spelling(word: Any) -> Optional[str]:
+        """A key or a "type" as the parser compares it: lower-cased, stripped, inner spaces and
+        hyphens as underscores (``"Name "`` is ``name``, ``"Final Answer"`` is ``final_answer``,
+        ``"tool-call"`` is ``tool_call``)."""
+        return (word.strip().lower().replace(" ", "_").replace("-", "_") if isinstance(word, str)
+                else None)
+
+    @classmethod
+    def meant(cls, key: Any) -> Optional[str]:
+        """The action key that key stands for: the key itself, another spelling of it (case,
+        spaces), or a look-alike's."""
+        return cls.TABLE.get(cls.spelling(key))
+
+    @classmethod
+    def is_action(cls, chunk: str, value: Any) -> bool:
+        """Whether an object found beside the action is another action: it has an action's keys or
+        look-alikes, whatever key it opens with. One that cannot be read (value None) is judged by
+        the keys written in its text, chunk."""
+        if isinstance(value, list):
+            return any(cls.is_action("", item) for item in value)
+        if isinstance(value, dict):
+            return any(cls.meant(key) not in (None, "thought") for key in value)
+        return bool(cls.KEY_TEXT.search(chunk))
+
+    @classmethod
+    def read(cls, obj: dict, repairs: list) -> _Keys:
+        """The one reading of an action's keys: what each stands for, and the kind.
+
+        An action key under two spellings (``name`` and ``Name``), both holding a value, must hold
+        the same value (one would silently win): refused, naming the key; the same value twice is
+        read once. A call (a name or arguments, under any spelling of the key) beside an answer
+        (under any spelling, or a look-alike such as "final_answer" or "output"), each holding a
+        value, is refused whatever "type" says. A look-alike of a call's key beside an answer
+        ("input" echoing the question) runs nothing, so it is left to the answer. The kind comes
+        from "type", else from the keys a call or an answer has.
+        """
+        # 1. what each key stands for
+        held = set()           # the action keys that hold a value, under any spelling of the key
+        stand_ins: dict = {}
+        strays = []
+        for key, value in obj.items():
+            if value in cls.EMPTY:
+                continue
+            if key in cls.OWN:
+                held.add(key)
+                continue
+            spelling = cls.spelling(key)
+            meant = cls.TABLE.get(spelling)
+            if meant is not None:
+                stand_ins.setdefault(meant, []).append(key)
+            if meant is not None and meant == spelling:
+                held.add(meant)
+            elif spelling not in cls.CALL_METADATA or isinstance(value, (dict, list)):
+                strays.append(key)   # OpenAI's metadata is text or a number, never an object
+        # 2. one key spelled two ways, both holding a value: one value, or refused
+        if held.intersection(stand_ins):
+            spelled: dict = {}
+            for key in obj:
+                meant = cls.spelling(key)
+                if meant in cls.OWN and meant != "thought" and obj.get(key) not in cls.EMPTY:
+                    spelled.setdefault(meant, []).append(key)
+            for meant, keys in spelled.items():
+                if len(keys) < 2:
+                    continue
+                if len({_canonical(obj[key]) for key in keys}) > 1:
+                    shown = " and ".join(json.dumps(key, ensure_ascii=False) for key in keys)
+                    raise _refuse(f'the key "{meant}" appears twice with different values (as '
+                                  f'{_cut(shown, 80)}); write each key once')
+                _note(repairs, "duplicate_key")
+        # 3. never both an answer and a call
+        answer = "answer" in held or "answer" in stand_ins
+        if answer and ("name" in held or "arguments" in held):
+            raise _refuse("your reply has both an answer and a tool call; send one of them")
+        # 4. the kind: from "type", else from the keys a call or an answer has (an answer counted
+        # as step 3 counts it)
+        if "type" in obj:
+            kind = obj["type"]
+            normal = cls.spelling(kind)
+            if normal not in ("tool_call", "final"):
+                raise _refuse(f'unknown "type" {_cut(json.dumps(kind, ensure_ascii=False), 40)}: '
+                              'use "tool_call" or "final"')
+            if normal != kind:
+                _note(repairs, "type_spelling")
+            return cls(normal, stand_ins, strays)
+        is_call = "name" in obj or "arguments" in obj
+        if is_call or "answer" in obj:
+            if "type" in stand_ins:   # "Type" is not read as "type", as "Name" is not "name"
+                raise _refuse(f'use "type" instead of '
+                              f'{json.dumps(stand_ins["type"][0], ensure_ascii=False)}')
+            _note(repairs, "missing_type")
+            return cls("final" if answer or not is_call else "tool_call", stand_ins, strays)
+        names = [key for key in obj if cls.meant(key) not in (None, "thought", key)]
+        if names:
+            fixes = "; ".join(f'use "{cls.meant(key)}" instead of '
+                              f'{json.dumps(key, ensure_ascii=False)}' for key in names)
+            raise _refuse(f'"type" is missing and the keys are wrong: {fixes}')
+        raise _refuse('the object has no "type", "name" or "answer" (keys: '
+                      f'{_cut(", ".join(map(str, obj)), 80) or "none"})')
+
+    def missing(self, key: str) -> str:
+        """What the model is told of a missing key: the key it wrote instead, if there is one."""
+        if key not in self.stand_ins:
+            return f'"{key}" is missing'
+        return f'use "{key}" instead of {json.dumps(self.stand_ins[key][0], ensure_ascii=False)}'
 
 
 # -- Protocol, what goes back: refusals, repair notes, observations --------------------
