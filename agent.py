@@ -39,10 +39,11 @@ is machinery the rest can be read without:
   schema, and the schema keywords that are enforced: ``_Schema`` checks a schema once and validates
   arguments against it, ``_regex`` runs a pattern as ECMA-262 means it. The worker pool that runs a
   call under its time limit (skip on first read).
-- Protocol: ``SYSTEM_PROMPT`` and ``Action``; ``parse_action`` reads a reply, with its steps after
-  it (``_unwrap``, ``_drop_think``, ``_locate``, ``_check_rest``, ``_interpret``); ``_refuse`` and
-  ``_observation`` write what goes back; ``_repeating_tail`` detects a looping reply; the near-JSON
-  lexer, ``_ActionScanner`` and ``_read_value`` (skip on first read).
+- Protocol: ``SYSTEM_PROMPT`` and ``Action``; ``parse_action`` reads a reply in commented steps,
+  then ``_interpret`` turns the object into an ``Action`` by ``_Keys``, the one reading of an
+  action's keys; ``_refuse`` and ``_observation`` write what goes back; ``_repeating_tail`` detects
+  a looping reply. Skip on first read: the packaging (think tags, a quoted action) and the
+  near-JSON lexer, ``_ActionScanner`` and ``_read_value``.
 - Transport (skip on first read): deadlines, bodies, server-sent events and the opener, shared by
   ``OpenAICompatLLM`` and MCP over HTTP.
 - Models: the ``LLM`` protocol and ``MockLLM``; ``OpenAICompatLLM`` talks HTTP (``chat``,
@@ -1905,6 +1906,12 @@ class Action:
 # -- Protocol, reading a reply: parse_action -------------------------------------------
 # find the action in a reply, read it, and refuse anything whose meaning is unsure
 
+_ACTION_START = re.compile(r"\{|\[\s{0,64}\{")   # an object, or an array whose first element is one
+# What ends a reply that made up its own observation: the marker, or a line that starts as one.
+_OBSERVATION_TAIL = re.compile(rf"{re.escape(_OBSERVATION)}|\bObservation\s*:|^[ "
+                               r"\t>*#]*(?i:observation)\s*:", re.M)
+
+
 def parse_action(text: str) -> Action:
     """Read one action from a model reply: strict about meaning, tolerant about packaging.
 
@@ -1931,61 +1938,81 @@ def parse_action(text: str) -> Action:
         raise ActionFormatError(f"expected the reply as text, got {type(text).__name__}", "")
     try:
         repairs: list = []
-        body = _unwrap(text, repairs)
+        # 1. Unwrap: refuse a reply too long to scan; strip BOM and whitespace; decode a reply
+        # whose every quote was escaped once too often.
+        if len(text) > 200_000:
+            raise _refuse(f"the reply is {len(text):,} characters long (limit {200_000:,}); "
+                          "send a short one")
+        body = text
+        if body.lstrip().startswith("\ufeff"):
+            body = body.lstrip().lstrip("\ufeff")
+            _note(repairs, "bom")
+        if body != body.strip():
+            body = body.strip()
+            _note(repairs, "whitespace")
+        if not body:
+            raise _refuse("the reply was empty")
+        if re.match(r'[\[{](?:\s|\\[nrt])*\\"', body):   # every quote escaped once too often
+            try:
+                body = json.loads(f'"{body}"', strict=False).strip()
+                _note(repairs, "escaped_twice")
+            except ValueError:
+                pass
+        # 2. The action of a reply that opens with it, also after think blocks: read up to where
+        # it ends.
         found = _opening_action(body, repairs)
         if found is None:
             thought_out = _drop_think(body, repairs)
             found = _opening_action(thought_out, repairs) if thought_out != body else None
             body = thought_out
         opened = found is not None
-        if not opened:   # the action of a reply that does not open with it, and the text after
-            located, start = _locate(body, repairs)
-            value, end = _read_value(located, start, repairs)
-            found = value, located[end:]
+        if not opened:
+            # 3. After prose, locate the action: the first object, in the first code fence if one
+            # opens before it; read it, and the text after it.
+            first = _ACTION_START.search(body)
+            fence = body.find("```")
+            if fence != -1 and (first is None or fence < first.start()):
+                if body[:fence].strip():
+                    _note(repairs, "prose")
+                body = body[fence:]
+                body = body[re.match(r"```[\w+.-]*[ \t]*\n?", body).end():]
+                _note(repairs, "code_fence")
+                first = _ACTION_START.search(body)
+            if first is not None and body[first.start() - 1:first.start()] == '"':
+                body, first = _unquote_action(body, first, repairs)
+            if first is None:
+                raise _refuse("your reply contains no JSON object")
+            if body[:first.start()].strip():
+                _note(repairs, "prose")
+            value, end = _read_value(body, first.start(), repairs)
+            found = value, body[end:]
         value, rest = found
-        _check_rest(rest, value, opened, repairs)
-        if isinstance(value, list):   # the first of an array of objects, the others judged by
-            if not value or not isinstance(value[0], dict):   # _check_others, as those after it
+        # 4. Check the rest: prose and an invented observation are ignored; other objects are
+        # judged by _check_others. After prose, an observation ends the reply but hides no object
+        # from that judgement: a mention of the marker between an example call and the real action
+        # never makes the example run.
+        tail = _OBSERVATION_TAIL.search(rest)
+        before = rest[:tail.start()] if tail else rest
+        if tail:
+            _note(repairs, "observation_tail")
+        _check_others(value, _objects(before if opened else rest), opened, repairs)
+        if before.strip().strip("`").strip():
+            _note(repairs, "trailing_prose")
+        # 5. An array: its first object is the action, and the others are judged as the objects
+        # after it are (a string in it is read as text after the action is: for the objects in it).
+        if isinstance(value, list):
+            if not value or not isinstance(value[0], dict):
                 raise _refuse("expected one JSON object, found an array")
             _note(repairs, "array")
-            # a string in the array is read as text after the action is: for the objects in it
             others = itertools.chain.from_iterable(
                 _objects(item) if isinstance(item, str) else [("", item)] for item in value[1:])
             _check_others(value[0], others, opened, repairs)
             value = value[0]
+        # 6. Interpret: what the object's keys mean, refused where that is unsure.
         return _interpret(value, repairs)
     except ActionFormatError as exc:
         exc.text = text
         raise
-
-
-_MAX_REPLY_CHARS = 200_000   # a longer reply is refused before any scanning
-_ESCAPED_QUOTE_START = re.compile(r'[\[{](?:\s|\\[nrt])*\\"')
-
-
-def _unwrap(text: str, repairs: list) -> str:
-    """Strip BOM and whitespace; decode a reply whose every quote was escaped once too often."""
-    if len(text) > _MAX_REPLY_CHARS:
-        raise _refuse(f"the reply is {len(text):,} characters long (limit {_MAX_REPLY_CHARS:,}); "
-                      "send a short one")
-    if text.lstrip().startswith("\ufeff"):
-        text = text.lstrip().lstrip("\ufeff")
-        _note(repairs, "bom")
-    if text != text.strip():
-        text = text.strip()
-        _note(repairs, "whitespace")
-    if not text:
-        raise _refuse("the reply was empty")
-    if _ESCAPED_QUOTE_START.match(text):  # every quote escaped once too often
-        try:
-            text = json.loads(f'"{text}"', strict=False).strip()
-            _note(repairs, "escaped_twice")
-        except ValueError:
-            pass
-    return text
-
-
-_ACTION_START = re.compile(r"\{|\[\s{0,64}\{")   # an object, or an array whose first element is one
 
 
 def _opening_action(body: str, repairs: list) -> Optional[tuple]:
@@ -2007,127 +2034,6 @@ def _opening_action(body: str, repairs: list) -> Optional[tuple]:
     for tag in scanner.packaging:
         _note(repairs, tag)
     return _decode(body[scanner.start:end], repairs), body[end:]
-
-
-_STRING_DECODER = json.JSONDecoder(strict=False)
-
-
-def _unquote_action(text: str, first: Any, repairs: list) -> tuple:
-    """The reply is one JSON string holding a whole action (encoded once more): decode it in place.
-
-    Otherwise the quote before the action is packaging, as in ``"{"type": …}"``.
-    """
-    try:
-        inner, end = _STRING_DECODER.raw_decode(text, first.start() - 1)
-    except ValueError:
-        return text, first
-    inner = inner.strip() if isinstance(inner, str) else ""
-    # else decoding the string could only change its backslashes
-    encoded = '\\"' in text[first.start():end]
-    if not encoded or not _ACTION_START.match(inner) or _ActionScanner._at(inner, 0).end is None:
-        return text, first
-    _note(repairs, "json_string")
-    text = text[:first.start() - 1] + inner + text[end:]
-    return text, _ACTION_START.search(text, first.start() - 1)
-
-
-# The one table of reasoning blocks: (opening tag, closing tag), each matched in any case. Every
-# think pattern below, and what the streaming scanner keeps of an open block, comes from it: a
-# spelling is one line.
-_THINK_BLOCKS = (("<think>", "</think>"), ("<thinking>", "</thinking>"),
-                 ("<reasoning>", "</reasoning>"),
-                 ("[THINK]", "[/THINK]"))    # the last: Mistral's reasoning models' spelling
-_THINK_CLOSING = {opening.lower(): closing for opening, closing in _THINK_BLOCKS}
-_THINK_OPEN = re.compile("|".join(re.escape(opening) for opening, _ in _THINK_BLOCKS), re.I)
-
-
-def _drop_think(text: str, repairs: list) -> str:
-    """Remove reasoning blocks that open before the action, and the reasoning before a lone closing
-    tag.
-
-    A block that never closes holds no action (a draft in it is never run): refused.
-    """
-    kept, pos = [], 0
-    brace = text.find("{")
-    while True:
-        opening = _THINK_OPEN.search(text, pos)
-        if brace != -1 and brace < pos:
-            brace = text.find("{", pos)  # that brace was inside a removed block
-        if opening is None or (brace != -1 and brace < opening.start()):
-            break
-        kept.append(text[pos:opening.start()])
-        pos, depth = _think_end(text, opening.end(), 1)
-        if depth:
-            raise _refuse(f"your reply opens a {opening.group()} block that never closes, so it "
-                          "holds no action; close it with "
-                          f"{_THINK_CLOSING[opening.group().lower()]} and put the action after it")
-        _note(repairs, "think")
-    text = ("".join(kept) + text[pos:]).strip()
-    closing = _lone_closing_tag(text)
-    if closing:
-        # the server dropped the opening tag: all before it is reasoning
-        text = text[closing.end():].strip()
-        _note(repairs, "think")
-    return text
-
-
-_THINK_CLOSE = re.compile("|".join(re.escape(closing) for _, closing in _THINK_BLOCKS), re.I)
-
-
-def _lone_closing_tag(text: str) -> Any:
-    """The closing think tag that ends reasoning whose opening tag the server dropped: the first one
-    outside the objects before it (a draft may quote a tag in a string), whatever the reasoning
-    mentions. None if none."""
-    end = 0   # where the last object read ends; one that never closes runs to the end of the text
-    for closing in _THINK_CLOSE.finditer(text):
-        while end <= closing.start():
-            first = _ACTION_START.search(text, end)
-            if first is None or first.start() >= closing.start():
-                return closing
-            scanner = _ActionScanner._at(text, first.start())
-            end = scanner.end or scanner.broken_at or len(text)
-    return None
-
-
-_FENCE_OPEN = re.compile(r"```[\w+.-]*[ \t]*\n?")
-
-
-def _locate(text: str, repairs: list) -> tuple[str, int]:
-    """After prose: the text to search (the first code fence's body, if one opens before the action)
-    and the action's start."""
-    first = _ACTION_START.search(text)
-    fence = text.find("```")
-    if fence != -1 and (first is None or fence < first.start()):
-        if text[:fence].strip():
-            _note(repairs, "prose")
-        text = text[_FENCE_OPEN.match(text, fence).end():]
-        _note(repairs, "code_fence")
-        first = _ACTION_START.search(text)
-    if first is not None and text[first.start() - 1:first.start()] == '"':
-        text, first = _unquote_action(text, first, repairs)
-    if first is None:
-        raise _refuse("your reply contains no JSON object")
-    if text[:first.start()].strip():
-        _note(repairs, "prose")
-    return text, first.start()
-
-
-_OBSERVATION_TAIL = re.compile(rf"{re.escape(_OBSERVATION)}|\bObservation\s*:|^[ "
-                               r"\t>*#]*(?i:observation)\s*:", re.M)
-
-
-def _check_rest(rest: str, action: Any, opened: bool, repairs: list) -> None:
-    """Read what follows the action: prose and an invented observation are ignored; other objects
-    are judged by _check_others. After prose, an observation ends the reply but hides no object from
-    that judgement: a mention of the marker between an example call and the real action never makes
-    the example run."""
-    tail = _OBSERVATION_TAIL.search(rest)
-    before = rest[:tail.start()] if tail else rest
-    if tail:
-        _note(repairs, "observation_tail")
-    _check_others(action, _objects(before if opened else rest), opened, repairs)
-    if before.strip().strip("`").strip():
-        _note(repairs, "trailing_prose")
 
 
 def _check_others(action: Any, others: Iterable, opened: bool, repairs: list) -> None:
@@ -2508,6 +2414,92 @@ def _lists_values(unit: str) -> bool:
     return False
 
 
+# -- Protocol, packaging: think tags, a quoted action (skip on first read) -------------
+# what may wrap the action: reasoning blocks before it, a quote around it
+
+# The one table of reasoning blocks: (opening tag, closing tag), each matched in any case. Every
+# think pattern below, and what the streaming scanner keeps of an open block, comes from it: a
+# spelling is one line.
+_THINK_BLOCKS = (("<think>", "</think>"), ("<thinking>", "</thinking>"),
+                 ("<reasoning>", "</reasoning>"),
+                 ("[THINK]", "[/THINK]"))    # the last: Mistral's reasoning models' spelling
+_THINK_OPEN = re.compile("|".join(re.escape(opening) for opening, _ in _THINK_BLOCKS), re.I)
+_THINK_CLOSE = re.compile("|".join(re.escape(closing) for _, closing in _THINK_BLOCKS), re.I)
+
+
+def _drop_think(text: str, repairs: list) -> str:
+    """Remove reasoning blocks that open before the action, and the reasoning before a lone closing
+    tag.
+
+    A block that never closes holds no action (a draft in it is never run): refused. A lone closing
+    tag ends reasoning whose opening tag the server dropped: the first one outside the objects
+    before it (a draft may quote a tag in a string), whatever the reasoning mentions.
+    """
+    # 1. the blocks that open before the first brace outside them
+    kept, pos = [], 0
+    brace = text.find("{")
+    while True:
+        opening = _THINK_OPEN.search(text, pos)
+        if brace != -1 and brace < pos:
+            brace = text.find("{", pos)  # that brace was inside a removed block
+        if opening is None or (brace != -1 and brace < opening.start()):
+            break
+        kept.append(text[pos:opening.start()])
+        pos, depth = _think_end(text, opening.end(), 1)
+        if depth:
+            tag = opening.group().lower()
+            closer = next(close for open_, close in _THINK_BLOCKS if open_.lower() == tag)
+            raise _refuse(f"your reply opens a {opening.group()} block that never closes, so it "
+                          f"holds no action; close it with {closer} and put the action after it")
+        _note(repairs, "think")
+    text = ("".join(kept) + text[pos:]).strip()
+    # 2. a lone closing tag: all before it is reasoning
+    end = 0   # where the last object read ends; one that never closes runs to the end of the text
+    for closing in _THINK_CLOSE.finditer(text):
+        while end <= closing.start():
+            first = _ACTION_START.search(text, end)
+            if first is None or first.start() >= closing.start():
+                _note(repairs, "think")
+                return text[closing.end():].strip()
+            scanner = _ActionScanner._at(text, first.start())
+            end = scanner.end or scanner.broken_at or len(text)
+    return text
+
+
+_THINK_TAG = re.compile(f"(?P<close>{_THINK_CLOSE.pattern})|{_THINK_OPEN.pattern}", re.I)
+
+
+def _think_end(text: str, pos: int, depth: int) -> tuple[int, int]:
+    """Read reasoning from text[pos], inside depth open think blocks; blocks nest, so a closing tag
+    ends only its own block. Returns (just past the tag that closes the outermost block, 0), or,
+    when text ends first, (just past the last tag read, the depth still open)."""
+    for tag in _THINK_TAG.finditer(text, pos):
+        depth += -1 if tag.group("close") else 1
+        pos = tag.end()
+        if not depth:
+            break
+    return pos, depth
+
+
+def _unquote_action(text: str, first: Any, repairs: list) -> tuple:
+    """The reply is one JSON string holding a whole action (encoded once more): decode it in place.
+
+    Otherwise the quote before the action is packaging, as in ``"{"type": …}"``.
+    """
+    try:
+        inner, end = json.JSONDecoder(strict=False).raw_decode(text, first.start() - 1)
+    except ValueError:
+        return text, first
+    inner = inner.strip() if isinstance(inner, str) else ""
+    # else decoding the string could only change its backslashes
+    encoded = '\\"' in text[first.start():end]
+    if not encoded or not _ACTION_START.match(inner) or _ActionScanner._at(inner, 0).end is None:
+        return text, first
+    _note(repairs, "json_string")
+    text = text[:first.start() - 1] + inner + text[end:]
+    return text, _ACTION_START.search(text, first.start() - 1)
+
+
 # -- Protocol, reading near-JSON: the lexer (skip on first read) -----------------------
 # _ActionScanner finds where a reply's action ends (the streaming client uses it too); _read_value
 # reads it
@@ -2689,21 +2681,6 @@ class _ActionScanner:
     def _broken(self, problem: str, at: int) -> None:
         self.problem, self.broken_at = problem, at
         return None
-
-
-_THINK_TAG = re.compile(f"(?P<close>{_THINK_CLOSE.pattern})|{_THINK_OPEN.pattern}", re.I)
-
-
-def _think_end(text: str, pos: int, depth: int) -> tuple[int, int]:
-    """Read reasoning from text[pos], inside depth open think blocks; blocks nest, so a closing tag
-    ends only its own block. Returns (just past the tag that closes the outermost block, 0), or,
-    when text ends first, (just past the last tag read, the depth still open)."""
-    for tag in _THINK_TAG.finditer(text, pos):
-        depth += -1 if tag.group("close") else 1
-        pos = tag.end()
-        if not depth:
-            break
-    return pos, depth
 
 
 def _read_value(text: str, start: int, repairs: list) -> tuple[Any, int]:
