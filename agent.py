@@ -1907,6 +1907,7 @@ class Action:
 # find the action in a reply, read it, and refuse anything whose meaning is unsure
 
 _ACTION_START = re.compile(r"\{|\[\s{0,64}\{")   # an object, or an array whose first element is one
+_ESCAPED_QUOTE_START = re.compile(r'[\[{](?:\s|\\[nrt])*\\"')   # every quote escaped once too often
 # What ends a reply that made up its own observation: the marker, or a line that starts as one.
 _OBSERVATION_TAIL = re.compile(rf"{re.escape(_OBSERVATION)}|\bObservation\s*:|^[ "
                                r"\t>*#]*(?i:observation)\s*:", re.M)
@@ -1952,7 +1953,7 @@ def parse_action(text: str) -> Action:
             _note(repairs, "whitespace")
         if not body:
             raise _refuse("the reply was empty")
-        if re.match(r'[\[{](?:\s|\\[nrt])*\\"', body):   # every quote escaped once too often
+        if _ESCAPED_QUOTE_START.match(body):
             try:
                 body = json.loads(f'"{body}"', strict=False).strip()
                 _note(repairs, "escaped_twice")
@@ -2058,6 +2059,9 @@ def _check_others(action: Any, others: Iterable, opened: bool, repairs: list) ->
                           f"wait for its {_OBSERVATION}")
 
 
+_CALL_IN_NAME = re.compile(r"[()\[\]{}\"'=\n\r]")   # a call written into a tool's name
+
+
 def _interpret(obj: dict, repairs: list) -> Action:
     """Turn the action object into an Action, refusing anything whose meaning is not certain.
 
@@ -2090,7 +2094,7 @@ def _interpret(obj: dict, repairs: list) -> Action:
         raise _refuse(f"{keys.missing('name')} for the tool to call", _CALL_SHAPE)
     if not isinstance(name, str) or not name.strip():
         raise _refuse(f'"name" must be the tool name as text, got {_shown(name)}', _CALL_SHAPE)
-    if re.search(r"[()\[\]{}\"'=\n\r]", name.strip()):   # a call written into the name
+    if _CALL_IN_NAME.search(name.strip()):
         raise _refuse(f'"name" must be only the tool name, got {name[:60]!r}; put the arguments in '
                       '"arguments"',
                       _CALL_SHAPE)
