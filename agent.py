@@ -39,10 +39,11 @@ is machinery the rest can be read without:
   schema, and the schema keywords that are enforced: ``_Schema`` checks a schema once and validates
   arguments against it, ``_regex`` runs a pattern as ECMA-262 means it. The worker pool that runs a
   call under its time limit (skip on first read).
-- Protocol: ``SYSTEM_PROMPT`` and ``Action``; ``parse_action`` reads a reply, with its steps after
-  it (``_unwrap``, ``_drop_think``, ``_locate``, ``_check_rest``, ``_interpret``); ``_refuse`` and
-  ``_observation`` write what goes back; ``_repeating_tail`` detects a looping reply; the near-JSON
-  lexer, ``_ActionScanner`` and ``_read_value`` (skip on first read).
+- Protocol: ``SYSTEM_PROMPT`` and ``Action``; ``parse_action`` reads a reply in commented steps,
+  then ``_interpret`` turns the object into an ``Action`` by ``_Keys``, the one reading of an
+  action's keys; ``_refuse`` and ``_observation`` write what goes back; ``_repeating_tail`` detects
+  a looping reply. Skip on first read: the packaging (think tags, a quoted action) and the
+  near-JSON lexer, ``_ActionScanner`` and ``_read_value``.
 - Transport (skip on first read): deadlines, bodies, server-sent events and the opener, shared by
   ``OpenAICompatLLM`` and MCP over HTTP.
 - Models: the ``LLM`` protocol and ``MockLLM``; ``OpenAICompatLLM`` talks HTTP (``chat``,
@@ -1905,6 +1906,13 @@ class Action:
 # -- Protocol, reading a reply: parse_action -------------------------------------------
 # find the action in a reply, read it, and refuse anything whose meaning is unsure
 
+_ACTION_START = re.compile(r"\{|\[\s{0,64}\{")   # an object, or an array whose first element is one
+_ESCAPED_QUOTE_START = re.compile(r'[\[{](?:\s|\\[nrt])*\\"')   # every quote escaped once too often
+# What ends a reply that made up its own observation: the marker, or a line that starts as one.
+_OBSERVATION_TAIL = re.compile(rf"{re.escape(_OBSERVATION)}|\bObservation\s*:|^[ "
+                               r"\t>*#]*(?i:observation)\s*:", re.M)
+
+
 def parse_action(text: str) -> Action:
     """Read one action from a model reply: strict about meaning, tolerant about packaging.
 
@@ -1931,62 +1939,81 @@ def parse_action(text: str) -> Action:
         raise ActionFormatError(f"expected the reply as text, got {type(text).__name__}", "")
     try:
         repairs: list = []
-        body = _unwrap(text, repairs)
+        # 1. Unwrap: refuse a reply too long to scan; strip BOM and whitespace; decode a reply
+        # whose every quote was escaped once too often.
+        if len(text) > 200_000:
+            raise _refuse(f"the reply is {len(text):,} characters long (limit {200_000:,}); "
+                          "send a short one")
+        body = text
+        if body.lstrip().startswith("\ufeff"):
+            body = body.lstrip().lstrip("\ufeff")
+            _note(repairs, "bom")
+        if body != body.strip():
+            body = body.strip()
+            _note(repairs, "whitespace")
+        if not body:
+            raise _refuse("the reply was empty")
+        if _ESCAPED_QUOTE_START.match(body):
+            try:
+                body = json.loads(f'"{body}"', strict=False).strip()
+                _note(repairs, "escaped_twice")
+            except ValueError:
+                pass
+        # 2. The action of a reply that opens with it, also after think blocks: read up to where
+        # it ends.
         found = _opening_action(body, repairs)
         if found is None:
             thought_out = _drop_think(body, repairs)
             found = _opening_action(thought_out, repairs) if thought_out != body else None
             body = thought_out
         opened = found is not None
-        if not opened:   # the action of a reply that does not open with it, and the text after
-            located, start = _locate(body, repairs)
-            value, end = _read_value(located, start, repairs)
-            found = value, located[end:]
+        if not opened:
+            # 3. After prose, locate the action: the first object, in the first code fence if one
+            # opens before it; read it, and the text after it.
+            first = _ACTION_START.search(body)
+            fence = body.find("```")
+            if fence != -1 and (first is None or fence < first.start()):
+                if body[:fence].strip():
+                    _note(repairs, "prose")
+                body = body[fence:]
+                body = body[re.match(r"```[\w+.-]*[ \t]*\n?", body).end():]
+                _note(repairs, "code_fence")
+                first = _ACTION_START.search(body)
+            if first is not None and body[first.start() - 1:first.start()] == '"':
+                body, first = _unquote_action(body, first, repairs)
+            if first is None:
+                raise _refuse("your reply contains no JSON object")
+            if body[:first.start()].strip():
+                _note(repairs, "prose")
+            value, end = _read_value(body, first.start(), repairs)
+            found = value, body[end:]
         value, rest = found
-        _check_rest(rest, value, opened, repairs)
-        if isinstance(value, list):   # the first of an array of objects, the others judged by
-            if not value or not isinstance(value[0], dict):   # _check_others, as those after it
+        # 4. Check the rest: prose and an invented observation are ignored; other objects are
+        # judged by _check_others. After prose, an observation ends the reply but hides no object
+        # from that judgement: a mention of the marker between an example call and the real action
+        # never makes the example run.
+        tail = _OBSERVATION_TAIL.search(rest)
+        before = rest[:tail.start()] if tail else rest
+        if tail:
+            _note(repairs, "observation_tail")
+        _check_others(value, _objects(before if opened else rest), opened, repairs)
+        if before.strip().strip("`").strip():
+            _note(repairs, "trailing_prose")
+        # 5. An array: its first object is the action, and the others are judged as the objects
+        # after it are (a string in it is read as text after the action is: for the objects in it).
+        if isinstance(value, list):
+            if not value or not isinstance(value[0], dict):
                 raise _refuse("expected one JSON object, found an array")
             _note(repairs, "array")
-            # a string in the array is read as text after the action is: for the objects in it
             others = itertools.chain.from_iterable(
                 _objects(item) if isinstance(item, str) else [("", item)] for item in value[1:])
             _check_others(value[0], others, opened, repairs)
             value = value[0]
+        # 6. Interpret: what the object's keys mean, refused where that is unsure.
         return _interpret(value, repairs)
     except ActionFormatError as exc:
         exc.text = text
         raise
-
-
-_MAX_REPLY_CHARS = 200_000   # a longer reply is refused before any scanning
-_ESCAPED_QUOTE_START = re.compile(r'[\[{](?:\s|\\[nrt])*\\"')
-
-
-def _unwrap(text: str, repairs: list) -> str:
-    """Strip BOM and whitespace; decode a reply whose every quote was escaped once too often."""
-    if len(text) > _MAX_REPLY_CHARS:
-        raise _refuse(f"the reply is {len(text):,} characters long (limit {_MAX_REPLY_CHARS:,}); "
-                      "send a short one")
-    if text.lstrip().startswith("\ufeff"):
-        text = text.lstrip().lstrip("\ufeff")
-        _note(repairs, "bom")
-    if text != text.strip():
-        text = text.strip()
-        _note(repairs, "whitespace")
-    if not text:
-        raise _refuse("the reply was empty")
-    if _ESCAPED_QUOTE_START.match(text):  # every quote escaped once too often
-        try:
-            text = json.loads(f'"{text}"', strict=False).strip()
-            _note(repairs, "escaped_twice")
-        except ValueError:
-            pass
-    return text
-
-
-_ACTION_OPENER = r"\{|\[\s{0,64}\{"   # an object, or an array whose first element is one
-_ACTION_START = re.compile(_ACTION_OPENER)
 
 
 def _opening_action(body: str, repairs: list) -> Optional[tuple]:
@@ -2010,129 +2037,6 @@ def _opening_action(body: str, repairs: list) -> Optional[tuple]:
     return _decode(body[scanner.start:end], repairs), body[end:]
 
 
-_STRING_DECODER = json.JSONDecoder(strict=False)
-
-
-def _unquote_action(text: str, first: Any, repairs: list) -> tuple:
-    """The reply is one JSON string holding a whole action (encoded once more): decode it in place.
-
-    Otherwise the quote before the action is packaging, as in ``"{"type": …}"``.
-    """
-    try:
-        inner, end = _STRING_DECODER.raw_decode(text, first.start() - 1)
-    except ValueError:
-        return text, first
-    inner = inner.strip() if isinstance(inner, str) else ""
-    # else decoding the string could only change its backslashes
-    encoded = '\\"' in text[first.start():end]
-    if not encoded or not _ACTION_START.match(inner) or _ActionScanner._at(inner, 0).end is None:
-        return text, first
-    _note(repairs, "json_string")
-    text = text[:first.start() - 1] + inner + text[end:]
-    return text, _ACTION_START.search(text, first.start() - 1)
-
-
-# The one table of reasoning blocks: (opening tag, closing tag), each matched in any case. Every
-# think pattern below, and what the streaming scanner keeps of an open block, comes from it: a
-# spelling is one line.
-_THINK_BLOCKS = (("<think>", "</think>"), ("<thinking>", "</thinking>"),
-                 ("<reasoning>", "</reasoning>"),
-                 ("[THINK]", "[/THINK]"))    # the last: Mistral's reasoning models' spelling
-_THINK_CLOSING = {opening.lower(): closing for opening, closing in _THINK_BLOCKS}
-_THINK_OPENS = "|".join(re.escape(opening) for opening, _ in _THINK_BLOCKS)
-_THINK_OPEN = re.compile(_THINK_OPENS, re.I)
-
-
-def _drop_think(text: str, repairs: list) -> str:
-    """Remove reasoning blocks that open before the action, and the reasoning before a lone closing
-    tag.
-
-    A block that never closes holds no action (a draft in it is never run): refused.
-    """
-    kept, pos = [], 0
-    brace = text.find("{")
-    while True:
-        opening = _THINK_OPEN.search(text, pos)
-        if brace != -1 and brace < pos:
-            brace = text.find("{", pos)  # that brace was inside a removed block
-        if opening is None or (brace != -1 and brace < opening.start()):
-            break
-        kept.append(text[pos:opening.start()])
-        pos, depth = _think_end(text, opening.end(), 1)
-        if depth:
-            raise _refuse(f"your reply opens a {opening.group()} block that never closes, so it "
-                          "holds no action; close it with "
-                          f"{_THINK_CLOSING[opening.group().lower()]} and put the action after it")
-        _note(repairs, "think")
-    text = ("".join(kept) + text[pos:]).strip()
-    closing = _lone_closing_tag(text)
-    if closing:
-        # the server dropped the opening tag: all before it is reasoning
-        text = text[closing.end():].strip()
-        _note(repairs, "think")
-    return text
-
-
-_THINK_CLOSES = "|".join(re.escape(closing) for _, closing in _THINK_BLOCKS)
-_THINK_CLOSE = re.compile(_THINK_CLOSES, re.I)
-
-
-def _lone_closing_tag(text: str) -> Any:
-    """The closing think tag that ends reasoning whose opening tag the server dropped: the first one
-    outside the objects before it (a draft may quote a tag in a string), whatever the reasoning
-    mentions. None if none."""
-    end = 0   # where the last object read ends; one that never closes runs to the end of the text
-    for closing in _THINK_CLOSE.finditer(text):
-        while end <= closing.start():
-            first = _ACTION_START.search(text, end)
-            if first is None or first.start() >= closing.start():
-                return closing
-            scanner = _ActionScanner._at(text, first.start())
-            end = scanner.end or scanner.broken_at or len(text)
-    return None
-
-
-_FENCE_OPEN = re.compile(r"```[\w+.-]*[ \t]*\n?")
-
-
-def _locate(text: str, repairs: list) -> tuple[str, int]:
-    """After prose: the text to search (the first code fence's body, if one opens before the action)
-    and the action's start."""
-    first = _ACTION_START.search(text)
-    fence = text.find("```")
-    if fence != -1 and (first is None or fence < first.start()):
-        if text[:fence].strip():
-            _note(repairs, "prose")
-        text = text[_FENCE_OPEN.match(text, fence).end():]
-        _note(repairs, "code_fence")
-        first = _ACTION_START.search(text)
-    if first is not None and text[first.start() - 1:first.start()] == '"':
-        text, first = _unquote_action(text, first, repairs)
-    if first is None:
-        raise _refuse("your reply contains no JSON object")
-    if text[:first.start()].strip():
-        _note(repairs, "prose")
-    return text, first.start()
-
-
-_OBSERVATION_TAIL = re.compile(rf"{re.escape(_OBSERVATION)}|\bObservation\s*:|^[ "
-                               r"\t>*#]*(?i:observation)\s*:", re.M)
-
-
-def _check_rest(rest: str, action: Any, opened: bool, repairs: list) -> None:
-    """Read what follows the action: prose and an invented observation are ignored; other objects
-    are judged by _check_others. After prose, an observation ends the reply but hides no object from
-    that judgement: a mention of the marker between an example call and the real action never makes
-    the example run."""
-    tail = _OBSERVATION_TAIL.search(rest)
-    before = rest[:tail.start()] if tail else rest
-    if tail:
-        _note(repairs, "observation_tail")
-    _check_others(action, _objects(before if opened else rest), opened, repairs)
-    if before.strip().strip("`").strip():
-        _note(repairs, "trailing_prose")
-
-
 def _check_others(action: Any, others: Iterable, opened: bool, repairs: list) -> None:
     """Judge the objects beside the action, each (its text, its value or None): one that is not an
     action is ignored, a copy of the action is dropped, and a different action is refused after
@@ -2140,7 +2044,7 @@ def _check_others(action: Any, others: Iterable, opened: bool, repairs: list) ->
     (``extra_actions``)."""
     first = None
     for chunk, value in others:
-        if not _is_action(chunk, value):
+        if not _Keys.is_action(chunk, value):
             continue  # braces in prose, or data beside the action: not an action
         first = first or _canonical(action)
         if value is not None and _canonical(value) == first:
@@ -2155,191 +2059,39 @@ def _check_others(action: Any, others: Iterable, opened: bool, repairs: list) ->
                           f"wait for its {_OBSERVATION}")
 
 
-# The one table of an action's keys: each spelling a model writes for one (compared as _spelling
-# makes it) and the key it means. A spelling of the key itself ("Name", "arguments ") must agree
-# with the key; another word ("tool", "args", "final_answer") is a look-alike. Neither is read as
-# the key: where the key holds nothing, either is refused, naming the key. OpenAI's call metadata
-# stands for no key, and is no argument in the wrong place: ignored.
-_OWN_KEYS = ("type", "name", "arguments", "answer", "thought")
-_CALL_METADATA = ("id", "index", "call_id")
-_KEY_TABLE = {
-    **{key: key for key in _OWN_KEYS},
-    **dict.fromkeys(("action", "tool", "tool_name", "function"), "name"),
-    **dict.fromkeys(("args", "argument", "kwargs", "parameters", "params", "input", "inputs",
-                     "action_input", "tool_input", "tool_args"), "arguments"),
-    **dict.fromkeys(("final_answer", "response", "output"), "answer"),
-    **dict.fromkeys(_CALL_METADATA, None),
-}
-_KEY_WORDS = "|".join(sorted((word for word, key in _KEY_TABLE.items()
-                              if key not in (None, "thought")), key=len, reverse=True))
-# An action's key written in an object that cannot be read, also quoted as \" or \\\" (an action
-# written as a JSON string, or escaped once too often) or after a literal \n. The key is found first
-# and its quoting checked after it (bounded), so the search stays linear on long runs of quotes.
-_ACTION_KEY_TEXT = re.compile(r"(?:(?<![\w-])|(?<=\\[nrt]))"
-                              rf"""(?:{_KEY_WORDS})(?:[\\"']|\s){{0,64}}:""", re.I)
-
-
-def _is_action(chunk: str, value: Any) -> bool:
-    """Whether an object found after the action is another action: it has an action's keys or
-    look-alikes, whatever key it opens with. One that cannot be read is judged by the keys written
-    in it."""
-    if isinstance(value, list):
-        return any(_is_action("", item) for item in value)
-    if isinstance(value, dict):
-        return any(_meant_key(key) not in (None, "thought") for key in value)
-    return bool(_ACTION_KEY_TEXT.search(chunk))
-
-
-def _meant_key(key: Any) -> Optional[str]:
-    """The action key that key stands for (by _KEY_TABLE): the key itself, another spelling of it
-    (case, spaces), or a look-alike's."""
-    return _KEY_TABLE.get(_spelling(key))
-
-
-def _spelling(word: Any) -> Optional[str]:
-    """A key or a "type" as the parser compares it: lower-cased, stripped, inner spaces and hyphens
-    as underscores (``"Name "`` is ``name``, ``"Final Answer"`` is ``final_answer``, ``"tool-call"``
-    is ``tool_call``)."""
-    return (word.strip().lower().replace(" ", "_").replace("-", "_") if isinstance(word, str)
-            else None)
+_CALL_IN_NAME = re.compile(r"[()\[\]{}\"'=\n\r]")   # a call written into a tool's name
 
 
 def _interpret(obj: dict, repairs: list) -> Action:
-    """Turn the action object into an Action, refusing anything whose meaning is not certain."""
-    keys = _read_keys(obj, repairs)
+    """Turn the action object into an Action, refusing anything whose meaning is not certain.
+
+    A key is missing when it is absent or null, or holds nothing ("", {}, []) while another key
+    stands for it. When a call's arguments are missing or empty, a look-alike of "arguments", or
+    any key other than the action's own or OpenAI's call metadata holding a value, is an argument
+    in the wrong place: dropping it would run the tool on its defaults, so it is refused, naming
+    "arguments".
+    """
+    keys = _Keys.read(obj, repairs)
+
+    def unheld(key: str) -> bool:
+        return obj.get(key) is None or (key in keys.stand_ins and obj.get(key) in _Keys.EMPTY)
+
     thought = obj.get("thought")
     if thought is not None and not isinstance(thought, str):
         thought = json.dumps(thought, ensure_ascii=False)
+    # 1. a final answer: its text
     if keys.kind == "final":
-        return Action("final", answer=_answer(obj, keys, repairs), thought=thought,
-                      repairs=tuple(repairs))
-    name = _tool_name(obj, keys, repairs)
-    return Action("tool_call", name=name, arguments=_arguments(obj, keys, repairs),
-                  thought=thought, repairs=tuple(repairs))
-
-
-class _Keys(typing.NamedTuple):
-    """What one action object's keys mean, as _read_keys reads them."""
-    kind: str          # "tool_call" or "final"
-    stand_ins: dict    # action key -> the other keys that stand for it and hold a value, in order
-    strays: list       # keys holding a value that spell no action key and are no call metadata
-
-
-_EMPTY = (None, "", {}, [])    # a key holding one of these holds no value
-
-
-def _read_keys(obj: dict, repairs: list) -> _Keys:
-    """The one reading of an action's keys (by _KEY_TABLE): what each stands for, and the kind.
-
-    An action key under two spellings (``name`` and ``Name``), both holding a value, must hold the
-    same value. A call (a name or arguments, under any spelling of the key) beside an answer (under
-    any spelling, or a look-alike such as "final_answer" or "output"), each holding a value, is
-    refused whatever "type" says. A look-alike of a call's key beside an answer ("input" echoing
-    the question) runs nothing, so it is left to the answer.
-    """
-    held = set()           # the action keys that hold a value, under any spelling of the key
-    stand_ins: dict = {}
-    strays = []
-    for key, value in obj.items():
-        if value in _EMPTY:
-            continue
-        if key in _OWN_KEYS:
-            held.add(key)
-            continue
-        spelling = _spelling(key)
-        meant = _KEY_TABLE.get(spelling)
-        if meant is not None:
-            stand_ins.setdefault(meant, []).append(key)
-        if meant is not None and meant == spelling:
-            held.add(meant)
-        elif spelling not in _CALL_METADATA or isinstance(value, (dict, list)):
-            strays.append(key)   # OpenAI's metadata is text or a number, never an object
-    if held.intersection(stand_ins):   # some key is spelled two ways, both holding a value
-        _check_spellings(obj, repairs)
-    answer = "answer" in held or "answer" in stand_ins
-    if answer and ("name" in held or "arguments" in held):
-        raise _refuse("your reply has both an answer and a tool call; send one of them")
-    return _Keys(_action_kind(obj, answer, stand_ins, repairs), stand_ins, strays)
-
-
-def _present(obj: dict, key: str) -> bool:
-    return obj.get(key) not in _EMPTY
-
-
-def _check_spellings(obj: dict, repairs: list) -> None:
-    """Two spellings of one action key (``name`` and ``Name``) holding different values: one would
-    silently win. Refused, naming the key; the same value twice is read once."""
-    spelled: dict = {}
-    for key in obj:
-        meant = _spelling(key)
-        if meant in _OWN_KEYS and meant != "thought" and _present(obj, key):
-            spelled.setdefault(meant, []).append(key)
-    for meant, keys in spelled.items():
-        if len(keys) < 2:
-            continue
-        if len({_canonical(obj[key]) for key in keys}) > 1:
-            shown = " and ".join(json.dumps(key, ensure_ascii=False) for key in keys)
-            raise _refuse(f'the key "{meant}" appears twice with different values (as '
-                          f'{_cut(shown, 80)}); write each key once')
-        _note(repairs, "duplicate_key")
-
-
-def _action_kind(obj: dict, answer: bool, stand_ins: dict, repairs: list) -> str:
-    """"tool_call" or "final": from "type", else from the keys a call or an answer has (answer:
-    whether any key standing for the answer holds one, as the answer-and-call check counts it)."""
-    if "type" in obj:
-        kind = obj["type"]
-        normal = _spelling(kind)
-        if normal not in ("tool_call", "final"):
-            raise _refuse(f'unknown "type" {_cut(json.dumps(kind, ensure_ascii=False), 40)}: use '
-                          '"tool_call" or "final"')
-        if normal != kind:
-            _note(repairs, "type_spelling")
-        return normal
-    is_call = "name" in obj or "arguments" in obj
-    if is_call or "answer" in obj:
-        if "type" in stand_ins:   # "Type" is not read as "type", as "Name" is not "name"
-            raise _refuse(_missing("type", stand_ins))
-        _note(repairs, "missing_type")
-        return "final" if answer or not is_call else "tool_call"
-    names = [key for key in obj if _meant_key(key) not in (None, "thought", key)]
-    if names:
-        fixes = "; ".join(f'use "{_meant_key(key)}" instead of '
-                          f'{json.dumps(key, ensure_ascii=False)}' for key in names)
-        raise _refuse(f'"type" is missing and the keys are wrong: {fixes}')
-    raise _refuse('the object has no "type", "name" or "answer" (keys: '
-                  f'{_cut(", ".join(map(str, obj)), 80) or "none"})')
-
-
-def _answer(obj: dict, keys: _Keys, repairs: list) -> str:
-    answer = obj.get("answer")
-    if _unheld(obj, keys, "answer"):
-        raise _refuse(_missing("answer", keys.stand_ins), _FINAL_SHAPE)
-    if not isinstance(answer, str):
-        _note(repairs, "answer_not_text")
-        answer = json.dumps(answer, ensure_ascii=False)
-    return answer
-
-
-def _unheld(obj: dict, keys: _Keys, key: str) -> bool:
-    """Whether key is missing, or holds nothing ("", {}, []) while another key stands for it."""
-    return obj.get(key) is None or (key in keys.stand_ins and not _present(obj, key))
-
-
-def _missing(key: str, stand_ins: dict) -> str:
-    """What the model is told of a missing key: the key it wrote instead, if there is one."""
-    if key not in stand_ins:
-        return f'"{key}" is missing'
-    return f'use "{key}" instead of {json.dumps(stand_ins[key][0], ensure_ascii=False)}'
-
-
-_CALL_IN_NAME = re.compile(r"[()\[\]{}\"'=\n\r]")
-
-
-def _tool_name(obj: dict, keys: _Keys, repairs: list) -> str:
+        answer = obj.get("answer")
+        if unheld("answer"):
+            raise _refuse(keys.missing("answer"), _FINAL_SHAPE)
+        if not isinstance(answer, str):
+            _note(repairs, "answer_not_text")
+            answer = json.dumps(answer, ensure_ascii=False)
+        return Action("final", answer=answer, thought=thought, repairs=tuple(repairs))
+    # 2. a call: the tool's name, alone
     name = obj.get("name")
-    if _unheld(obj, keys, "name"):
-        raise _refuse(f"{_missing('name', keys.stand_ins)} for the tool to call", _CALL_SHAPE)
+    if unheld("name"):
+        raise _refuse(f"{keys.missing('name')} for the tool to call", _CALL_SHAPE)
     if not isinstance(name, str) or not name.strip():
         raise _refuse(f'"name" must be the tool name as text, got {_shown(name)}', _CALL_SHAPE)
     if _CALL_IN_NAME.search(name.strip()):
@@ -2348,11 +2100,7 @@ def _tool_name(obj: dict, keys: _Keys, repairs: list) -> str:
                       _CALL_SHAPE)
     if name != name.strip():
         _note(repairs, "name_whitespace")
-    return name.strip()
-
-
-def _arguments(obj: dict, keys: _Keys, repairs: list) -> dict:
-    """The call's arguments; when they are missing or empty, no other key may hold any."""
+    # 3. its arguments: an object, or the JSON text of one
     arguments = obj.get("arguments")
     if isinstance(arguments, str):
         _note(repairs, "arguments_string")
@@ -2364,27 +2112,161 @@ def _arguments(obj: dict, keys: _Keys, repairs: list) -> dict:
         if text[end:].strip():
             raise _refuse('"arguments" holds text after its JSON object', _CALL_SHAPE)
     if arguments is None or arguments == {}:
-        _check_stray_arguments(obj, keys)
+        # 4. none: then no other key may hold any
+        stray = (keys.stand_ins.get("arguments") or keys.strays or [None])[0]
+        if stray is not None:
+            shown = _cut(json.dumps(stray, ensure_ascii=False), 60)
+            if stray in keys.stand_ins.get("arguments", ()) or isinstance(obj[stray], dict):
+                raise _refuse(f'use "arguments" instead of {shown}', _CALL_SHAPE)
+            raise _refuse(f'the tool call has no "arguments" but has {shown} beside them; put the '
+                          f'tool\'s arguments inside "arguments", as in "arguments": {{{shown}: '
+                          '...}}', _CALL_SHAPE)
         if arguments is None:
             _note(repairs, "missing_arguments")
-        return {}
-    if not isinstance(arguments, dict):
+        arguments = {}
+    elif not isinstance(arguments, dict):
         raise _refuse(f'"arguments" must be a JSON object, got {_shown(arguments)}', _CALL_SHAPE)
-    return arguments
+    return Action("tool_call", name=name.strip(), arguments=arguments, thought=thought,
+                  repairs=tuple(repairs))
 
 
-def _check_stray_arguments(obj: dict, keys: _Keys) -> None:
-    """In a call whose arguments are missing or empty, a look-alike of "arguments", or any key other
-    than the action's own or OpenAI's call metadata holding a value, is an argument in the wrong
-    place: dropping it would run the tool on its defaults. Refused, naming "arguments"."""
-    stray = (keys.stand_ins.get("arguments") or keys.strays or [None])[0]
-    if stray is None:
-        return
-    shown = _cut(json.dumps(stray, ensure_ascii=False), 60)
-    if stray in keys.stand_ins.get("arguments", ()) or isinstance(obj[stray], dict):
-        raise _refuse(f'use "arguments" instead of {shown}', _CALL_SHAPE)
-    raise _refuse(f'the tool call has no "arguments" but has {shown} beside them; put the tool\'s '
-                  f'arguments inside "arguments", as in "arguments": {{{shown}: ...}}', _CALL_SHAPE)
+class _Keys(typing.NamedTuple):
+    """What one action object's keys mean, as ``_Keys.read`` reads them by the one table of an
+    action's keys (``_Keys.TABLE``)."""
+
+    kind: str          # "tool_call" or "final"
+    stand_ins: dict    # action key -> the other keys that stand for it and hold a value, in order
+    strays: list       # keys holding a value that spell no action key and are no call metadata
+
+    # The one table of an action's keys: each spelling a model writes for one (compared as
+    # spelling() makes it) and the key it means. A spelling of the key itself ("Name", "arguments ")
+    # must agree with the key; another word ("tool", "args", "final_answer") is a look-alike.
+    # Neither is read as the key: where the key holds nothing, either is refused, naming the key.
+    # OpenAI's call metadata stands for no key, and is no argument in the wrong place: ignored.
+    OWN = ("type", "name", "arguments", "answer", "thought")
+    CALL_METADATA = ("id", "index", "call_id")
+    TABLE = {
+        **{key: key for key in OWN},
+        **dict.fromkeys(("action", "tool", "tool_name", "function"), "name"),
+        **dict.fromkeys(("args", "argument", "kwargs", "parameters", "params", "input", "inputs",
+                         "action_input", "tool_input", "tool_args"), "arguments"),
+        **dict.fromkeys(("final_answer", "response", "output"), "answer"),
+        **dict.fromkeys(CALL_METADATA, None),
+    }
+    EMPTY = (None, "", {}, [])    # a key holding one of these holds no value
+    # An action's key written in an object that cannot be read, also quoted as \" or \\\" (an
+    # action written as a JSON string, or escaped once too often) or after a literal \n. The key is
+    # found first and its quoting checked after it (bounded), so the search stays linear on long
+    # runs of quotes.
+    KEY_TEXT = re.compile(r"(?:(?<![\w-])|(?<=\\[nrt]))(?:" + "|".join(sorted(
+        (word for word, key in TABLE.items() if key not in (None, "thought")), key=len,
+        reverse=True)) + r""")(?:[\\"']|\s){0,64}:""", re.I)
+
+    @staticmethod
+    def spelling(word: Any) -> Optional[str]:
+        """A key or a "type" as the parser compares it: lower-cased, stripped, inner spaces and
+        hyphens as underscores (``"Name "`` is ``name``, ``"Final Answer"`` is ``final_answer``,
+        ``"tool-call"`` is ``tool_call``)."""
+        return (word.strip().lower().replace(" ", "_").replace("-", "_") if isinstance(word, str)
+                else None)
+
+    @classmethod
+    def meant(cls, key: Any) -> Optional[str]:
+        """The action key that key stands for: the key itself, another spelling of it (case,
+        spaces), or a look-alike's."""
+        return cls.TABLE.get(cls.spelling(key))
+
+    @classmethod
+    def is_action(cls, chunk: str, value: Any) -> bool:
+        """Whether an object found beside the action is another action: it has an action's keys or
+        look-alikes, whatever key it opens with. One that cannot be read (value None) is judged by
+        the keys written in its text, chunk."""
+        if isinstance(value, list):
+            return any(cls.is_action("", item) for item in value)
+        if isinstance(value, dict):
+            return any(cls.meant(key) not in (None, "thought") for key in value)
+        return bool(cls.KEY_TEXT.search(chunk))
+
+    @classmethod
+    def read(cls, obj: dict, repairs: list) -> _Keys:
+        """The one reading of an action's keys: what each stands for, and the kind.
+
+        An action key under two spellings (``name`` and ``Name``), both holding a value, must hold
+        the same value (one would silently win): refused, naming the key; the same value twice is
+        read once. A call (a name or arguments, under any spelling of the key) beside an answer
+        (under any spelling, or a look-alike such as "final_answer" or "output"), each holding a
+        value, is refused whatever "type" says. A look-alike of a call's key beside an answer
+        ("input" echoing the question) runs nothing, so it is left to the answer. The kind comes
+        from "type", else from the keys a call or an answer has.
+        """
+        # 1. what each key stands for
+        held = set()           # the action keys that hold a value, under any spelling of the key
+        stand_ins: dict = {}
+        strays = []
+        for key, value in obj.items():
+            if value in cls.EMPTY:
+                continue
+            if key in cls.OWN:
+                held.add(key)
+                continue
+            spelling = cls.spelling(key)
+            meant = cls.TABLE.get(spelling)
+            if meant is not None:
+                stand_ins.setdefault(meant, []).append(key)
+            if meant is not None and meant == spelling:
+                held.add(meant)
+            elif spelling not in cls.CALL_METADATA or isinstance(value, (dict, list)):
+                strays.append(key)   # OpenAI's metadata is text or a number, never an object
+        # 2. one key spelled two ways, both holding a value: one value, or refused
+        if held.intersection(stand_ins):
+            spelled: dict = {}
+            for key in obj:
+                meant = cls.spelling(key)
+                if meant in cls.OWN and meant != "thought" and obj.get(key) not in cls.EMPTY:
+                    spelled.setdefault(meant, []).append(key)
+            for meant, keys in spelled.items():
+                if len(keys) < 2:
+                    continue
+                if len({_canonical(obj[key]) for key in keys}) > 1:
+                    shown = " and ".join(json.dumps(key, ensure_ascii=False) for key in keys)
+                    raise _refuse(f'the key "{meant}" appears twice with different values (as '
+                                  f'{_cut(shown, 80)}); write each key once')
+                _note(repairs, "duplicate_key")
+        # 3. never both an answer and a call
+        answer = "answer" in held or "answer" in stand_ins
+        if answer and ("name" in held or "arguments" in held):
+            raise _refuse("your reply has both an answer and a tool call; send one of them")
+        # 4. the kind: from "type", else from the keys a call or an answer has (an answer counted
+        # as step 3 counts it)
+        if "type" in obj:
+            kind = obj["type"]
+            normal = cls.spelling(kind)
+            if normal not in ("tool_call", "final"):
+                raise _refuse(f'unknown "type" {_cut(json.dumps(kind, ensure_ascii=False), 40)}: '
+                              'use "tool_call" or "final"')
+            if normal != kind:
+                _note(repairs, "type_spelling")
+            return cls(normal, stand_ins, strays)
+        is_call = "name" in obj or "arguments" in obj
+        if is_call or "answer" in obj:
+            if "type" in stand_ins:   # "Type" is not read as "type", as "Name" is not "name"
+                raise _refuse(f'use "type" instead of '
+                              f'{json.dumps(stand_ins["type"][0], ensure_ascii=False)}')
+            _note(repairs, "missing_type")
+            return cls("final" if answer or not is_call else "tool_call", stand_ins, strays)
+        names = [key for key in obj if cls.meant(key) not in (None, "thought", key)]
+        if names:
+            fixes = "; ".join(f'use "{cls.meant(key)}" instead of '
+                              f'{json.dumps(key, ensure_ascii=False)}' for key in names)
+            raise _refuse(f'"type" is missing and the keys are wrong: {fixes}')
+        raise _refuse('the object has no "type", "name" or "answer" (keys: '
+                      f'{_cut(", ".join(map(str, obj)), 80) or "none"})')
+
+    def missing(self, key: str) -> str:
+        """What the model is told of a missing key: the key it wrote instead, if there is one."""
+        if key not in self.stand_ins:
+            return f'"{key}" is missing'
+        return f'use "{key}" instead of {json.dumps(self.stand_ins[key][0], ensure_ascii=False)}'
 
 
 # -- Protocol, what goes back: refusals, repair notes, observations --------------------
@@ -2412,9 +2294,6 @@ def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-_UNLISTED = ("title", "examples", "$schema", "$comment")  # annotations a model does not need to see
-
-
 def _listed(schema: Any, top: bool = True) -> Any:
     """A parameter schema as the prompt lists it: without annotations, and at the top without what
     every tool's schema says (``"type": "object"``, ``"additionalProperties": false``, an empty
@@ -2427,7 +2306,7 @@ def _listed(schema: Any, top: bool = True) -> Any:
     for key, value in schema.items():
         if key in ("properties", "$defs") and isinstance(value, dict):   # names, not keywords
             listed[key] = {name: _listed(item, False) for name, item in value.items()}
-        elif key not in _UNLISTED:
+        elif key not in ("title", "examples", "$schema", "$comment"):   # a model needs none
             listed[key] = _listed(value, False)
     if top:
         for key, plain in (("type", "object"), ("additionalProperties", False), ("required", [])):
@@ -2497,17 +2376,6 @@ def _repeating_tail(text: str) -> bool:
     return False
 
 
-_ROW_SEPARATORS = re.compile(r"[,;|\n\t]")
-_WORD = re.compile(r"[^\W\d_]{2,}")                            # two or more letters, in any script
-_LITERALS = {"null", "true", "false", "None", "True", "False", "NaN"}
-_TOKEN = re.compile(r"[A-Za-z0-9+/=_-]+")  # digits, base64, a banner: one unspaced token
-_MEMBER, _OPENING, _CLOSING = re.compile(r'"\s*:'), re.compile(r"[{\[]"), re.compile(r"[]}]")
-# ...unless it is lowercase words joined by "_" or "-", 8 characters or more, as a model writes
-# names ("greeting_to_"): base64 of one colour has 4-character units
-_NAME_UNIT = re.compile(r"[a-z_-]{8,}")
-_JOINED_WORDS = re.compile(r"[a-z]{2}[_-][a-z]{2}")
-
-
 def _lists_values(unit: str) -> bool:
     """True when a repeated unit is data, not something the model says: a row or an unspaced token.
 
@@ -2521,12 +2389,13 @@ def _lists_values(unit: str) -> bool:
     2,000; of one colour, never). Units of whitespace, prose, and arithmetic (``= 24*3 + 40``,
     ``.000000000``) are not data.
     """
-    if _TOKEN.fullmatch(unit):
+    if re.fullmatch(r"[A-Za-z0-9+/=_-]+", unit):   # digits, base64, a banner: one unspaced token
         # a name written again and again ("greeting_to_") is a loop that runs to the context's
         # end (docs/NOTES.md, "Streaming"); the unit may start inside a word: its two copies
-        # hold the join
-        return not (_NAME_UNIT.fullmatch(unit) and _JOINED_WORDS.search(unit + unit))
-    separator = _ROW_SEPARATORS.search(unit)
+        # hold the join. Base64 of one colour has 4-character units.
+        return not (re.fullmatch(r"[a-z_-]{8,}", unit)
+                    and re.search(r"[a-z]{2}[_-][a-z]{2}", unit + unit))
+    separator = re.search(r"[,;|\n\t]", unit)
     if not unit.strip() or not separator:
         return False
     # start after a separator, so no word is cut
@@ -2535,44 +2404,109 @@ def _lists_values(unit: str) -> bool:
     readings = (unit, '"' + unit) if '"' in unit else (unit,)
     for reading in readings:
         outside = "".join(reading.split('"')[::2])
-        if not all(word in _LITERALS for word in _WORD.findall(outside)):
+        words = re.findall(r"[^\W\d_]{2,}", outside)   # two or more letters, in any script
+        if not all(word in ("null", "true", "false", "None", "True", "False", "NaN")
+                   for word in words):
             continue
-        opens = len(_OPENING.findall(outside))
+        opens = len(re.findall(r"[{\[]", outside))
         # A unit that opens more than it closes nests deeper with each copy, and a member with no
         # bracket is the same key again in one object: neither is data, and a looping model
         # writes both to the context's end (docs/NOTES.md, "Streaming").
-        if opens <= len(_CLOSING.findall(outside)) and not (opens == 0 and _MEMBER.search(reading)):
+        if (opens <= len(re.findall(r"[]}]", outside))
+                and not (opens == 0 and re.search(r'"\s*:', reading))):
             return True
     return False
+
+
+# -- Protocol, packaging: think tags, a quoted action (skip on first read) -------------
+# what may wrap the action: reasoning blocks before it, a quote around it
+
+# The one table of reasoning blocks: (opening tag, closing tag), each matched in any case. Every
+# think pattern below, and what the streaming scanner keeps of an open block, comes from it: a
+# spelling is one line.
+_THINK_BLOCKS = (("<think>", "</think>"), ("<thinking>", "</thinking>"),
+                 ("<reasoning>", "</reasoning>"),
+                 ("[THINK]", "[/THINK]"))    # the last: Mistral's reasoning models' spelling
+_THINK_OPEN = re.compile("|".join(re.escape(opening) for opening, _ in _THINK_BLOCKS), re.I)
+_THINK_CLOSE = re.compile("|".join(re.escape(closing) for _, closing in _THINK_BLOCKS), re.I)
+
+
+def _drop_think(text: str, repairs: list) -> str:
+    """Remove reasoning blocks that open before the action, and the reasoning before a lone closing
+    tag.
+
+    A block that never closes holds no action (a draft in it is never run): refused. A lone closing
+    tag ends reasoning whose opening tag the server dropped: the first one outside the objects
+    before it (a draft may quote a tag in a string), whatever the reasoning mentions.
+    """
+    # 1. the blocks that open before the first brace outside them
+    kept, pos = [], 0
+    brace = text.find("{")
+    while True:
+        opening = _THINK_OPEN.search(text, pos)
+        if brace != -1 and brace < pos:
+            brace = text.find("{", pos)  # that brace was inside a removed block
+        if opening is None or (brace != -1 and brace < opening.start()):
+            break
+        kept.append(text[pos:opening.start()])
+        pos, depth = _think_end(text, opening.end(), 1)
+        if depth:
+            tag = opening.group().lower()
+            closer = next(close for open_, close in _THINK_BLOCKS if open_.lower() == tag)
+            raise _refuse(f"your reply opens a {opening.group()} block that never closes, so it "
+                          f"holds no action; close it with {closer} and put the action after it")
+        _note(repairs, "think")
+    text = ("".join(kept) + text[pos:]).strip()
+    # 2. a lone closing tag: all before it is reasoning
+    end = 0   # where the last object read ends; one that never closes runs to the end of the text
+    for closing in _THINK_CLOSE.finditer(text):
+        while end <= closing.start():
+            first = _ACTION_START.search(text, end)
+            if first is None or first.start() >= closing.start():
+                _note(repairs, "think")
+                return text[closing.end():].strip()
+            scanner = _ActionScanner._at(text, first.start())
+            end = scanner.end or scanner.broken_at or len(text)
+    return text
+
+
+_THINK_TAG = re.compile(f"(?P<close>{_THINK_CLOSE.pattern})|{_THINK_OPEN.pattern}", re.I)
+
+
+def _think_end(text: str, pos: int, depth: int) -> tuple[int, int]:
+    """Read reasoning from text[pos], inside depth open think blocks; blocks nest, so a closing tag
+    ends only its own block. Returns (just past the tag that closes the outermost block, 0), or,
+    when text ends first, (just past the last tag read, the depth still open)."""
+    for tag in _THINK_TAG.finditer(text, pos):
+        depth += -1 if tag.group("close") else 1
+        pos = tag.end()
+        if not depth:
+            break
+    return pos, depth
+
+
+def _unquote_action(text: str, first: Any, repairs: list) -> tuple:
+    """The reply is one JSON string holding a whole action (encoded once more): decode it in place.
+
+    Otherwise the quote before the action is packaging, as in ``"{"type": …}"``.
+    """
+    try:
+        inner, end = json.JSONDecoder(strict=False).raw_decode(text, first.start() - 1)
+    except ValueError:
+        return text, first
+    inner = inner.strip() if isinstance(inner, str) else ""
+    # else decoding the string could only change its backslashes
+    encoded = '\\"' in text[first.start():end]
+    if not encoded or not _ACTION_START.match(inner) or _ActionScanner._at(inner, 0).end is None:
+        return text, first
+    _note(repairs, "json_string")
+    text = text[:first.start() - 1] + inner + text[end:]
+    return text, _ACTION_START.search(text, first.start() - 1)
 
 
 # -- Protocol, reading near-JSON: the lexer (skip on first read) -----------------------
 # _ActionScanner finds where a reply's action ends (the streaming client uses it too); _read_value
 # reads it
-
-_MAX_JSON_DEPTH = 100        # brackets nested deeper are refused
-# what an open block keeps between pieces
-_THINK_TAIL = max(len(tag) for block in _THINK_BLOCKS for tag in block) - 1
-# The only tags that are packaging: tokens of chat templates and tool-call wrappers. Any other
-# tag (<draft>, <example>, <reflection>) is prose, so a reply that opens with it is read whole.
-_SPECIAL_TOKEN = rf"""<\|/?[\w.-]{{1,40}}\|> | <｜[^｜<>]{{0,40}}｜> | \[/?(?:TOOL_CALLS|INST)\]
-                   | </?(?:s|tool_calls?|function_?calls?)> | (?i:{_THINK_CLOSES})"""
-_STRUCTURE = re.compile(r"[][{}\"']")
-_STRING_REST = {'"': re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.S),
-                "'": re.compile(r"[^'\\]*(?:\\.[^'\\]*)*", re.S)}
-_LABELS = ("json", "JSON", "assistant")
-_LEAD_TOKEN = re.compile(rf"""
-    (?P<space>[\s\ufeff]+)
-  | (?P<action>{_ACTION_OPENER})
-  | (?P<quote>"(?={_ACTION_OPENER}))                   # a stray quote right before the action
-  | (?P<think>(?i:{_THINK_OPENS}))
-  | (?P<fence>```[\w+.-]{{0,20}})
-  | (?P<token>{_SPECIAL_TOKEN})
-  | (?P<label>(?:{"|".join(_LABELS)})\b)
-""", re.X)
-_PACKAGING_TAGS = {"fence": "code_fence", "token": "special_tokens", "label": "special_tokens",
-                   "quote": "stray_quote"}
-
 
 class _ActionScanner:
     """Reads a reply piece by piece and finds where its first action ends.
@@ -2585,6 +2519,35 @@ class _ActionScanner:
     block, so the work per piece is proportional to the piece.
     """
 
+    # What it looks for: the packaging before the action, and the brackets and strings in it.
+    MAX_DEPTH = 100        # brackets nested deeper are refused
+    # what an open think block keeps between pieces
+    THINK_TAIL = max(len(tag) for block in _THINK_BLOCKS for tag in block) - 1
+    LABELS = ("json", "JSON", "assistant")
+    # What may come before the action. The only tags that are packaging: tokens of chat templates
+    # and tool-call wrappers. Any other tag (<draft>, <example>, <reflection>) is prose, so a reply
+    # that opens with it is read whole.
+    LEAD_TOKEN = re.compile(rf"""
+        (?P<space>[\s\ufeff]+)
+      | (?P<action>{_ACTION_START.pattern})
+      | (?P<quote>"(?={_ACTION_START.pattern}))        # a stray quote right before the action
+      | (?P<think>(?i:{_THINK_OPEN.pattern}))
+      | (?P<fence>```[\w+.-]{{0,20}})
+      | (?P<token><\|/?[\w.-]{{1,40}}\|> | <｜[^｜<>]{{0,40}}｜> | \[/?(?:TOOL_CALLS|INST)\]
+                 | </?(?:s|tool_calls?|function_?calls?)> | (?i:{_THINK_CLOSE.pattern}))
+      | (?P<label>(?:{"|".join(LABELS)})\b)
+    """, re.X)
+    PACKAGING_TAGS = {"fence": "code_fence", "token": "special_tokens", "label": "special_tokens",
+                      "quote": "stray_quote"}
+    # the start of a lead token or of the action, cut at a piece's end: wait for the next piece
+    LEAD_PARTIAL = re.compile(r"""<\|?/?[\w.-]{0,40}\|? | <｜[^｜<>]{0,40}｜? | \[\s{0,64}
+                                  | \[/?[A-Z_]{0,20} | "(?:\[\s{0,64})? | `{1,2}""", re.X)
+    STRUCTURE = re.compile(r"[][{}\"']")
+    STRING_REST = {'"': re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.S),
+                   "'": re.compile(r"[^'\\]*(?:\\.[^'\\]*)*", re.S)}
+
+    # Reading, piece by piece; open_string says where an unclosed string began.
+
     def __init__(self) -> None:
         # None while undecided; False once prose came first
         self.opens_with_action: Optional[bool] = None
@@ -2593,7 +2556,7 @@ class _ActionScanner:
         # why the action can never close: a mismatched or too deep bracket
         self.problem: Optional[str] = None
         self.broken_at: Optional[int] = None   # just past the bracket that made the problem
-        self.too_deep = False                  # the problem is nesting past _MAX_JSON_DEPTH
+        self.too_deep = False                  # the problem is nesting past MAX_DEPTH
         self.packaging: list = []  # repair tags of the packaging skipped before the action
         self._fed = 0                          # characters fed so far
         self._pending = ""  # fed text not decided yet: a partial token, an open think block's tail
@@ -2637,17 +2600,17 @@ class _ActionScanner:
             if self._think_depth:
                 pos, self._think_depth = _think_end(text, pos, self._think_depth)
                 if self._think_depth:  # keep only what may be the start of the next tag
-                    self._pending = text[max(pos, len(text) - _THINK_TAIL):]
+                    self._pending = text[max(pos, len(text) - self.THINK_TAIL):]
                     return None
                 continue
-            token = _LEAD_TOKEN.match(text, pos)
+            token = self.LEAD_TOKEN.match(text, pos)
             if token is None or (token.end() == len(text)
                                  and token.lastgroup in ("fence", "label")):
                 # wait: the next piece decides
                 # or when the end may still grow into packaging or the action's start
                 rest = text[pos:]
-                if (token is not None or _LEAD_PARTIAL.fullmatch(rest)
-                        or any(label.startswith(rest) for label in _LABELS)
+                if (token is not None or self.LEAD_PARTIAL.fullmatch(rest)
+                        or any(label.startswith(rest) for label in self.LABELS)
                         or any(tag.lower().startswith(rest.lower()) for block in _THINK_BLOCKS
                                for tag in block)):
                     self._pending = text[pos:]
@@ -2660,7 +2623,7 @@ class _ActionScanner:
                 return pos
             self._think_depth = int(kind == "think")
             tag = ("think" if kind == "think" or _THINK_CLOSE.fullmatch(token.group())
-                   else _PACKAGING_TAGS.get(kind))
+                   else self.PACKAGING_TAGS.get(kind))
             if tag:
                 _note(self.packaging, tag)
         return None
@@ -2675,7 +2638,7 @@ class _ActionScanner:
                     if pos >= len(text):
                         return None
                     pos, self._escaped = pos + 1, False
-                pos = _STRING_REST[self._quote].match(text, pos).end()
+                pos = self.STRING_REST[self._quote].match(text, pos).end()
                 if pos >= len(text):
                     return None
                 # a lone backslash ends the piece: it escapes the next one's first character
@@ -2684,7 +2647,7 @@ class _ActionScanner:
                     return None
                 self._quote, pos = "", pos + 1
                 continue
-            match = _STRUCTURE.search(text, pos)
+            match = self.STRUCTURE.search(text, pos)
             if match is None:
                 return None
             char, pos = match.group(), match.end()
@@ -2692,9 +2655,9 @@ class _ActionScanner:
                 self._quote = char
             elif char in "{[":
                 closers.append("}" if char == "{" else "]")
-                if len(closers) > _MAX_JSON_DEPTH:
+                if len(closers) > self.MAX_DEPTH:
                     self.too_deep = True
-                    return self._broken(f"the JSON is nested more than {_MAX_JSON_DEPTH} levels "
+                    return self._broken(f"the JSON is nested more than {self.MAX_DEPTH} levels "
                                         "deep", base + pos)
             elif closers.pop() != char:
                 return self._broken(f"the JSON has a mismatched {char!r} at character "
@@ -2722,25 +2685,6 @@ class _ActionScanner:
     def _broken(self, problem: str, at: int) -> None:
         self.problem, self.broken_at = problem, at
         return None
-
-
-_THINK_TAG = re.compile(f"(?P<close>{_THINK_CLOSES})|{_THINK_OPENS}", re.I)
-
-
-def _think_end(text: str, pos: int, depth: int) -> tuple[int, int]:
-    """Read reasoning from text[pos], inside depth open think blocks; blocks nest, so a closing tag
-    ends only its own block. Returns (just past the tag that closes the outermost block, 0), or,
-    when text ends first, (just past the last tag read, the depth still open)."""
-    for tag in _THINK_TAG.finditer(text, pos):
-        depth += -1 if tag.group("close") else 1
-        pos = tag.end()
-        if not depth:
-            break
-    return pos, depth
-
-
-_LEAD_PARTIAL = re.compile(r"""<\|?/?[\w.-]{0,40}\|? | <｜[^｜<>]{0,40}｜? | \[\s{0,64}
-                               | \[/?[A-Z_]{0,20} | "(?:\[\s{0,64})? | `{1,2}""", re.X)
 
 
 def _read_value(text: str, start: int, repairs: list) -> tuple[Any, int]:
@@ -2787,8 +2731,26 @@ def _decode(chunk: str, repairs: list) -> Any:
     A key written twice with different values, at any depth, and a number that is not
     finite are refused.
     """
-    hooks = {"object_pairs_hook": lambda pairs: _unique_keys(pairs, repairs),
-             "parse_constant": _not_finite, "parse_float": _finite}
+    def unique_keys(pairs: list) -> dict:   # a key written twice must hold one value
+        obj: dict = {}
+        for key, value in pairs:
+            if key in obj:
+                if _canonical(obj[key]) != _canonical(value):
+                    shown = _cut(json.dumps(key, ensure_ascii=False), 60)
+                    raise _refuse(f"the key {shown} appears twice with different values; write "
+                                  "each key once")
+                _note(repairs, "duplicate_key")
+            obj[key] = value
+        return obj
+
+    def finite(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            _not_finite(text)
+        return value
+
+    hooks = {"object_pairs_hook": unique_keys, "parse_constant": _not_finite,
+             "parse_float": finite}
     try:
         return json.loads(chunk, **hooks)
     except ActionFormatError:
@@ -2807,9 +2769,60 @@ def _decode(chunk: str, repairs: list) -> Any:
         raise _refuse(f"the JSON is invalid: {exc}") from None
 
 
+def _not_finite(text: str) -> None:
+    raise _refuse(f"the number {text[:40]} is not finite; send a finite number, or text in double "
+                  "quotes")
+
+
+# One token of near-JSON, as _normalize_json reads it.
+_JSON_TOKEN = re.compile(r"""
+    (?P<space>\s+)
+  | (?P<escaped>(?:\\[nrt])+)                         # a literal \\n between tokens: escaped twice
+  | (?P<punct>[][{}:,])
+  | (?P<string>"[^"\\]*(?:\\.[^"\\]*)*"|'[^'\\]*(?:\\.[^'\\]*)*')
+  | (?P<number>-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.]))
+  | (?P<word>-?[A-Za-z_][\w.-]*)
+""", re.X | re.S)
+# One escape or raw control character inside a string.
+_STRING_PIECE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|u[0-9a-fA-F]{4}|[0-7]{1,3}|.)"
+                           r"|[\x00-\x1f]", re.S)
+
+
 def _normalize_json(chunk: str, repairs: list) -> str:
     """Rewrite near-JSON as JSON, token by token: Python literals, raw control characters,
-    invalid escapes, trailing commas, escaped-twice whitespace. Unquoted words are refused."""
+    invalid escapes, trailing commas, escaped-twice whitespace. Unquoted words are refused.
+
+    In a string, ``\\_`` and ``\\'`` read as the character (Markdown and Python habits).
+    Otherwise a double-quoted string keeps JSON's escapes and a single-quoted one Python's
+    (for ``ast.literal_eval``); any other backslash is refused, since it may be a path's
+    backslash or an escape.
+    """
+    python_words = {"True": "true", "False": "false", "None": "null"}
+
+    def fix_piece(piece: str, single: bool) -> str:   # one match of _STRING_PIECE
+        if piece[0] != "\\":
+            _note(repairs, "raw_control_characters")
+            return json.dumps(piece)[1:-1]
+        code = piece[1:]
+        if code == "_" or (code == "'" and not single):
+            _note(repairs, "invalid_escape")
+            return code
+        # past 0o377 Python warns; the same character without a warning
+        if single and code[0] in "01234567":
+            return f"\\U{int(code, 8):08x}"
+        if single:   # a backslash and a line break is a line continuation
+            allowed = code[0] in "\\'\"abfnrtv01234567xNuU\n"
+        else:
+            allowed = code in ('"', "\\", "/", "b", "f", "n", "r", "t") or (
+                code[0] == "u" and len(code) == 5)
+        if not allowed:
+            char = code[0]
+            shown = (f"'\\{char}'" if char.isprintable() and not char.isspace()
+                     else f"a backslash before U+{ord(char):04X}")
+            raise _refuse(f"a string holds {shown}, which may be a literal backslash (as in "
+                          "C:\\Users) or an escape; write a literal backslash as \\\\")
+        return piece
+
     tokens, pos = [], 0
     while pos < len(chunk):
         token = _JSON_TOKEN.match(chunk, pos)
@@ -2826,7 +2839,7 @@ def _normalize_json(chunk: str, repairs: list) -> str:
         elif kind == "string":   # a double- or single-quoted string, as a JSON string literal
             single = value[0] == "'"
             body = _STRING_PIECE.sub(
-                lambda m, single=single: _fix_piece(m.group(), single, repairs), value[1:-1])
+                lambda m, single=single: fix_piece(m.group(), single), value[1:-1])
             value = f'"{body}"'
             if single:
                 _note(repairs, "python_literal")
@@ -2838,15 +2851,15 @@ def _normalize_json(chunk: str, repairs: list) -> str:
         elif kind == "word" and value not in ("true", "false", "null"):
             if value in ("NaN", "Infinity", "-Infinity"):
                 _not_finite(value)
-            if value not in _PYTHON_WORDS and last[1] >= 0 and out[last[1]][:1] == '"':
+            if value not in python_words and last[1] >= 0 and out[last[1]][:1] == '"':
                 # as in "echo "hi"": the string ended early
                 raise _refuse(f'the text {value[:40]!r} follows a string: a quote inside a string '
                               'must be escaped as \\"')
-            if value not in _PYTHON_WORDS:
+            if value not in python_words:
                 raise _refuse(f"the value {value[:40]!r} is not quoted: put text values in double "
                               "quotes")
             _note(repairs, "python_literal")
-            value = _PYTHON_WORDS[value]
+            value = python_words[value]
         elif (value in "]}" and min(last) >= 0 and out[last[1]] == ","
               and out[last[0]] not in ("[", "{", ",", ":")):
             out[last[1]] = ""  # whatever whitespace, line breaks or indentation follow the comma
@@ -2855,86 +2868,6 @@ def _normalize_json(chunk: str, repairs: list) -> str:
             last = [last[1], len(out)]
         out.append(value)
     return "".join(out)
-
-
-_JSON_TOKEN = re.compile(r"""
-    (?P<space>\s+)
-  | (?P<escaped>(?:\\[nrt])+)                         # a literal \\n between tokens: escaped twice
-  | (?P<punct>[][{}:,])
-  | (?P<string>"[^"\\]*(?:\\.[^"\\]*)*"|'[^'\\]*(?:\\.[^'\\]*)*')
-  | (?P<number>-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.]))
-  | (?P<word>-?[A-Za-z_][\w.-]*)
-""", re.X | re.S)
-
-
-_STRING_PIECE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|u[0-9a-fA-F]{4}|[0-7]{1,3}|.)"
-                           r"|[\x00-\x1f]", re.S)
-
-
-_JSON_ESCAPES = set('"\\/bfnrt')
-# a backslash and a line break is a line continuation
-_PYTHON_ESCAPES = set("\\'\"abfnrtv01234567xNuU\n")
-
-
-def _fix_piece(piece: str, single: bool, repairs: list) -> str:
-    """One escape or raw control character of a string, rewritten for JSON or, in a single-quoted
-    string, for ``ast.literal_eval``.
-
-    ``\\_`` and ``\\'`` read as the character (Markdown and Python habits). Otherwise a
-    double-quoted string keeps JSON's escapes and a single-quoted one Python's; any
-    other backslash is refused, since it may be a path's backslash or an escape.
-    """
-    if piece[0] != "\\":
-        _note(repairs, "raw_control_characters")
-        return json.dumps(piece)[1:-1]
-    code = piece[1:]
-    if code == "_" or (code == "'" and not single):
-        _note(repairs, "invalid_escape")
-        return code
-    # past 0o377 Python warns; the same character without a warning
-    if single and code[0] in "01234567":
-        return f"\\U{int(code, 8):08x}"
-    if single:
-        allowed = code[0] in _PYTHON_ESCAPES
-    else:
-        allowed = code in _JSON_ESCAPES or (code[0] == "u" and len(code) == 5)
-    if not allowed:
-        char = code[0]
-        shown = (f"'\\{char}'" if char.isprintable() and not char.isspace()
-                 else f"a backslash before U+{ord(char):04X}")
-        raise _refuse(f"a string holds {shown}, which may be a literal backslash (as in C:\\Users) "
-                      "or an escape; write a literal backslash as \\\\")
-    return piece
-
-
-_PYTHON_WORDS = {"True": "true", "False": "false", "None": "null"}
-
-
-def _unique_keys(pairs: list, repairs: list) -> dict:
-    """An object from its key-value pairs; a key written twice must hold the same value both
-    times."""
-    obj: dict = {}
-    for key, value in pairs:
-        if key in obj:
-            if _canonical(obj[key]) != _canonical(value):
-                shown = _cut(json.dumps(key, ensure_ascii=False), 60)
-                raise _refuse(f"the key {shown} appears twice with different values; write each "
-                              "key once")
-            _note(repairs, "duplicate_key")
-        obj[key] = value
-    return obj
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        _not_finite(text)
-    return value
-
-
-def _not_finite(text: str) -> None:
-    raise _refuse(f"the number {text[:40]} is not finite; send a finite number, or text in double "
-                  "quotes")
 
 
 # -- Transport: deadlines, bodies, server-sent events, the opener (skip on first read) ----
