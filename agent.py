@@ -5521,22 +5521,6 @@ _now = time.monotonic
 
 
 @dataclass
-class _SummaryCall:
-    """A model call that summarised the steps a trim dropped (memory="summary"), kept on the step it
-    came before."""
-
-    raw: Optional[str] = None             # the reply; None if the call failed
-    # the client's finish_reason for this reply, when it reports one
-    finish_reason: Optional[str] = None
-    seconds: float = 0.0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    # why the digest was sent instead: the call's error, or what was wrong with its reply; None when
-    # the summary was used
-    error: Optional[str] = None
-
-
-@dataclass
 class Step:
     """One model turn: the raw reply, the parsed action, what was sent back, what went wrong."""
 
@@ -5660,277 +5644,6 @@ class AgentResult:
             except OSError:
                 pass
             raise
-
-
-class _Earlier(typing.NamedTuple):
-    """A call already run in this run (internal): the step that ran it, its result, how often it
-    came again."""
-
-    step: int
-    result: str
-    failed: bool          # the call failed (its result is the ERROR text)
-    repeats: int = 0
-
-
-@dataclass
-class _RunState:
-    """What one run accumulates (internal)."""
-
-    messages: list[dict]
-    head: int                             # messages[:head] (system ... task) are always sent
-    head_chars: int
-    started: float
-    steps: list[Step] = field(default_factory=list)
-    tail_chars: int = 0                   # characters in messages[head + dropped:]
-    dropped: int = 0                      # messages after the head left out of what is sent
-    format_errors: int = 0                # unparseable replies in a row
-    calls: dict = field(default_factory=dict)   # (name, canonical arguments) -> _Earlier
-    usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0,
-                                                 "estimated": False, "estimated_steps": []})
-    answer: Optional[str] = None
-    budget: Optional[int] = None  # max_context_chars for this run; a context overflow may set one
-    overflows: int = 0                    # context overflows reported by the client
-    schema: Optional[dict] = None  # the action schema, sent once the ladder's first rung is taken
-    hot: bool = False                     # second rung: a raised temperature is sent
-    failed: set[str] = field(default_factory=set)    # raw replies that could not be parsed
-    answer_rung: int = 0                  # the step whose model call may send only a final answer
-    memory: str = "digest"  # what stands in for dropped steps: digest, summary or none
-    # joined to the task while steps are dropped ("\n\n" and the digest, the summary or a count),
-    # counted in what is sent
-    note: str = ""
-    digest: list[str] = field(default_factory=list)  # one line per dropped step
-    digest_chars: int = 0                 # characters in the digest's lines, line breaks included
-
-    _TRIM_TO = 0.6  # over budget, trim to this share of it, so later calls share their prefix
-    _MEMORY_SHARE = 0.2  # the digest or the summary takes at most this share of the context budget
-    _DIGEST_CALL_CHARS = 60    # a digest line shows this much of the call ...
-    _DIGEST_RESULT_CHARS = 100  # ... and this much of the start of its result
-
-    def append(self, role: str, content: str) -> None:
-        """Add a message to the conversation and count its characters."""
-        self.messages.append({"role": role, "content": content})
-        self.tail_chars += len(content)
-
-    def user_text(self) -> str:
-        """The text of the conversation's user messages: what the model was given to work from."""
-        return "\n".join(m["content"] for m in self.messages if m["role"] == "user")
-
-    def answering(self) -> bool:
-        """Whether the next model call is the answer rung's (it may send only a final answer)."""
-        return self.answer_rung == len(self.steps) + 1
-
-    def estimated(self) -> None:
-        """Note that the step under way (not yet in steps) has token counts estimated, not
-        reported."""
-        self.usage["estimated"] = True
-        if len(self.steps) + 1 not in self.usage["estimated_steps"]:
-            self.usage["estimated_steps"].append(len(self.steps) + 1)
-
-    def over_budget(self) -> bool:
-        """Whether what the next call would send is longer than the context budget."""
-        return (self.budget is not None
-                and self.head_chars + len(self.note) + self.tail_chars > self.budget)
-
-    def trim(self) -> None:
-        """Drop the oldest step pairs down to about 60% of the budget, and write the note that
-        stands in for them.
-
-        Dropping well below the budget at once lets the calls until the next trim share
-        their prefix, so a server can reuse its processed prompt; each pair is dropped
-        once, and its digest line written once (amortised O(1) per step). The system
-        prompt, the task and the latest pair are always kept.
-        """
-        target = self.budget * self._TRIM_TO
-        while (self.head_chars + self._note_room() + self.tail_chars > target
-               and len(self.messages) - self.head - self.dropped > 2):
-            first = self.head + self.dropped
-            self.tail_chars -= (len(self.messages[first]["content"])
-                                + len(self.messages[first + 1]["content"]))
-            if self.memory != "none":
-                line = _digest_line(self.steps[self.dropped // 2], self.calls,
-                                    self._DIGEST_RESULT_CHARS)
-                self.digest.append(line)
-                self.digest_chars += len(line) + 1
-            self.dropped += 2
-        self.note = (self.digest_note() if self.memory != "none"
-                     else f"\n\n{_DROPPED_NOTE.format(n=self.dropped // 2)}")
-
-    def _note_room(self) -> int:
-        """What the note will take once the pairs dropped so far are in it (the summary's room: the
-        digest's)."""
-        if self.memory == "none":
-            return len(_DROPPED_NOTE) + 2
-        return min(self.memory_limit(), len(_DIGEST_HEADER) + 3 + self.digest_chars)
-
-    def memory_limit(self) -> int:
-        """The most characters the note (the digest or the summary, with its header) may take.
-
-        A share of the budget, and no more than the budget leaves beside the head and the steps
-        still sent.
-        """
-        return max(0, min(int(self.budget * self._MEMORY_SHARE),
-                          self.budget - self.head_chars - self.tail_chars))
-
-    def digest_note(self) -> str:
-        """The digest of every dropped step: one line each, bounded, the same for the same
-        history."""
-        header = _DIGEST_HEADER.format(n=self.dropped // 2)
-        lines, limit = self.digest, self.memory_limit() - len(header) - 3
-        if self.digest_chars <= limit:
-            return f"\n\n{header}\n" + "\n".join(lines)
-        # Over the limit, the first lines and the newest that fit: half the room goes to the first
-        # lines and the rest to the newest, as a long observation keeps its head and tail; a line
-        # longer than half the room is cut to it, so the first and the newest line show when
-        # anything does. One line between says how many were left out.
-        room = limit - len(_DIGEST_GAP.format(n=len(lines))) - 1
-        width = room // 2 - 1                 # a line and its line break in half the room
-        head = tail = used = 0
-        while head < len(lines) and used + min(len(lines[head]), width) + 1 <= room // 2:
-            used += min(len(lines[head]), width) + 1
-            head += 1
-        while head + tail < len(lines) and used + min(len(lines[-1 - tail]), width) + 1 <= room:
-            used += min(len(lines[-1 - tail]), width) + 1
-            tail += 1
-        kept = [_cut(line, width) for line in lines[:head] + lines[len(lines) - tail:]]
-        gap = _DIGEST_GAP.format(n=len(lines) - head - tail)
-        return f"\n\n{header}\n" + "\n".join(kept[:head] + [gap] + kept[head:])
-
-    def context(self, trimmed: bool = False) -> list[dict]:
-        """What is sent: the whole conversation, or, once steps are dropped, the note in their
-        place.
-
-        The note (the digest, the summary or a count) is joined to the task's message and
-        stays the same until the next trim, so the calls between two trims share their prefix.
-        ``trimmed``: this call trimmed, and a latest reply still over the trim's target is
-        shortened.
-        """
-        sent = self.messages
-        if self.dropped:
-            task = self.messages[self.head - 1]
-            joined = {"role": task["role"], "content": task["content"] + self.note}
-            sent = (self.messages[:self.head - 1] + [joined]
-                    + self.messages[self.head + self.dropped:])
-        return self._shorten_latest(sent) if trimmed else sent
-
-    def _shorten_latest(self, sent: list[dict]) -> list[dict]:
-        """A trim that left only the latest pair over its target: a reply that ran to the token
-        limit.
-
-        That reply is sent as its head and tail, cut to the trim's target; result.messages keeps it
-        whole.
-        """
-        over = (self.head_chars + len(self.note) + self.tail_chars
-                - int(self.budget * self._TRIM_TO))
-        if over <= 0 or len(sent) <= self.head or sent[-2]["role"] != "assistant":
-            return sent
-        reply = sent[-2]["content"]
-        kept = _cut(reply, max(200, len(reply) - over), ends=True)
-        return sent[:-2] + [{"role": "assistant", "content": kept}, sent[-1]]
-
-
-def _digest_line(step: Step, calls: dict, result_chars: Optional[int]) -> str:
-    """A dropped step as ``index. name(arguments) → the start of its result``; a repeat or an unread
-    reply says so.
-
-    ``calls`` is the run's (name, canonical arguments) -> _Earlier: a call first run in another step
-    is a repeat. A tool's error shows as its result does, starting with ``ERROR:``.
-    """
-    action = step.action
-    if action is None or action.kind != "tool_call":
-        return f"{step.index}. {_DIGEST_UNREADABLE}"
-    arguments = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False, default=str)}"
-                          for key, value in action.arguments.items())
-    call = _cut(f"{action.name}({arguments})", _RunState._DIGEST_CALL_CHARS, one_line=True)
-    earlier = calls.get((action.name, _canonical(action.arguments)))
-    if earlier is not None and earlier.step != step.index:
-        return f"{step.index}. {call} → {_DIGEST_REPEAT.format(step=earlier.step)}"
-    result = _observation_result(step.observation or "") or ""
-    return f"{step.index}. {call} → {_cut(result, result_chars, one_line=True)}"
-
-
-def _copied(action: Action, example: Optional[_Example], seen: Callable[[], str], task: str
-            ) -> Optional[str]:
-    """What of the prompt a reply copied in place of its own content (placeholders, the worked
-    example), or None; ``seen()`` is the text of the conversation's user messages, ``task`` the
-    task's message.
-
-    A copied thought is let through: it runs nothing, and refusing it refused calls that were
-    right. A placeholder the task names (``echo "..."``) is the task's value, not a copy; the
-    task alone counts, since the refusals the model is sent quote the placeholders."""
-    arguments = [(f'argument "{key}"', value) for key, value in _leaves(action.arguments)]
-    for where, value in [("answer", action.answer), ("tool name", action.name)] + arguments:
-        # one of the prompt's placeholders, in any case, or an ellipsis however it is typed
-        if (isinstance(value, str) and (value.strip().lower() in _PLACEHOLDERS
-                                        or re.match(r"[.\u2026]{2,}\Z", value.strip()))
-                and value.strip().lower() not in task.lower()):
-            return _COPIED_PLACEHOLDER.format(where=where, value=value.strip())
-    if example is None:
-        return None
-    if action.kind == "final" and action.answer == example.final["answer"]:
-        return _COPIED_ANSWER
-    if any((action.name, action.arguments) == (c["name"], c["arguments"])
-           for c, _ in example.calls):
-        return _COPIED_CALL
-    # An example's argument in a registered tool runs a call about the example's task, not the
-    # model's (docs/NOTES.md, "The prompt"). It is one only when nothing the model was given
-    # names the example's subjects (a task, or a tool result, about the Louvre may ask for that).
-    queries = {v.strip().lower() for c, _ in example.calls for _, v in _leaves(c["arguments"])}
-    for where, value in arguments:
-        if (isinstance(value, str) and value.strip().lower() in queries
-                and not any(s.lower() in seen().lower() for s in example.subjects)):
-            return _COPIED_ARGUMENT.format(where=where)
-    return None
-
-
-def _description_copy(action: Action, registry: ToolRegistry, seen: Callable[[], str]
-                      ) -> Optional[str]:
-    """The examples of the called tool's description that a call's arguments only copy, each where
-    no user message names it (``'get_weather's example "Rome"'``), or None.
-
-    A model made to call a tool on a task that needs none copies it: get_weather({"city":
-    "Rome"}) for "thank you" in French (docs/NOTES.md, "The tool rung")."""
-    tool = registry.get(action.name) if action.kind == "tool_call" else None
-    if tool is None:
-        return None
-    # the value after "e.g." in a description: quoted, or one word without its final stop
-    eg = re.compile(r"""\be\.g\.,?\s+(?:"([^"]{1,100})"|'([^']{1,100})'|([^\s"']{1,100}?))
-                        [.,;:)]{0,3}(?:\s|\Z)""", re.X)
-    texts = (next(g for g in m.groups() if g) for text in _descriptions(tool.parameters)
-             for m in eg.finditer(text))
-    examples = {text.strip().lower(): text for text in texts}
-    # every argument must be one: a call with a value of its own (the task's city, and the
-    # example's unit) is the model's
-    values = [str(value).strip().lower() for _, value in _leaves(action.arguments)]
-    if not values or not all(v in examples and v not in seen().lower() for v in values):
-        return None
-    return " and ".join(f'{action.name}\'s example "{examples[v]}"' for v in dict.fromkeys(values))
-
-
-def _descriptions(schema: Any) -> Iterable[str]:
-    """Every description in a JSON Schema, and its examples' texts."""
-    if isinstance(schema, dict):
-        for key, value in schema.items():
-            if key == "description" and isinstance(value, str):
-                yield value
-            elif key == "examples" and isinstance(value, list):
-                yield from (f'e.g. "{v}"' for v in value if isinstance(v, (str, int, float)))
-            else:
-                yield from _descriptions(value)
-    elif isinstance(schema, list):
-        for item in schema:
-            yield from _descriptions(item)
-
-
-def _leaves(value: Any, key: str = "") -> Iterable:
-    """(key, value) for every text, number or boolean inside nested arguments."""
-    if isinstance(value, dict):
-        for name, item in value.items():
-            yield from _leaves(item, f"{key}.{name}" if key else str(name))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _leaves(item, f"{key}[{i}]")
-    else:
-        yield key, value
 
 
 class Agent:
@@ -6551,6 +6264,298 @@ class Agent:
         return AgentResult(answer=state.answer if stop == "final" else None, stop_reason=stop,
                            steps=state.steps, messages=state.messages, usage=usage,
                            seconds=_now() - state.started, summary=summary)
+
+
+# -- Loop, the run's state: calls made, memory, copy checks (skip on first read) -------
+# _RunState holds what one run accumulates; trim() drops old steps for the context budget, and a
+# digest line each (or the model's summary) stands in for them. _copied and _description_copy find
+# a reply that copies the prompt or a tool's example instead of doing the task.
+
+class _Earlier(typing.NamedTuple):
+    """A call already run in this run (internal): the step that ran it, its result, how often it
+    came again."""
+
+    step: int
+    result: str
+    failed: bool          # the call failed (its result is the ERROR text)
+    repeats: int = 0
+
+
+@dataclass
+class _RunState:
+    """What one run accumulates (internal)."""
+
+    messages: list[dict]
+    head: int                             # messages[:head] (system ... task) are always sent
+    head_chars: int
+    started: float
+    steps: list[Step] = field(default_factory=list)
+    tail_chars: int = 0                   # characters in messages[head + dropped:]
+    dropped: int = 0                      # messages after the head left out of what is sent
+    format_errors: int = 0                # unparseable replies in a row
+    calls: dict = field(default_factory=dict)   # (name, canonical arguments) -> _Earlier
+    usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0,
+                                                 "estimated": False, "estimated_steps": []})
+    answer: Optional[str] = None
+    budget: Optional[int] = None  # max_context_chars for this run; a context overflow may set one
+    overflows: int = 0                    # context overflows reported by the client
+    schema: Optional[dict] = None  # the action schema, sent once the ladder's first rung is taken
+    hot: bool = False                     # second rung: a raised temperature is sent
+    failed: set[str] = field(default_factory=set)    # raw replies that could not be parsed
+    answer_rung: int = 0                  # the step whose model call may send only a final answer
+    memory: str = "digest"  # what stands in for dropped steps: digest, summary or none
+    # joined to the task while steps are dropped ("\n\n" and the digest, the summary or a count),
+    # counted in what is sent
+    note: str = ""
+    digest: list[str] = field(default_factory=list)  # one line per dropped step
+    digest_chars: int = 0                 # characters in the digest's lines, line breaks included
+
+    _TRIM_TO = 0.6  # over budget, trim to this share of it, so later calls share their prefix
+    _MEMORY_SHARE = 0.2  # the digest or the summary takes at most this share of the context budget
+    _DIGEST_CALL_CHARS = 60    # a digest line shows this much of the call ...
+    _DIGEST_RESULT_CHARS = 100  # ... and this much of the start of its result
+
+    def append(self, role: str, content: str) -> None:
+        """Add a message to the conversation and count its characters."""
+        self.messages.append({"role": role, "content": content})
+        self.tail_chars += len(content)
+
+    def user_text(self) -> str:
+        """The text of the conversation's user messages: what the model was given to work from."""
+        return "\n".join(m["content"] for m in self.messages if m["role"] == "user")
+
+    def answering(self) -> bool:
+        """Whether the next model call is the answer rung's (it may send only a final answer)."""
+        return self.answer_rung == len(self.steps) + 1
+
+    def estimated(self) -> None:
+        """Note that the step under way (not yet in steps) has token counts estimated, not
+        reported."""
+        self.usage["estimated"] = True
+        if len(self.steps) + 1 not in self.usage["estimated_steps"]:
+            self.usage["estimated_steps"].append(len(self.steps) + 1)
+
+    def over_budget(self) -> bool:
+        """Whether what the next call would send is longer than the context budget."""
+        return (self.budget is not None
+                and self.head_chars + len(self.note) + self.tail_chars > self.budget)
+
+    def trim(self) -> None:
+        """Drop the oldest step pairs down to about 60% of the budget, and write the note that
+        stands in for them.
+
+        Dropping well below the budget at once lets the calls until the next trim share
+        their prefix, so a server can reuse its processed prompt; each pair is dropped
+        once, and its digest line written once (amortised O(1) per step). The system
+        prompt, the task and the latest pair are always kept.
+        """
+        target = self.budget * self._TRIM_TO
+        while (self.head_chars + self._note_room() + self.tail_chars > target
+               and len(self.messages) - self.head - self.dropped > 2):
+            first = self.head + self.dropped
+            self.tail_chars -= (len(self.messages[first]["content"])
+                                + len(self.messages[first + 1]["content"]))
+            if self.memory != "none":
+                line = _digest_line(self.steps[self.dropped // 2], self.calls,
+                                    self._DIGEST_RESULT_CHARS)
+                self.digest.append(line)
+                self.digest_chars += len(line) + 1
+            self.dropped += 2
+        self.note = (self.digest_note() if self.memory != "none"
+                     else f"\n\n{_DROPPED_NOTE.format(n=self.dropped // 2)}")
+
+    def _note_room(self) -> int:
+        """What the note will take once the pairs dropped so far are in it (the summary's room: the
+        digest's)."""
+        if self.memory == "none":
+            return len(_DROPPED_NOTE) + 2
+        return min(self.memory_limit(), len(_DIGEST_HEADER) + 3 + self.digest_chars)
+
+    def memory_limit(self) -> int:
+        """The most characters the note (the digest or the summary, with its header) may take.
+
+        A share of the budget, and no more than the budget leaves beside the head and the steps
+        still sent.
+        """
+        return max(0, min(int(self.budget * self._MEMORY_SHARE),
+                          self.budget - self.head_chars - self.tail_chars))
+
+    def digest_note(self) -> str:
+        """The digest of every dropped step: one line each, bounded, the same for the same
+        history."""
+        header = _DIGEST_HEADER.format(n=self.dropped // 2)
+        lines, limit = self.digest, self.memory_limit() - len(header) - 3
+        if self.digest_chars <= limit:
+            return f"\n\n{header}\n" + "\n".join(lines)
+        # Over the limit, the first lines and the newest that fit: half the room goes to the first
+        # lines and the rest to the newest, as a long observation keeps its head and tail; a line
+        # longer than half the room is cut to it, so the first and the newest line show when
+        # anything does. One line between says how many were left out.
+        room = limit - len(_DIGEST_GAP.format(n=len(lines))) - 1
+        width = room // 2 - 1                 # a line and its line break in half the room
+        head = tail = used = 0
+        while head < len(lines) and used + min(len(lines[head]), width) + 1 <= room // 2:
+            used += min(len(lines[head]), width) + 1
+            head += 1
+        while head + tail < len(lines) and used + min(len(lines[-1 - tail]), width) + 1 <= room:
+            used += min(len(lines[-1 - tail]), width) + 1
+            tail += 1
+        kept = [_cut(line, width) for line in lines[:head] + lines[len(lines) - tail:]]
+        gap = _DIGEST_GAP.format(n=len(lines) - head - tail)
+        return f"\n\n{header}\n" + "\n".join(kept[:head] + [gap] + kept[head:])
+
+    def context(self, trimmed: bool = False) -> list[dict]:
+        """What is sent: the whole conversation, or, once steps are dropped, the note in their
+        place.
+
+        The note (the digest, the summary or a count) is joined to the task's message and
+        stays the same until the next trim, so the calls between two trims share their prefix.
+        ``trimmed``: this call trimmed, and a latest reply still over the trim's target is
+        shortened.
+        """
+        sent = self.messages
+        if self.dropped:
+            task = self.messages[self.head - 1]
+            joined = {"role": task["role"], "content": task["content"] + self.note}
+            sent = (self.messages[:self.head - 1] + [joined]
+                    + self.messages[self.head + self.dropped:])
+        return self._shorten_latest(sent) if trimmed else sent
+
+    def _shorten_latest(self, sent: list[dict]) -> list[dict]:
+        """A trim that left only the latest pair over its target: a reply that ran to the token
+        limit.
+
+        That reply is sent as its head and tail, cut to the trim's target; result.messages keeps it
+        whole.
+        """
+        over = (self.head_chars + len(self.note) + self.tail_chars
+                - int(self.budget * self._TRIM_TO))
+        if over <= 0 or len(sent) <= self.head or sent[-2]["role"] != "assistant":
+            return sent
+        reply = sent[-2]["content"]
+        kept = _cut(reply, max(200, len(reply) - over), ends=True)
+        return sent[:-2] + [{"role": "assistant", "content": kept}, sent[-1]]
+
+
+@dataclass
+class _SummaryCall:
+    """A model call that summarised the steps a trim dropped (memory="summary"), kept on the step it
+    came before."""
+
+    raw: Optional[str] = None             # the reply; None if the call failed
+    # the client's finish_reason for this reply, when it reports one
+    finish_reason: Optional[str] = None
+    seconds: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    # why the digest was sent instead: the call's error, or what was wrong with its reply; None when
+    # the summary was used
+    error: Optional[str] = None
+
+
+def _digest_line(step: Step, calls: dict, result_chars: Optional[int]) -> str:
+    """A dropped step as ``index. name(arguments) → the start of its result``; a repeat or an unread
+    reply says so.
+
+    ``calls`` is the run's (name, canonical arguments) -> _Earlier: a call first run in another step
+    is a repeat. A tool's error shows as its result does, starting with ``ERROR:``.
+    """
+    action = step.action
+    if action is None or action.kind != "tool_call":
+        return f"{step.index}. {_DIGEST_UNREADABLE}"
+    arguments = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False, default=str)}"
+                          for key, value in action.arguments.items())
+    call = _cut(f"{action.name}({arguments})", _RunState._DIGEST_CALL_CHARS, one_line=True)
+    earlier = calls.get((action.name, _canonical(action.arguments)))
+    if earlier is not None and earlier.step != step.index:
+        return f"{step.index}. {call} → {_DIGEST_REPEAT.format(step=earlier.step)}"
+    result = _observation_result(step.observation or "") or ""
+    return f"{step.index}. {call} → {_cut(result, result_chars, one_line=True)}"
+
+
+def _copied(action: Action, example: Optional[_Example], seen: Callable[[], str], task: str
+            ) -> Optional[str]:
+    """What of the prompt a reply copied in place of its own content (placeholders, the worked
+    example), or None; ``seen()`` is the text of the conversation's user messages, ``task`` the
+    task's message.
+
+    A copied thought is let through: it runs nothing, and refusing it refused calls that were
+    right. A placeholder the task names (``echo "..."``) is the task's value, not a copy; the
+    task alone counts, since the refusals the model is sent quote the placeholders."""
+    arguments = [(f'argument "{key}"', value) for key, value in _leaves(action.arguments)]
+    for where, value in [("answer", action.answer), ("tool name", action.name)] + arguments:
+        # one of the prompt's placeholders, in any case, or an ellipsis however it is typed
+        if (isinstance(value, str) and (value.strip().lower() in _PLACEHOLDERS
+                                        or re.match(r"[.\u2026]{2,}\Z", value.strip()))
+                and value.strip().lower() not in task.lower()):
+            return _COPIED_PLACEHOLDER.format(where=where, value=value.strip())
+    if example is None:
+        return None
+    if action.kind == "final" and action.answer == example.final["answer"]:
+        return _COPIED_ANSWER
+    if any((action.name, action.arguments) == (c["name"], c["arguments"])
+           for c, _ in example.calls):
+        return _COPIED_CALL
+    # An example's argument in a registered tool runs a call about the example's task, not the
+    # model's (docs/NOTES.md, "The prompt"). It is one only when nothing the model was given
+    # names the example's subjects (a task, or a tool result, about the Louvre may ask for that).
+    queries = {v.strip().lower() for c, _ in example.calls for _, v in _leaves(c["arguments"])}
+    for where, value in arguments:
+        if (isinstance(value, str) and value.strip().lower() in queries
+                and not any(s.lower() in seen().lower() for s in example.subjects)):
+            return _COPIED_ARGUMENT.format(where=where)
+    return None
+
+
+def _description_copy(action: Action, registry: ToolRegistry, seen: Callable[[], str]
+                      ) -> Optional[str]:
+    """The examples of the called tool's description that a call's arguments only copy, each where
+    no user message names it (``'get_weather's example "Rome"'``), or None.
+
+    A model made to call a tool on a task that needs none copies it: get_weather({"city":
+    "Rome"}) for "thank you" in French (docs/NOTES.md, "The tool rung")."""
+    tool = registry.get(action.name) if action.kind == "tool_call" else None
+    if tool is None:
+        return None
+    # the value after "e.g." in a description: quoted, or one word without its final stop
+    eg = re.compile(r"""\be\.g\.,?\s+(?:"([^"]{1,100})"|'([^']{1,100})'|([^\s"']{1,100}?))
+                        [.,;:)]{0,3}(?:\s|\Z)""", re.X)
+    texts = (next(g for g in m.groups() if g) for text in _descriptions(tool.parameters)
+             for m in eg.finditer(text))
+    examples = {text.strip().lower(): text for text in texts}
+    # every argument must be one: a call with a value of its own (the task's city, and the
+    # example's unit) is the model's
+    values = [str(value).strip().lower() for _, value in _leaves(action.arguments)]
+    if not values or not all(v in examples and v not in seen().lower() for v in values):
+        return None
+    return " and ".join(f'{action.name}\'s example "{examples[v]}"' for v in dict.fromkeys(values))
+
+
+def _descriptions(schema: Any) -> Iterable[str]:
+    """Every description in a JSON Schema, and its examples' texts."""
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key == "description" and isinstance(value, str):
+                yield value
+            elif key == "examples" and isinstance(value, list):
+                yield from (f'e.g. "{v}"' for v in value if isinstance(v, (str, int, float)))
+            else:
+                yield from _descriptions(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            yield from _descriptions(item)
+
+
+def _leaves(value: Any, key: str = "") -> Iterable:
+    """(key, value) for every text, number or boolean inside nested arguments."""
+    if isinstance(value, dict):
+        for name, item in value.items():
+            yield from _leaves(item, f"{key}.{name}" if key else str(name))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _leaves(item, f"{key}[{i}]")
+    else:
+        yield key, value
 
 
 # -- Batch -----------------------------------------------------------------------------
