@@ -43,8 +43,8 @@ is machinery the rest can be read without:
   it (``_unwrap``, ``_drop_think``, ``_locate``, ``_check_rest``, ``_interpret``); ``_refuse`` and
   ``_observation`` write what goes back; ``_repeating_tail`` detects a looping reply; the near-JSON
   lexer, ``_ActionScanner`` and ``_read_value`` (skip on first read).
-- Transport (skip on first read): deadlines, bodies, server-sent events and the opener, shared by
-  ``OpenAICompatLLM`` and MCP over HTTP.
+- Transport (skip on first read): deadlines, bodies, server-sent events, and ``_request``, the one
+  HTTP request under a deadline, shared by ``OpenAICompatLLM`` and MCP over HTTP.
 - Models: the ``LLM`` protocol and ``MockLLM``; ``OpenAICompatLLM`` talks HTTP (``chat``,
   ``from_env``), then its helpers: what a request sends and what an answer means.
 - MCP: ``_add_mcp`` (what ``ToolRegistry.add_mcp`` calls) registers an MCP server's tools;
@@ -2937,9 +2937,9 @@ def _not_finite(text: str) -> None:
                   "quotes")
 
 
-# -- Transport: deadlines, bodies, server-sent events, the opener (skip on first read) ----
+# -- Transport: deadlines, bodies, server-sent events, _request (skip on first read) ---
 # every read is bounded by the request's deadline, events are read as they arrive, no redirect is
-# followed; used by OpenAICompatLLM and by MCP over HTTP
+# followed; _request is the one HTTP request, of OpenAICompatLLM and of MCP over HTTP
 
 class _Deadline:
     """When one request must be over: max_request_seconds after it starts, or the call's own end
@@ -3025,29 +3025,6 @@ class _Retryable(Exception):
         self.status = status
         self.retry_after = retry_after
         self.kind = kind
-
-
-_MAX_ERROR_BYTES = 65536    # bytes of an error body read to quote its message
-
-
-def _read_error_body(exc: Any, deadline: Any, timeout: float) -> bytes:
-    """Up to _MAX_ERROR_BYTES of an error answer's body, read under the deadlines: a drip cannot
-    hold the call."""
-    body, pieces, size = _Body(exc, deadline, math.inf, timeout), [], 0
-    try:
-        while size < _MAX_ERROR_BYTES:
-            piece = body.read()
-            if not piece:
-                break
-            pieces.append(piece)
-            size += len(piece)
-    except LLMError:
-        raise                                   # the request's deadline passed
-    except Exception:
-        pass                                    # a stall or a break: quote what came
-    finally:
-        exc.close()
-    return b"".join(pieces)[:_MAX_ERROR_BYTES]
 
 
 _LINE_END = re.compile(rb"\r\n|\r|\n")   # server-sent events end lines in any of the three
@@ -3201,75 +3178,54 @@ class _TimedReader(io.RawIOBase):
         super().close()
 
 
-class _TimedResponse:
-    """Mixed into http.client's response: read through a _TimedReader, past informational answers
-    (internal)."""
-
-    def __init__(self, sock: Any, *args: Any, timing: Optional[tuple] = None,
-                 **kwargs: Any) -> None:
-        # timing: (timeout, deadline) of the request
-        self.deadline = timing[1] if timing else None
-        super().__init__(_TimedReader(sock, *timing) if timing else sock, *args, **kwargs)
-
-    def _read_status(self) -> tuple:
-        """The status line after any informational ones (http.client skips only 100)."""
-        import http.client
-
-        while True:
-            version, status, reason = super()._read_status()
-            if not 101 < status < 200:  # 101 switches protocols, which agent.py never asks for
-                return version, status, reason
-            http.client.parse_headers(self.fp)  # a 102's or 103's headers: not needed
-            if self.deadline is not None:
-                self.deadline.waiting = True  # the real answer may still wait for prompt processing
-
-
-class _TimedConnection:
-    """Mixed into http.client's connections: every answer is read through a _TimedReader (internal).
-
-    That is the response and also a proxy's answer to CONNECT, which http.client reads
-    with the same response class before the tunnel's TLS starts.
-    """
-
-    def __init__(self, *args: Any, timing: Optional[tuple] = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        if timing is not None:
-            self.response_class = functools.partial(type(self).response_class, timing=timing)
-
-
-class _TimedHandler:
-    """Mixed into urllib's HTTP(S) handlers: the timing its connections read with (internal)."""
-
-    def __init__(self, timing: Optional[tuple]) -> None:
-        super().__init__()
-        self.timing = timing  # (timeout, deadline) of the one request this opener sends, or None
-
-
-# urllib handler classes, made on first use: importing urllib costs more than agent.py
-_HANDLERS: list = []
-
-
-def _handler_classes() -> list:
-    """urllib handlers that bound every read, skip informational answers and follow no redirect."""
-    if _HANDLERS:
-        return _HANDLERS
+@functools.cache
+def _handler_classes() -> tuple:
+    """urllib's HTTP and HTTPS handlers made to read every answer through a _TimedReader, past
+    informational answers, and a redirect handler that follows none; made on first use, since
+    importing urllib costs more than agent.py."""
     import http.client
     import urllib.request
 
-    class Response(_TimedResponse, http.client.HTTPResponse):
-        pass
+    class Response(http.client.HTTPResponse):
+        def __init__(self, sock: Any, *args: Any, timing: Optional[tuple] = None,
+                     **kwargs: Any) -> None:
+            # timing: (timeout, deadline) of the request
+            self.deadline = timing[1] if timing else None
+            super().__init__(_TimedReader(sock, *timing) if timing else sock, *args, **kwargs)
 
-    class HTTPConnection(_TimedConnection, http.client.HTTPConnection):
+        def _read_status(self) -> tuple:
+            """The status line after any informational ones (http.client skips only 100)."""
+            while True:
+                version, status, reason = super()._read_status()
+                if not 101 < status < 200:  # 101 switches protocols, which agent.py never asks for
+                    return version, status, reason
+                http.client.parse_headers(self.fp)  # a 102's or 103's headers: not needed
+                if self.deadline is not None:
+                    # the real answer may still wait for prompt processing
+                    self.deadline.waiting = True
+
+    class Timed:
+        """Every answer a connection reads goes through a _TimedReader: the response, and also a
+        proxy's answer to CONNECT, which http.client reads with the same response class before
+        the tunnel's TLS starts. A handler keeps the timing its connections read with."""
+
+        def __init__(self, *args: Any, timing: Optional[tuple] = None, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.timing = timing  # (timeout, deadline) of the one request sent, or None
+            if timing is not None and hasattr(self, "response_class"):
+                self.response_class = functools.partial(Response, timing=timing)
+
+    class HTTPConnection(Timed, http.client.HTTPConnection):
         response_class = Response
 
-    class HTTPSConnection(_TimedConnection, http.client.HTTPSConnection):
+    class HTTPSConnection(Timed, http.client.HTTPSConnection):
         response_class = Response
 
-    class HTTPHandler(_TimedHandler, urllib.request.HTTPHandler):
+    class HTTPHandler(Timed, urllib.request.HTTPHandler):
         def http_open(self, req: Any) -> Any:
             return self.do_open(functools.partial(HTTPConnection, timing=self.timing), req)
 
-    class HTTPSHandler(_TimedHandler, urllib.request.HTTPSHandler):
+    class HTTPSHandler(Timed, urllib.request.HTTPSHandler):
         def https_open(self, req: Any) -> Any:
             connection = functools.partial(HTTPSConnection, timing=self.timing)
             return self.do_open(connection, req, context=self._context)
@@ -3278,24 +3234,54 @@ def _handler_classes() -> list:
         def redirect_request(self, *args: Any, **kwargs: Any) -> None:
             return None  # following would carry the key to another host; a 3xx is an HTTPError
 
-    _HANDLERS[:] = [HTTPHandler, HTTPSHandler, NoRedirect]
-    return _HANDLERS
+    return HTTPHandler, HTTPSHandler, NoRedirect
 
 
-def _build_opener(url: str, timeout: Optional[float] = None,
-                  deadline: Optional[_Deadline] = None) -> Any:
-    """A urllib opener for one request to url; a loopback server is never reached through
-    HTTP(S)_PROXY.
+def _request(url: str, deadline: _Deadline, timeout: float, data: Optional[bytes],
+             headers: dict, *, method: Optional[str] = None, opener: Any = None) -> tuple:
+    """Send one request to url under deadline, the one way agent.py makes an HTTP request (for
+    OpenAICompatLLM and MCP over HTTP): (the response, None) for a 2xx, (the HTTPError, the
+    start of its body) for an error status.
 
-    With a deadline, every receive must come within timeout and the deadline (see _TimedReader);
-    without, only the socket timeout given to ``open`` bounds each.
+    Every receive must come within timeout and the deadline (see _TimedReader); a
+    loopback server is never reached through HTTP(S)_PROXY; no redirect is followed
+    (a 3xx is an error status). ``opener``, anything with ``open(request,
+    timeout=...)``, replaces urllib's. The method is a POST of data, or a GET when
+    data is None. Raises OSError or http.client.HTTPException when the server cannot
+    be reached, and LLMError when the deadline passes.
     """
+    import urllib.error
     import urllib.request
 
-    proxies = urllib.request.ProxyHandler({} if _is_loopback(url) else None)
-    http, https, no_redirect = _handler_classes()
-    timing = None if deadline is None else (timeout, deadline)
-    return urllib.request.build_opener(proxies, http(timing), https(timing), no_redirect())
+    # a fresh Request (and opener) per attempt: urllib's proxy code edits the request
+    request = urllib.request.Request(url, data=data, headers=headers,
+                                     method=method or ("GET" if data is None else "POST"))
+    if opener is None:
+        proxies = urllib.request.ProxyHandler({} if _is_loopback(url) else None)
+        http, https, no_redirect = _handler_classes()
+        opener = urllib.request.build_opener(proxies, http(timing=(timeout, deadline)),
+                                             https(timing=(timeout, deadline)), no_redirect())
+    try:
+        return opener.open(request, timeout=min(timeout, deadline.left(),
+                                                threading.TIMEOUT_MAX)), None
+    except urllib.error.HTTPError as exc:
+        # up to 64 KiB of the body, to quote its message, read under the deadlines: a drip cannot
+        # hold the call
+        body, pieces, size, most = _Body(exc, deadline, math.inf, timeout), [], 0, 65536
+        try:
+            while size < most:
+                piece = body.read()
+                if not piece:
+                    break
+                pieces.append(piece)
+                size += len(piece)
+        except LLMError:
+            raise                                   # the request's deadline passed
+        except Exception:
+            pass                                    # a stall or a break: quote what came
+        finally:
+            exc.close()
+        return exc, b"".join(pieces)[:most]
 
 
 def _http_url(url: str) -> Any:
@@ -4076,23 +4062,16 @@ class OpenAICompatLLM:
         by ``timeout`` and the deadline, and no redirect is followed.
         """
         import http.client
-        import urllib.error
-        import urllib.request
 
-        request = urllib.request.Request(deadline.url, data=data,
-                                         headers=self._request_headers(stream),
-                                         method="GET" if data is None else "POST")
-        # a fresh Request (and opener) per attempt: urllib's proxy code edits the request
-        opener = self._opener or _build_opener(deadline.url, self.timeout, deadline)
         try:
-            return opener.open(request, timeout=min(self.timeout, deadline.left(),
-                                                    threading.TIMEOUT_MAX))
-        except urllib.error.HTTPError as exc:
-            body = _read_error_body(exc, deadline, self.timeout)
-            text = body.decode("utf-8-sig", errors="replace")
-            self._fail(exc.code, text, exc.headers, deadline.url)
+            response, error = _request(deadline.url, deadline, self.timeout, data,
+                                       self._request_headers(stream), opener=self._opener)
         except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out, cut short
             raise self._unreachable(exc, deadline) from None
+        if error is not None:
+            self._fail(response.code, error.decode("utf-8-sig", errors="replace"),
+                       response.headers, deadline.url)
+        return response
 
     def _unreachable(self, exc: Exception, deadline: _Deadline) -> Exception:
         import socket
@@ -5400,23 +5379,21 @@ class _McpHttp:
 
     def _open(self, message: dict, deadline: _Deadline) -> Any:
         import http.client
-        import urllib.error
-        import urllib.request
 
-        request = urllib.request.Request(self.url, data=json.dumps(message).encode("utf-8"),
-                                         headers=self._headers(message), method="POST")
+        headers = self._headers(message)
         try:
-            opener = _build_opener(self.url, deadline.left(), deadline)
-            return opener.open(request, timeout=min(deadline.left(), threading.TIMEOUT_MAX))
-        except urllib.error.HTTPError as exc:
-            self._http_error(exc, deadline)
+            response, error = _request(self.url, deadline, deadline.left(),
+                                       json.dumps(message).encode("utf-8"), headers)
         except (OSError, http.client.HTTPException) as exc:
             reason = getattr(exc, "reason", None) or exc
             if deadline.passed():
                 raise deadline.expired() from None
             raise _McpGone(f"could not reach MCP server {self.label}: "
                            f"{self.session.scrub(str(reason)) or type(exc).__name__}") from None
-        return None
+        if error is not None:
+            self._http_error(response, error.decode("utf-8", errors="replace"))
+            return None
+        return response
 
     def _headers(self, message: dict) -> dict:
         headers = {"Content-Type": "application/json",
@@ -5443,10 +5420,9 @@ class _McpHttp:
             headers[name] = value
         return headers
 
-    def _http_error(self, exc: Any, deadline: _Deadline) -> None:
+    def _http_error(self, exc: Any, text: str) -> None:
         """An error status: a JSON-RPC error in its body is delivered as the answer, anything else
         raised."""
-        text = _read_error_body(exc, deadline, deadline.left()).decode("utf-8", errors="replace")
         try:
             answer = json.loads(text)
         except (ValueError, RecursionError):
@@ -5499,8 +5475,6 @@ class _McpHttp:
     def close(self) -> None:
         """End the session of a handshake-era server (DELETE, best effort, within close_seconds
         however slowly the server answers)."""
-        import urllib.request
-
         _MCP_OPEN.discard(self)
         if self.session_id is None:
             return
@@ -5509,8 +5483,7 @@ class _McpHttp:
         seconds = self.close_seconds
         deadline = _Deadline(seconds, time.monotonic() + seconds, self.label, name="timeout")
         try:
-            request = urllib.request.Request(self.url, headers=headers, method="DELETE")
-            _build_opener(self.url, seconds, deadline).open(request, timeout=seconds).close()
+            _request(self.url, deadline, seconds, None, headers, method="DELETE")[0].close()
         except Exception as exc:  # the server may be gone already; nothing is left running here
             _log.debug("MCP server %s: DELETE of the session failed: %s", self.label,
                        self.session.scrub(_text(exc)))
