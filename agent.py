@@ -2412,23 +2412,36 @@ def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-_UNLISTED = ("title", "examples", "$schema", "$comment")  # annotations a model does not need to see
+# annotations a model does not need to see: they describe and never constrain
+_UNLISTED = ("title", "examples", "$schema", "$comment")
 
 
-def _listed(schema: Any, top: bool = True) -> Any:
-    """A parameter schema as the prompt lists it: without annotations, and at the top without what
-    every tool's schema says (``"type": "object"``, ``"additionalProperties": false``, an empty
-    ``required``)."""
+def _listed(schema: Any, top: bool = True, depth: int = 0) -> Any:
+    """A parameter schema as the prompt lists it, the one trimmer: without the annotations in
+    _UNLISTED, and at the top without what every tool's schema says (``"type": "object"``,
+    ``"additionalProperties": false``, an empty ``required``); ``top=False`` keeps those, for an
+    MCP tool's schema as it is registered.
+
+    The keys of a map of names to schemas (properties, $defs) are names, kept whatever they are,
+    and the values of enum, const and default are values, kept whole. ToolError past twice
+    _MAX_SCHEMA_DEPTH levels (a schema level is a map and a schema), which the schema check
+    refuses anyway, before the stack runs out.
+    """
+    if depth > 2 * _MAX_SCHEMA_DEPTH + 2:
+        raise ToolError(f"the schema is nested more than {_MAX_SCHEMA_DEPTH} levels deep")
     if isinstance(schema, list):
-        return [_listed(item, False) for item in schema]
+        return [_listed(item, False, depth + 1) for item in schema]
     if not isinstance(schema, dict):
         return schema
     listed = {}
     for key, value in schema.items():
-        if key in ("properties", "$defs") and isinstance(value, dict):   # names, not keywords
-            listed[key] = {name: _listed(item, False) for name, item in value.items()}
+        if (key in ("properties", "$defs", "definitions", "patternProperties")
+                and isinstance(value, dict)):
+            listed[key] = {name: _listed(item, False, depth + 2) for name, item in value.items()}
+        elif key in ("enum", "const", "default"):
+            listed[key] = value
         elif key not in _UNLISTED:
-            listed[key] = _listed(value, False)
+            listed[key] = _listed(value, False, depth + 1)
     if top:
         for key, plain in (("type", "object"), ("additionalProperties", False), ("required", [])):
             if listed.get(key) == plain:
@@ -4529,8 +4542,6 @@ _MCP_SKIPPED_LOGGED = 5       # non-JSON stdout lines logged as warnings; later 
 _MCP_CHAINED_REPLIES = 10
 # a first paragraph longer than this is cut to its first sentence in the prompt
 _MCP_SUMMARY_CHARS = 300
-# schema annotations the prompt leaves out
-_MCP_PROMPT_DROPS = frozenset({"title", "$schema", "examples"})
 _MCP_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ", "TMPDIR",
             "TEMP", "TMP", "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "APPDATA",
             "LOCALAPPDATA", "USERPROFILE")
@@ -4698,7 +4709,7 @@ def _mcp_tool(session: _McpSession, spec: dict, prefix: Optional[str], seconds: 
         if len(summary) > _MCP_SUMMARY_CHARS:
             summary = re.split(r"(?<=[.!?])\s", summary, maxsplit=1)[0][:_MCP_SUMMARY_CHARS]
     try:
-        return Tool(local, summary or remote, _mcp_trimmed(schema),
+        return Tool(local, summary or remote, _listed(schema, False),
                     _mcp_caller(session, remote, seconds), seconds + _MCP_GRACE_SECONDS,
                     annotations.get("destructiveHint") is True)
     except ToolError as exc:
@@ -4710,31 +4721,6 @@ def _mcp_local_name(prefix: Optional[str], remote: str) -> str:
     """The name a server's tool is registered under: prefixed, made of valid characters, cut to
     64."""
     return re.sub(r"[^A-Za-z0-9_-]", "_", f"{prefix}_{remote}" if prefix else remote)[:64]
-
-
-def _mcp_trimmed(schema: Any, names: bool = False, depth: int = 0) -> Any:
-    """The schema without the annotations in _MCP_PROMPT_DROPS (they describe, never constrain);
-    ``names``: a map of names to schemas (properties, $defs), whose keys are kept whatever they
-    are. ToolError past twice _MAX_SCHEMA_DEPTH levels (a schema level is a map and a schema),
-    which the schema check refuses anyway, before the stack runs out."""
-    if depth > 2 * _MAX_SCHEMA_DEPTH + 2:
-        raise ToolError(f"the schema is nested more than {_MAX_SCHEMA_DEPTH} levels deep")
-    if isinstance(schema, list):
-        return [_mcp_trimmed(item, depth=depth + 1) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    if names:
-        return {key: _mcp_trimmed(value, depth=depth + 1) for key, value in schema.items()}
-    kept = {}
-    for key, value in schema.items():
-        if key in _MCP_PROMPT_DROPS:
-            continue
-        if key in ("enum", "const", "default"):
-            kept[key] = value
-        else:
-            kept[key] = _mcp_trimmed(value, key in ("properties", "$defs", "definitions",
-                                                    "patternProperties"), depth + 1)
-    return kept
 
 
 def _mcp_caller(session: _McpSession, remote: str, seconds: float) -> Callable[..., str]:

@@ -447,8 +447,8 @@ def test_the_prompt_leaves_out_annotations_but_keeps_what_validates(old):
                                           "required": ["text"]}
     assert old.get("echo").description == "Echo the text."
     assert old.call("echo", {"text": 3}).startswith("ERROR: invalid arguments for 'echo'")
-    assert agent._mcp_trimmed({"type": "object", "title": "T", "properties": {"title": {"type": "string",
-                               "title": "x"}}, "default": {"title": "kept"}}) == {
+    assert agent._listed({"type": "object", "title": "T", "properties": {"title": {"type": "string",
+                               "title": "x"}}, "default": {"title": "kept"}}, False) == {
         "type": "object", "properties": {"title": {"type": "string"}}, "default": {"title": "kept"}}
 
 
