@@ -3398,8 +3398,37 @@ class MockLLM:
         no reply of the model. A trace written before a field existed replays without it.
         Raises OSError when the file cannot be read and ValueError when it holds no run.
         """
-        calls = [call for step in _trace_steps(path) if isinstance(step, dict)
-                 for call in _recorded_calls(step)]
+        steps = [step for record in _trace_records(path) for step in _record_steps(record)]
+        if not steps:
+            raise ValueError(f"{path} holds no steps to replay")
+        # the model calls each step made, in order, from its declared fields alone: (reply to
+        # script, finish_reason, whether it is a summary call)
+        calls: list = []
+        for step in steps:
+            if not isinstance(step, dict):
+                continue
+            budget = step.get("overflow_budget")
+            if _is_int(budget) and budget > 0:
+                def overflow(messages: list[dict], budget: int = budget) -> str:
+                    # counts that make the agent set the same budget: sent * n_ctx / n_prompt_tokens
+                    raise LLMError("replayed: the request exceeds the available context size", 400,
+                                   "context_overflow", n_ctx=budget,
+                                   n_prompt_tokens=sum(len(m["content"]) for m in messages))
+                calls.append((overflow, None, False))
+            summaries = step.get("summary_calls")
+            for record in summaries if isinstance(summaries, list) else ():
+                if isinstance(record, dict) and isinstance(record.get("raw"), str):
+                    reason = record.get("finish_reason")
+                    calls.append((record["raw"], reason if isinstance(reason, str) else None, True))
+                elif isinstance(record, dict):
+                    calls.append((LLMError(_text(record.get("error") or "the summary call failed")),
+                                  None, True))
+            discarded = step.get("discarded_raw")
+            calls += [(raw, None, False) for raw in (discarded if isinstance(discarded, list)
+                                                     else ()) if isinstance(raw, str)]
+            if isinstance(step.get("raw"), str):
+                reason = step.get("finish_reason")
+                calls.append((step["raw"], reason if isinstance(reason, str) else None, False))
         llm = cls([reply for reply, _, summary in calls if not summary])
         llm._finish_reasons = [reason for _, reason, summary in calls if not summary]
         llm._summaries = [(reply, reason) for reply, reason, summary in calls if summary]
@@ -3429,44 +3458,36 @@ class MockLLM:
         return reply(messages) if callable(reply) else reply
 
 
-def _trace_steps(path: str) -> list:
-    """The step records of a saved result (JSON) or a trace (JSON Lines); ValueError when there are
-    none."""
-    steps = [step for record in _trace_records(path) for step in _record_steps(record)]
-    if not steps:
-        raise ValueError(f"{path} holds no steps to replay")
-    return steps
-
-
 def _trace_records(path: str) -> list:
-    """The records of a saved result (one JSON value, a UTF-8 BOM allowed) or a trace (JSON Lines).
+    """The records of a trace (JSON Lines) or a saved result (one JSON value, a UTF-8 BOM allowed),
+    read in one pass: when not one line is JSON, the file is one value over many lines.
 
     A trace's last line cut short (a write that failed half-way) is left out, with a warning;
     ValueError for any other line that is not JSON.
     """
     with open(path, "rb") as handle:
         data = handle.read()
-    problem: Any = None
-    try:
-        return [json.loads(data.decode("utf-8-sig", "replace"))]
-    except RecursionError:  # nested too deeply for the json module
-        problem = "nested too deeply"
-    except ValueError:
-        records, end = [], 0
-        for end, number, value in _json_lines(io.BytesIO(data)):  # noqa: B007 (read after)
-            if isinstance(value, ValueError):
-                problem = f"line {number}: {value}"
-                break
-            records.append(value)
-        else:
-            if not data[end:].strip():
-                return records
-            if records:
-                _log.warning("%s: its last line is cut short (%d bytes, no end): left out", path,
-                             len(data) - end)
-                return records
-            problem = "its one line is cut short"
-    raise ValueError(f"{path} is neither a saved result (JSON) nor a trace (JSON Lines): {problem}")
+    records: list = []
+    end, problem = 0, None
+    for end, number, value in _json_lines(io.BytesIO(data)):  # noqa: B007 (read after)
+        if isinstance(value, ValueError):
+            problem = f"line {number}: {value}"
+            break
+        records.append(value)
+    if not records:
+        try:
+            records, problem = [json.loads(data.decode("utf-8-sig", "replace"))], None
+        except RecursionError:  # nested too deeply for the json module
+            problem = "nested too deeply"
+        except ValueError:
+            problem = problem or ("its one line is cut short" if data[end:].strip() else None)
+    elif problem is None and data[end:].strip():
+        _log.warning("%s: its last line is cut short (%d bytes, no end): left out", path,
+                     len(data) - end)
+    if problem is not None:
+        raise ValueError(f"{path} is neither a saved result (JSON) nor a trace (JSON Lines): "
+                         f"{problem}")
+    return records
 
 
 def _json_lines(handle: Any) -> Iterable[tuple]:
@@ -3498,44 +3519,6 @@ def _record_steps(record: Any) -> list:
     if isinstance(record, dict) and record.get("event") == "step":
         return [record]
     return []
-
-
-def _recorded_calls(step: dict) -> list[tuple]:
-    """The model calls a recorded step made, in order, as (reply to script, finish_reason, whether
-    it is a summary call) triples, from its declared fields alone."""
-    calls: list[tuple] = []
-    budget = step.get("overflow_budget")
-    if _is_int(budget) and budget > 0:
-        calls.append((_overflow_again(budget), None, False))
-    summaries = step.get("summary_calls")
-    for record in summaries if isinstance(summaries, list) else ():
-        if isinstance(record, dict) and isinstance(record.get("raw"), str):
-            calls.append((record["raw"], _recorded_reason(record), True))
-        elif isinstance(record, dict):
-            calls.append((LLMError(_text(record.get("error") or "the summary call failed")), None,
-                          True))
-    discarded = step.get("discarded_raw")
-    calls += [(raw, None, False) for raw in (discarded if isinstance(discarded, list) else ())
-              if isinstance(raw, str)]
-    if isinstance(step.get("raw"), str):
-        calls.append((step["raw"], _recorded_reason(step), False))
-    return calls
-
-
-def _overflow_again(budget: int) -> Callable[[list[dict]], str]:
-    """A scripted reply that overflows as a recorded call did, with counts that make the agent set
-    the same budget."""
-    def reply(messages: list[dict]) -> str:
-        # the agent's budget is sent * n_ctx / n_prompt_tokens
-        raise LLMError("replayed: the request exceeds the available context size", 400,
-                       "context_overflow", n_ctx=budget,
-                       n_prompt_tokens=sum(len(m["content"]) for m in messages))
-    return reply
-
-
-def _recorded_reason(record: dict) -> Optional[str]:
-    reason = record.get("finish_reason")
-    return reason if isinstance(reason, str) else None
 
 
 # -- Models, the client: OpenAICompatLLM -----------------------------------------------
