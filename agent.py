@@ -3355,9 +3355,6 @@ class LLM(Protocol):
     def chat(self, messages: list[dict]) -> str: ...
 
 
-_Scripted = Union[str, Callable[[list[dict]], str], BaseException]   # one reply of MockLLM's script
-
-
 class MockLLM:
     """A scripted model for tests and the offline demo.
 
@@ -3369,7 +3366,8 @@ class MockLLM:
     arithmetic expression in the task, then a final answer from the observations.
     """
 
-    def __init__(self, replies: Optional[Iterable[_Scripted]] = None) -> None:
+    def __init__(self, replies: Optional[Iterable[Union[str, Callable[[list[dict]], str],
+                                                      BaseException]]] = None) -> None:
         self.replies = None if replies is None else list(replies)
         self.calls: list[list[dict]] = []    # a copy of the messages of each call
         self.options: list[dict] = []  # the per-call options of each call, e.g. response_schema
@@ -3554,46 +3552,36 @@ class _PerThread:
                                                                           threading.local())
 
 
-_RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504}
-
-
 @dataclass(frozen=True)
 class _Adaptation:
     """A part of the request that a server may reject by name, how its refusal reads, and what
     every later request does instead (internal)."""
 
     rejected: str                       # what the server rejected, as the log names it
-    refusal: re.Pattern                 # the server's message (without the URL) names it
-    held: Callable[[dict], bool]        # the refused body held it: the refusal is about that body
-    instead: Callable[[dict], None]     # changes a body, in place, to do without it
+    key: str                            # the body's key it is about
+    # the server's message (without the URL) names it; None: the key in quotes ('stop', "stream",
+    # `temperature`), since bare, the word is common
+    refusal: Optional[re.Pattern] = None
+    # the refused body held it, so the refusal is about that body; None: the body holds the key
+    holds: Optional[Callable[[dict], bool]] = None
+    # changes a body, in place, to do without it; None: the body drops ``dropped``, or the key
+    change: Optional[Callable[[dict], None]] = None
+    dropped: tuple = ()
     statuses: tuple = (400, 422)        # the HTTP statuses such a refusal comes with
     cuts_stops: bool = False            # the client cuts each reply at its stop strings itself
 
+    def refused(self, message: str) -> bool:
+        refusal = self.refusal or re.compile(rf"['\"`]{self.key}['\"`]")
+        return refusal.search(message) is not None
 
-def _holds(key: str) -> Callable[[dict], bool]:
-    return lambda body: key in body
+    def held(self, body: dict) -> bool:
+        return self.holds(body) if self.holds is not None else self.key in body
 
-
-def _without(*keys: str) -> Callable[[dict], None]:
-    def instead(body: dict) -> None:
-        for key in keys:
+    def instead(self, body: dict) -> None:
+        if self.change is not None:
+            self.change(body)
+        for key in self.dropped or (() if self.change else (self.key,)):
             body.pop(key, None)
-    return instead
-
-
-def _quoted(name: str) -> re.Pattern:
-    """A parameter named in quotes ('stop', "stream", `temperature`): bare, the word is common."""
-    return re.compile(rf"['\"`]{name}['\"`]")
-
-
-def _renamed(body: dict) -> None:
-    if "max_tokens" in body:
-        body["max_completion_tokens"] = body.pop("max_tokens")
-
-
-def _as_json_object(body: dict) -> None:
-    if "response_format" in body:
-        body["response_format"] = {"type": "json_object"}
 
 
 def _fold_system(body: dict) -> None:
@@ -3617,29 +3605,27 @@ _FORMAT_REJECTED = re.compile(r"response_format|json_schema|json_object", re.I)
 # message shows, about a part the refused body held, is adapted to once and remembered; every
 # later body then does without that part, whatever extra_body says.
 _ADAPTATIONS = (
-    _Adaptation("stream_options", re.compile(r"\bstream_options\b"), _holds("stream_options"),
-                _without("stream_options")),
-    _Adaptation("stream", _quoted("stream"), _holds("stream"),
-                _without("stream", "stream_options")),
-    _Adaptation("stop", _quoted("stop"), _holds("stop"), _without("stop"), cuts_stops=True),
-    _Adaptation("temperature", _quoted("temperature"), _holds("temperature"),
-                _without("temperature")),
+    _Adaptation("stream_options", "stream_options", re.compile(r"\bstream_options\b")),
+    _Adaptation("stream", "stream", dropped=("stream", "stream_options")),
+    _Adaptation("stop", "stop", cuts_stops=True),
+    _Adaptation("temperature", "temperature"),
     # "'max_tokens' is not supported ... Use 'max_completion_tokens' instead"
-    _Adaptation("max_tokens (renamed max_completion_tokens)",
+    _Adaptation("max_tokens (renamed max_completion_tokens)", "max_tokens",
                 re.compile(r"(?s)^(?=.*max_completion_tokens).*['\"`]max_tokens['\"`]"),
-                _holds("max_tokens"), _renamed),
-    _Adaptation("max_tokens", _quoted("max_tokens"), _holds("max_tokens"), _without("max_tokens")),
-    _Adaptation("frequency_penalty", re.compile(r"\bfrequency_penalty\b"),
-                _holds("frequency_penalty"), _without("frequency_penalty")),
+                change=lambda body: body.update(max_completion_tokens=body.pop("max_tokens"))
+                if "max_tokens" in body else None),
+    _Adaptation("max_tokens", "max_tokens"),
+    _Adaptation("frequency_penalty", "frequency_penalty", re.compile(r"\bfrequency_penalty\b")),
     # first json_schema falls back to json_object, then any format to none
-    _Adaptation("response_format json_schema", _FORMAT_REJECTED,
+    _Adaptation("response_format json_schema", "response_format", _FORMAT_REJECTED,
                 lambda body: isinstance(body.get("response_format"), dict)
-                and body["response_format"].get("type") == "json_schema", _as_json_object),
-    _Adaptation("response_format", _FORMAT_REJECTED, _holds("response_format"),
-                _without("response_format")),
+                and body["response_format"].get("type") == "json_schema",
+                lambda body: body.update(response_format={"type": "json_object"})
+                if "response_format" in body else None),
+    _Adaptation("response_format", "response_format", _FORMAT_REJECTED),
     # a chat template without a system role: often llama.cpp's 500 "Jinja exception", or "roles
     # must alternate" (docs/NOTES.md, "The client")
-    _Adaptation("the system role", re.compile(
+    _Adaptation("the system role", "messages", re.compile(
         r"system[ _](?:role|message|prompt)s?\b[^.]{0,40}\b"
         r"(?:not supported|unsupported|not allowed)"
         r"|roles must alternate|(?:not supported|unsupported|invalid)\b[^.]{0,20}\brole[ "
@@ -3655,20 +3641,13 @@ def _refused(status: Optional[int], message: str, body: Optional[dict] = None
     """The row of _ADAPTATIONS a refusal asks for (with body: about a part that body held), or
     None."""
     return next((row for row in _ADAPTATIONS if status in row.statuses
-                 and row.refusal.search(message) and (body is None or row.held(body))), None)
+                 and row.refused(message) and (body is None or row.held(body))), None)
 
 
 # http.client refuses these, quoting the whole header value
 _HEADER_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _BOM = b"\xef\xbb\xbf"         # UTF-8's byte-order mark, which a few servers send before an answer
-_STATUS_HINTS = {
-    400: "the server rejected the request",
-    401: "check OPENAI_API_KEY",
-    403: "check OPENAI_API_KEY and that it may use this model",
-    404: "check that the base URL ends in /v1 (e.g. http://localhost:11434/v1) and that the model "
-         "name exists",
-    422: "the server could not process the request; check the model name and options",
-}
+
 
 
 class OpenAICompatLLM:
@@ -3736,6 +3715,17 @@ class OpenAICompatLLM:
         sent as the ``OpenAI-Project`` header (``OPENAI_PROJECT_ID`` for from_env)
     """
 
+    _RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504}
+    # what an error status's message adds, when nothing more precise applies
+    _STATUS_HINTS = {
+        400: "the server rejected the request",
+        401: "check OPENAI_API_KEY",
+        403: "check OPENAI_API_KEY and that it may use this model",
+        404: "check that the base URL ends in /v1 (e.g. http://localhost:11434/v1) and that the "
+             "model name exists",
+        422: "the server could not process the request; check the model name and options",
+    }
+
     last_finish_reason = _PerThread()      # "stop", "length", "repetition", ... or None
     # True when reading stopped at the end of the first action
     last_stopped_early = _PerThread(False)
@@ -3764,7 +3754,8 @@ class OpenAICompatLLM:
                             "max_response_bytes": max_response_bytes}.items():
             # temperature, max_tokens: None is the server's default
             _check_setting(name, value, optional=name in ("temperature", "max_tokens"))
-        base_url, self.base_url, self._basic = _userinfo(base_url)  # base_url: the password as ***
+        # base_url: the password as ***
+        base_url, self.base_url, self._basic = self._userinfo(base_url)
         try:
             parts = _http_url(base_url.strip() if isinstance(base_url, str) else "")
         except ValueError as exc:
@@ -3993,7 +3984,8 @@ class OpenAICompatLLM:
             if attempt == self.max_retries:
                 raise LLMError(f"{failure} (gave up after {attempt + 1} attempts)", failure.status,
                                failure.kind)
-            delay = failure.retry_after if failure.retry_after is not None else _backoff(attempt)
+            delay = (failure.retry_after if failure.retry_after is not None
+                     else self._backoff(attempt))
             if time.monotonic() + delay >= call_end:
                 raise LLMError(f"{failure} (no time left to retry within max_seconds)",
                                failure.status, failure.kind)
@@ -4211,10 +4203,10 @@ class OpenAICompatLLM:
                 500 if details.get("type") == "server_error" else None)
         url = url or self.url
         where = f"HTTP {status} from {url}" if status else f"{url} returned an error"
-        if (_CONTEXT_OVERFLOW.search(message)
+        if (self._CONTEXT_OVERFLOW.search(message)
                 or details.get("type") == "exceed_context_size_error"):
             counts = []     # n_ctx, n_prompt_tokens: each None when not reported
-            for key, pattern in (("n_ctx", _N_CTX), ("n_prompt_tokens", _N_PROMPT)):
+            for key, pattern in (("n_ctx", self._N_CTX), ("n_prompt_tokens", self._N_PROMPT)):
                 value, match = details.get(key), pattern.search(message)
                 if not _is_int(value):
                     value = next((int(group) for group in match.groups() if group),
@@ -4229,8 +4221,8 @@ class OpenAICompatLLM:
                            "no redirect, which would carry the API key elsewhere; fix the "
                            "base URL)", status)
         # a refusal that an adaptation answers is not retried as it is
-        if status in _RETRY_STATUSES and _refused(status, message) is None:
-            retry_after = _retry_after(headers.get("Retry-After") if headers else None)
+        if status in self._RETRY_STATUSES and _refused(status, message) is None:
+            retry_after = self._retry_after(headers.get("Retry-After") if headers else None)
             raise _Retryable(f"{where}: {message}", status, retry_after)
         raise LLMError(f"{where}: {message}" + (f" ({self._hint(status, message)})" if status
                                                 else ""), status)
@@ -4241,7 +4233,7 @@ class OpenAICompatLLM:
                     "allow_http_key=True (CLI --allow-http-key) to send it")
         if status == 404 and _names_model(message, self.model):
             return f"unknown model {self.model!r}: check the model name"
-        return _STATUS_HINTS.get(status, "the request was refused")
+        return self._STATUS_HINTS.get(status, "the request was refused")
 
     def _keep(self, reply: _Reply) -> str:
         """Record what the call left behind (per thread), add its usage to the total; return the
@@ -4265,44 +4257,78 @@ class OpenAICompatLLM:
                    *(_basic_secrets(self._basic) + [self._basic] if self._basic else [])]
         return _scrubbed(text, secrets + _header_secrets(self.headers))
 
+    # Method group: the patterns an error is read with, retry timing, the base URL's credential
+
+    # a context overflow in llama.cpp's, OpenAI's, vLLM's (two wordings) and Anthropic-style
+    # proxies' words, and the counts it reports
+    _CONTEXT_OVERFLOW = re.compile(
+        r"exceeds? the available context size|maximum context length|context length exceeded"
+        r"|longer than the maximum model length|prompt is too long", re.I)
+    _N_CTX = re.compile(r"maximum context length is (\d+)|available context size \((\d+)"
+                        r"|maximum model length of (\d+)")
+    _N_PROMPT = re.compile(r"request \((\d+) tokens\)|resulted in (\d+) tokens"
+                           r"|(\d+) in the messages|has (\d+) input tokens|prompt \(length (\d+)\)")
+    _MAX_RETRY_AFTER = 60.0     # seconds; a longer Retry-After is capped
+
+    @staticmethod
+    def _backoff(attempt: int) -> float:
+        """Seconds before retry number attempt+1: exponential (0.5 s doubling, capped at 30 s),
+        half of it jitter."""
+        base = min(30.0, 0.5 * 2 ** attempt)
+        return base / 2 + random.uniform(0, base / 2)
+
+    @staticmethod
+    def _retry_after(value: Any) -> Optional[float]:
+        """Seconds to wait from a Retry-After header (seconds or an HTTP date), capped; None when
+        unreadable."""
+        if not value:
+            return None
+        try:
+            seconds = float(value)
+        except ValueError:
+            import email.utils
+
+            try:
+                seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+            except (TypeError, ValueError, IndexError, OverflowError):
+                return None
+        if not math.isfinite(seconds):
+            return None
+        return min(max(seconds, 0.0), OpenAICompatLLM._MAX_RETRY_AFTER)
+
+    @staticmethod
+    def _userinfo(base_url: Any) -> tuple:
+        """(the base URL without a user name and password, the URL as shown, the Basic credential or
+        None).
+
+        A user name and password in the URL (``http://alice:S3cret@host/v1``) are sent as
+        Basic auth, as curl does: urllib would send nothing. The URL as shown has the
+        password as ``***``. Read by hand, so that no parse error can quote the password.
+        """
+        if not isinstance(base_url, str) or "://" not in base_url:
+            return base_url, base_url, None
+        scheme, _, rest = base_url.strip().partition("://")
+        end = min((at for at in map(rest.find, "/?#") if at >= 0), default=len(rest))
+        userinfo, at, host = rest[:end].rpartition("@")
+        if not at:
+            return base_url, base_url, None
+        import base64
+        from urllib.parse import unquote
+
+        user, colon, password = userinfo.partition(":")
+        shown = f"{scheme}://{user}{':***' if colon else ''}@{host}{rest[end:]}"
+        credential = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode())
+        credential = credential.decode("ascii")
+        return f"{scheme}://{host}{rest[end:]}", shown, credential
+
+
 
 # -- Models, the client's helpers: what a request sends and what an answer means -------
-
-def _backoff(attempt: int) -> float:
-    """Seconds before retry number attempt+1: exponential (0.5 s doubling, capped at 30 s), half of
-    it jitter."""
-    base = min(30.0, 0.5 * 2 ** attempt)
-    return base / 2 + random.uniform(0, base / 2)
-
 
 def _models_url(chat_url: str) -> str:
     """The GET /models URL beside a chat-completions URL, any query kept."""
     parts = urlsplit(chat_url)
     return urlunsplit(parts._replace(path=parts.path[:-len("/chat/completions")] + "/models"))
-
-
-def _userinfo(base_url: Any) -> tuple:
-    """(the base URL without a user name and password, the URL as shown, the Basic credential or
-    None).
-
-    A user name and password in the URL (``http://alice:S3cret@host/v1``) are sent as
-    Basic auth, as curl does: urllib would send nothing. The URL as shown has the
-    password as ``***``. Read by hand, so that no parse error can quote the password.
-    """
-    if not isinstance(base_url, str) or "://" not in base_url:
-        return base_url, base_url, None
-    scheme, _, rest = base_url.strip().partition("://")
-    end = min((at for at in map(rest.find, "/?#") if at >= 0), default=len(rest))
-    userinfo, at, host = rest[:end].rpartition("@")
-    if not at:
-        return base_url, base_url, None
-    import base64
-    from urllib.parse import unquote
-
-    user, colon, password = userinfo.partition(":")
-    shown = f"{scheme}://{user}{':***' if colon else ''}@{host}{rest[end:]}"
-    credential = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode("ascii")
-    return f"{scheme}://{host}{rest[end:]}", shown, credential
 
 
 def _quoted_body(text: str, scrub: Callable[[str], str]) -> str:
@@ -4427,35 +4453,8 @@ def _names_model(message: str, model: Any) -> bool:
     return re.search(rf"(?<![\w.:/-]){re.escape(model)}(?![\w/-]|[.:][\w/-])", message) is not None
 
 
-_CONTEXT_OVERFLOW = re.compile(   # llama.cpp, OpenAI, vLLM (two wordings), Anthropic-style proxies
-    r"exceeds? the available context size|maximum context length|context length exceeded"
-    r"|longer than the maximum model length|prompt is too long", re.I)
-_N_CTX = re.compile(r"maximum context length is (\d+)|available context size \((\d+)|maximum model "
-                    r"length of (\d+)")
-_N_PROMPT = re.compile(r"request \((\d+) tokens\)|resulted in (\d+) tokens|(\d+) in the messages"
-                       r"|has (\d+) input tokens|prompt \(length (\d+)\)")
 
 
-_MAX_RETRY_AFTER = 60.0     # seconds; a longer Retry-After is capped
-
-
-def _retry_after(value: Any) -> Optional[float]:
-    """Seconds to wait from a Retry-After header (seconds or an HTTP date), capped; None when
-    unreadable."""
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        import email.utils
-
-        try:
-            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
-        except (TypeError, ValueError, IndexError, OverflowError):
-            return None
-    if not math.isfinite(seconds):
-        return None
-    return min(max(seconds, 0.0), _MAX_RETRY_AFTER)
 
 
 def _text_of(content: Any) -> str:

@@ -12,7 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agent
-from agent import LLMError, OpenAICompatLLM, _repeating_tail, _retry_after, _StreamState
+from agent import LLMError, OpenAICompatLLM, _repeating_tail, _StreamState
+
+_retry_after = OpenAICompatLLM._retry_after
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello"}]
 
