@@ -2986,9 +2986,6 @@ class _Deadline:
                         f"{self.name}={self.request_seconds:g}")
 
 
-_READ_CHUNK = 65536  # bytes asked of the socket at a time; a stream gives back what has arrived
-
-
 class _Body:
     """Reads a response in pieces as they arrive, under the size cap (internal).
 
@@ -3012,7 +3009,8 @@ class _Body:
         self._deadline.left()
         self._deadline.waiting = self.size == 0
         try:
-            piece = self._read(_READ_CHUNK)
+            # 64 KiB at most: a stream gives back what has arrived
+            piece = self._read(65536)
         except socket.timeout:
             if self._deadline.passed():
                 raise self._deadline.expired() from None
@@ -3040,9 +3038,6 @@ class _Retryable(Exception):
         self.kind = kind
 
 
-_LINE_END = re.compile(rb"\r\n|\r|\n")   # server-sent events end lines in any of the three
-
-
 class _EventStream:
     """Server-sent events out of bytes as they arrive: gives the data of each complete event
     (internal)."""
@@ -3063,7 +3058,8 @@ class _EventStream:
             self._partial.append(chunk)
             return []
         # a UTF-8 character never holds \r or \n
-        lines = _LINE_END.split(b"".join(self._partial + [chunk]))
+        # server-sent events end lines in any of the three
+        lines = re.split(rb"\r\n|\r|\n", b"".join(self._partial + [chunk]))
         self._partial = [] if end else [lines.pop()]
         events: list = []
         for line in lines + ([b""] if end else []):  # at the end, a blank line dispatches the rest
@@ -3075,10 +3071,6 @@ class _EventStream:
                 self._data.append(value.decode("utf-8", errors="replace"))
             # comments (":") and the event, id and retry fields carry nothing the client needs
         return events
-
-
-# the end of a streamed reply that the loop check looks at
-_TAIL_CHARS = _REPEAT_WINDOW
 
 
 class _StreamState:
@@ -3117,7 +3109,7 @@ class _StreamState:
             self.stopped_early, self.finish_reason = True, "stop"
         self.pieces.append(piece)
         self.chars += len(piece)
-        self.tail = (self.tail + piece)[-_TAIL_CHARS:]
+        self.tail = (self.tail + piece)[-_REPEAT_WINDOW:]
         if self._on_delta is not None and piece:
             self._on_delta(piece)
         if cut is None and self._repetition and _repeating_tail(self.tail):
@@ -4338,68 +4330,56 @@ def _quoted_body(text: str, scrub: Callable[[str], str]) -> str:
     return repr(scrub(text)[:200]) if text else "(empty body)"
 
 
-# JSON's \uXXXX and \/, URLs' %XX
-_ESCAPED = re.compile(r"\\u([0-9a-fA-F]{4})|\\(/)|%([0-9a-fA-F]{2})")
-
-
-# shorter keys ("x", "none") are placeholders; scrubbing them would mangle every message
-_MIN_SECRET_CHARS = 8
-
-
 def _scrubbed(text: str, secrets: Iterable[Optional[str]]) -> str:
     """text with every secret shown as ``***``: the one scrubber, for keys, passwords and header
     credentials.
 
-    A run of ``_MIN_SECRET_CHARS`` or more characters that starts or ends a secret is
-    hidden too (a server that echoes all but the last 4 characters of a key). A server
-    may echo a secret escaped (``\\u0073k-...``, PHP's ``\\/``, ``%2F`` in a Location,
-    escaped twice): when an unescaped reading of the text holds one, that reading is
-    shown, scrubbed. Shorter secrets are placeholders (``"x"``, ``"none"``) and are
-    left alone.
+    A run of 8 or more characters that starts or ends a secret is hidden too (a
+    server that echoes all but the last 4 characters of a key). A server may echo a
+    secret escaped (``\\u0073k-...``, PHP's ``\\/``, ``%2F`` in a Location, escaped
+    twice): when an unescaped reading of the text holds one, that reading is shown,
+    scrubbed. Secrets shorter than 8 characters are placeholders (``"x"``, ``"none"``)
+    and are left alone: scrubbing them would mangle every message.
 
     >>> _scrubbed("bad key sk-abcdefghij12345678 (sk-abcdefghij1234...)", ["sk-abcdefghij12345678"])
     'bad key *** (***...)'
     """
-    secrets = [secret for secret in secrets if isinstance(secret, str)
-               and len(secret) >= _MIN_SECRET_CHARS]
+    size = 8
+    secrets = [secret for secret in secrets if isinstance(secret, str) and len(secret) >= size]
     readings = [text]
     # an escape escaped again (\\u005cu0073, %252F) takes another pass
     for _ in range(3 if secrets else 0):
         # JSON's \uXXXX and \/ escapes and URL percent-escapes decoded, so an escaped secret shows
-        readings.append(_ESCAPED.sub(lambda m: m.group(2) or chr(int(m.group(1) or m.group(3), 16)),
-                                     readings[-1]))
+        readings.append(re.sub(r"\\u([0-9a-fA-F]{4})|\\(/)|%([0-9a-fA-F]{2})",
+                               lambda m: m.group(2) or chr(int(m.group(1) or m.group(3), 16)),
+                               readings[-1]))
     for reading in reversed(readings):
-        spans = sorted(span for secret in secrets for span in _secret_spans(reading, secret))
+        spans = []      # (start, end) of each run of the reading that is a secret, or part of one
+        for secret in secrets:
+            at = reading.find(secret[:size])
+            while at >= 0:  # from a match of its first characters, as far as it goes on
+                end = at + size
+                while (end < len(reading) and end - at < len(secret)
+                       and reading[end] == secret[end - at]):
+                    end += 1
+                spans.append((at, end))
+                at = reading.find(secret[:size], at + 1)
+            end = reading.find(secret[-size:]) + size
+            while end >= size:  # from a match of its last characters, as far back as it goes
+                start = end - size
+                while (start > 0 and end - start < len(secret)
+                       and reading[start - 1] == secret[-(end - start) - 1]):
+                    start -= 1
+                spans.append((start, end))
+                end = reading.find(secret[-size:], end - size + 1) + size
         if spans:
             shown, end = [], 0
-            for start, stop in spans:       # overlapping spans merge into one ***
+            for start, stop in sorted(spans):       # overlapping spans merge into one ***
                 if start > end or not shown:
                     shown += [reading[end:start], "***"]
                 end = max(end, stop)
             return "".join(shown) + reading[end:]
     return text
-
-
-def _secret_spans(text: str, secret: str) -> list:
-    """(start, end) of each run of text that is secret, or _MIN_SECRET_CHARS or more characters
-    that start or end it."""
-    spans, size = [], _MIN_SECRET_CHARS
-    at = text.find(secret[:size])
-    while at >= 0:  # from a match of its first characters, as far as it goes on
-        end = at + size
-        while end < len(text) and end - at < len(secret) and text[end] == secret[end - at]:
-            end += 1
-        spans.append((at, end))
-        at = text.find(secret[:size], at + 1)
-    end = text.find(secret[-size:]) + size
-    while end >= size:  # from a match of its last characters, as far back as it goes
-        start = end - size
-        while (start > 0 and end - start < len(secret)
-               and text[start - 1] == secret[-(end - start) - 1]):
-            start -= 1
-        spans.append((start, end))
-        end = text.find(secret[-size:], end - size + 1) + size
-    return spans
 
 
 _CREDENTIAL_HEADER = re.compile(
@@ -4408,7 +4388,6 @@ _CREDENTIAL_HEADER = re.compile(
     # PGPASS, DB_PASSWD, MYSQL_PWD, GH_PAT, CREDENTIALS, --creds, and the flag -t
     r"|(?<![a-z])(?:pg)?pass(?:wd|phrase)?(?![a-z])|[_-]pwd(?![a-z])"
     r"|(?<![a-z])(?:pat|creds?|credentials?)(?![a-z])|^-t$", re.I)
-_CREDENTIAL_PARTS = re.compile(r"[\s,;]+")   # "Bearer <token>", "a=<value>; b=<value>"
 
 
 def _header_secrets(headers: dict) -> list:
@@ -4426,7 +4405,8 @@ def _header_secrets(headers: dict) -> list:
             continue
         secrets.append(str(value).strip())
         if _CREDENTIAL_HEADER.search(str(name)):
-            for part in _CREDENTIAL_PARTS.split(str(value)):
+            # "Bearer <token>", "a=<value>; b=<value>"
+            for part in re.split(r"[\s,;]+", str(value)):
                 secrets += [part, part.partition("=")[2], *_basic_secrets(part)]  # a cookie's value
     return secrets
 
@@ -4476,20 +4456,17 @@ def _reasoning_of(message: dict) -> str:
     return ""
 
 
-_MAX_USAGE_COUNT = 10 ** 9  # tokens in one call's usage; a larger count is no count (it reads as 0)
-
-
 def _reported_usage(usage: Any) -> Optional[dict]:
     """prompt_tokens and completion_tokens from a usage object; None when it reports neither.
 
-    A count that is not a whole number from 0 to _MAX_USAGE_COUNT (a float, a bool, a
+    A count that is not a whole number from 0 to 10**9 (a float, a bool, a
     negative, a number thousands of digits long) is not a count any server can mean: it
     reads as 0.
     """
     if not isinstance(usage, dict):
         return None
     counts = {key: usage.get(key) for key in ("prompt_tokens", "completion_tokens")}
-    counts = {key: v if _is_int(v) and 0 <= v <= _MAX_USAGE_COUNT else None for key,
+    counts = {key: v if _is_int(v) and 0 <= v <= 10 ** 9 else None for key,
               v in counts.items()}
     if all(v is None for v in counts.values()):
         return None

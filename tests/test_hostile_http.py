@@ -524,7 +524,7 @@ def test_the_streamed_tail_holds_the_copies_of_the_longest_unit_the_check_looks_
     unit = "".join(f"step {i} says: the same again. " for i in range(longest))[:longest - 1] + "\n"
     assert _repeating_tail(unit * agent._REPEAT_MIN_TIMES)
     assert streamed_fires("Thought: " + unit * agent._REPEAT_MIN_TIMES, 97)
-    assert agent._TAIL_CHARS == max(agent._REPEAT_MIN_CHARS, agent._REPEAT_MIN_TIMES * longest)
+    assert agent._REPEAT_WINDOW == max(agent._REPEAT_MIN_CHARS, agent._REPEAT_MIN_TIMES * longest)
 
 
 @pytest.mark.parametrize("size", [1, 4, 7])
