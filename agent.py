@@ -4478,32 +4478,7 @@ def _reported_usage(usage: Any) -> Optional[dict]:
 # Streamable HTTP (a URL); one connection per server, shared by every caller, a reader routing
 # answers by id
 
-_MCP_VERSION = "2026-07-28"       # the current revision: no handshake, every request carries _meta
-# the handshake era (initialize, notifications/initialized), which most servers speak
-_MCP_OLD_VERSION = "2025-11-25"
-_MCP_OLD_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-# a modern server's answer to a version it does not speak: still a modern server
-_MCP_UNSUPPORTED_VERSION = -32022
-_MCP_META = "io.modelcontextprotocol/"
-_MCP_CLIENT = {"name": "agent.py", "version": __version__}
 _MCP_DEFAULT_TIMEOUT = 30.0   # seconds per request when neither add_mcp nor the registry sets one
-# stdio: a server silent this long after server/discover is sent initialize too
-_MCP_PROBE_SECONDS = 5.0
-# a tool's limit in the registry is its request's, plus this: the request ends first
-_MCP_GRACE_SECONDS = 1.0
-# one message (a stdio line, an HTTP body); a larger one ends the connection
-_MCP_MAX_MESSAGE_BYTES = 32 * 2**20
-_MCP_MAX_PAGES = 100          # pages of tools/list read at most
-_MCP_STDERR_LINES = 20        # lines of a server's stderr kept, to quote when it dies
-_MCP_CLOSE_SECONDS = 2.0  # after stdin is closed, the wait before SIGTERM, and again before SIGKILL
-_MCP_SKIPPED_LOGGED = 5       # non-JSON stdout lines logged as warnings; later ones at debug level
-# replies to a server's requests sent in a row when each reply's answer holds another request
-_MCP_CHAINED_REPLIES = 10
-# a first paragraph longer than this is cut to its first sentence in the prompt
-_MCP_SUMMARY_CHARS = 300
-_MCP_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ", "TMPDIR",
-            "TEMP", "TMP", "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "APPDATA",
-            "LOCALAPPDATA", "USERPROFILE")
 
 
 def _add_mcp(registry: ToolRegistry, server: Any, *, name: Optional[str] = None,
@@ -4527,7 +4502,7 @@ def _add_mcp(registry: ToolRegistry, server: Any, *, name: Optional[str] = None,
     registered: list = []
     try:
         session.open()
-        specs = _mcp_list_tools(session)
+        specs = session.list_tools()
         if wanted is not None:
             offered = [spec["name"] for spec in specs]
             missing = [tool for tool in wanted if tool not in offered]
@@ -4599,7 +4574,10 @@ def _mcp_transport(server: Any, env: Optional[dict], cwd: Any, headers: Optional
         raise ToolError("empty MCP server command")
     # the server's environment: ours for PATH, HOME, locale and temp only, then what it is given
     # (no secret of ours)
-    environment = {key: os.environ[key] for key in _MCP_ENV if key in os.environ}
+    environment = {key: os.environ[key] for key in (
+        "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ", "TMPDIR",
+        "TEMP", "TMP", "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "APPDATA",
+        "LOCALAPPDATA", "USERPROFILE") if key in os.environ}
     environment.update({key: value for key, value in os.environ.items() if key.startswith("LC_")})
     for key, value in (env or {}).items():
         if not isinstance(key, str) or not isinstance(value, str):
@@ -4608,72 +4586,48 @@ def _mcp_transport(server: Any, env: Optional[dict], cwd: Any, headers: Optional
     return _McpStdio(argv, environment, cwd, env or {}, label)
 
 
-def _mcp_list_tools(session: _McpSession) -> list:
-    """Every tool the server lists, page by page; ToolError for a listing that is not one."""
-    specs: list = []
-    cursor = None
-    for _ in range(_MCP_MAX_PAGES):
-        try:
-            result = session.request("tools/list", {"cursor": cursor} if cursor else {})
-        except _McpFailure as exc:
-            raise ToolError(f"MCP server {session.label} could not list its tools: {exc}") from None
-        page = result.get("tools")
-        if not isinstance(page, list) or not all(isinstance(spec, dict)
-                                                 and isinstance(spec.get("name"), str)
-                                                 for spec in page):
-            raise ToolError(f"MCP server {session.label} answered tools/list without a list of "
-                            "named tools")
-        specs.extend(page)
-        cursor = result.get("nextCursor")
-        if not isinstance(cursor, str) or not cursor:
-            return specs
-    raise ToolError(f"MCP server {session.label} listed more than {_MCP_MAX_PAGES} pages of tools")
-
-
 def _mcp_built(session: _McpSession, specs: list, prefix: Optional[str], seconds: float) -> tuple:
     """The listed tools as [(its name on the server, Tool)], and {name: why} of those left out:
-    a schema that cannot be enforced, a name that is not valid or is another tool's."""
+    a schema that cannot be enforced, a name that is not valid or is another tool's.
+
+    A Tool has a short description, the schema without annotations, and asks to confirm when the
+    server marks it destructive.
+    """
     built: list = []
     left_out: dict = {}
     for spec in specs:
         remote = spec["name"]
+        schema = spec.get("inputSchema")
+        if not remote:
+            left_out[remote] = "its name is empty"
+            continue
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            left_out[remote] = "it has no inputSchema of \"type\": \"object\""
+            continue
+        annotations = spec.get("annotations") if isinstance(spec.get("annotations"), dict) else {}
+        local = _mcp_local_name(prefix, remote)
+        # the description's first paragraph, or its first sentence when that paragraph is over 300
+        # characters
+        description = spec.get("description")
+        summary = ""
+        if isinstance(description, str):
+            summary = " ".join(re.split(r"\n\s*\n", description.strip(), maxsplit=1)[0].split())
+            if len(summary) > 300:
+                summary = re.split(r"(?<=[.!?])\s", summary, maxsplit=1)[0][:300]
         try:
-            tool = _mcp_tool(session, spec, prefix, seconds)
+            tool = Tool(local, summary or remote, _listed(schema, False),
+                        _mcp_caller(session, remote, seconds),
+                        seconds + _McpSession.GRACE_SECONDS,
+                        annotations.get("destructiveHint") is True)
         except ToolError as exc:
-            left_out[remote] = _cut(str(exc), 500)
+            why = str(exc).replace(f"tool {local!r}: ", "", 1)
+            left_out[remote] = _cut(f"its inputSchema cannot be enforced: {why}", 500)
             continue
         if any(tool.name == other.name for _, other in built):
             left_out[remote] = f"its name as a tool, {tool.name!r}, is that of another of its tools"
         else:
             built.append((remote, tool))
     return built, left_out
-
-
-def _mcp_tool(session: _McpSession, spec: dict, prefix: Optional[str], seconds: float) -> Tool:
-    """One listed tool as a Tool: a short description, the schema without annotations, confirm when
-    destructive; ToolError (saying why, for the left-out list) when it cannot be one."""
-    remote = spec["name"]
-    if not remote:
-        raise ToolError("its name is empty")
-    schema = spec.get("inputSchema")
-    if not isinstance(schema, dict) or schema.get("type") != "object":
-        raise ToolError("it has no inputSchema of \"type\": \"object\"")
-    annotations = spec.get("annotations") if isinstance(spec.get("annotations"), dict) else {}
-    local = _mcp_local_name(prefix, remote)
-    # the description's first paragraph, or its first sentence when that paragraph is long
-    description = spec.get("description")
-    summary = ""
-    if isinstance(description, str):
-        summary = " ".join(re.split(r"\n\s*\n", description.strip(), maxsplit=1)[0].split())
-        if len(summary) > _MCP_SUMMARY_CHARS:
-            summary = re.split(r"(?<=[.!?])\s", summary, maxsplit=1)[0][:_MCP_SUMMARY_CHARS]
-    try:
-        return Tool(local, summary or remote, _listed(schema, False),
-                    _mcp_caller(session, remote, seconds), seconds + _MCP_GRACE_SECONDS,
-                    annotations.get("destructiveHint") is True)
-    except ToolError as exc:
-        why = str(exc).replace(f"tool {local!r}: ", "", 1)
-        raise ToolError(f"its inputSchema cannot be enforced: {why}") from None
 
 
 def _mcp_local_name(prefix: Optional[str], remote: str) -> str:
@@ -4773,12 +4727,27 @@ class _McpSession:
 
     A transport (_McpStdio, _McpHttp) sends a message and hands every message that arrives to
     ``deliver``, from its reader thread or from the caller's. Each caller waits on its own queue, so
-    a hung request times out alone.
+        a hung request times out alone.
     """
+
+    VERSION = "2026-07-28"  # the current revision: no handshake, every request carries _meta
+    # the handshake era (initialize, notifications/initialized), which most servers speak
+    OLD_VERSION = "2025-11-25"
+    OLD_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+    # a modern server's answer to a version it does not speak: still a modern server
+    UNSUPPORTED_VERSION = -32022
+    META = "io.modelcontextprotocol/"
+    CLIENT = {"name": "agent.py", "version": __version__}
+    # a tool's limit in the registry is its request's, plus this: the request ends first
+    GRACE_SECONDS = 1.0
+    # one message (a stdio line, an HTTP body); a larger one ends the connection
+    MAX_MESSAGE_BYTES = 32 * 2**20
+    # replies to a server's requests sent in a row when each reply's answer holds another request
+    CHAINED_REPLIES = 10
 
     def __init__(self, transport: Any, seconds: float) -> None:
         self.transport, self.seconds, self.label = transport, seconds, transport.label
-        # the verdict of open(): True for _MCP_VERSION (no handshake), False for the older ones
+        # the verdict of open(): True for self.VERSION (no handshake), False for the older ones
         self.modern = False
         self.version: Optional[str] = None
         self._lock = threading.Lock()
@@ -4819,7 +4788,7 @@ class _McpSession:
                 raise _McpTimeout("no answer to server/discover or initialize within "
                                   f"{self.seconds:g} s")
             if answer.get("id") == discover and self._is_modern(answer):
-                self.modern, self.version = True, _MCP_VERSION
+                self.modern, self.version = True, self.VERSION
                 return
             if answer.get("id") == discover and initialize is None:
                 initialize = self._send_initialize(box, deadline)
@@ -4829,33 +4798,33 @@ class _McpSession:
             elif answer.get("id") == initialize and "failure" in answer:
                 raise answer["failure"]
             elif (answer.get("id") == initialize
-                  and _mcp_error_code(answer) != _MCP_UNSUPPORTED_VERSION):
-                raise _McpRpcError(f"initialize failed: {_mcp_error_text(answer)}")
+                  and self._error_code(answer) != self.UNSUPPORTED_VERSION):
+                raise _McpRpcError(f"initialize failed: {self._error_text(answer)}")
 
     def _is_modern(self, answer: dict) -> bool:
         """True for a discover result that offers our version; ToolError for a server that speaks
         none of ours."""
         result = answer.get("result")
         if isinstance(result, dict):
-            versions = result.get("supportedVersions") or [_MCP_VERSION]
-            return isinstance(versions, list) and _MCP_VERSION in versions
+            versions = result.get("supportedVersions") or [self.VERSION]
+            return isinstance(versions, list) and self.VERSION in versions
         supported = (answer.get("error", {}).get("data", {})
                      if isinstance(answer.get("error"), dict) else {})
         supported = supported.get("supported") if isinstance(supported, dict) else None
-        if _mcp_error_code(answer) == _MCP_UNSUPPORTED_VERSION and isinstance(supported, list) \
-                and not any(version in _MCP_OLD_VERSIONS for version in supported):
+        if self._error_code(answer) == self.UNSUPPORTED_VERSION and isinstance(supported, list) \
+                and not any(version in self.OLD_VERSIONS for version in supported):
             spoken = _cut(", ".join(map(_text, supported)), 200)
             raise _McpFailure(f"it speaks only protocol versions {spoken}; agent.py speaks "
-                              f"{_MCP_VERSION} and {_MCP_OLD_VERSION}")
+                              f"{self.VERSION} and {self.OLD_VERSION}")
         return False
 
     def _send_initialize(self, box: queue.SimpleQueue, deadline: float) -> Any:
-        return self._send("initialize", {"protocolVersion": _MCP_OLD_VERSION, "capabilities": {},
-                                         "clientInfo": _MCP_CLIENT}, box, deadline, modern=False)
+        return self._send("initialize", {"protocolVersion": self.OLD_VERSION, "capabilities": {},
+                                         "clientInfo": self.CLIENT}, box, deadline, modern=False)
 
     def _adopt_old(self, result: Any) -> None:
         version = result.get("protocolVersion") if isinstance(result, dict) else None
-        if version not in _MCP_OLD_VERSIONS:
+        if version not in self.OLD_VERSIONS:
             raise _McpFailure(f"initialize answered with protocol version "
                               f"{_cut(_text(version, repr), 100)}, which agent.py does not speak")
         self.modern, self.version = False, version
@@ -4879,19 +4848,41 @@ class _McpSession:
             raise answer["failure"]
         if "error" in answer:
             error = answer["error"] if isinstance(answer["error"], dict) else {}
-            raise _McpRpcError(_mcp_error_text(answer), error.get("code"), error.get("data"))
+            raise _McpRpcError(self._error_text(answer), error.get("code"), error.get("data"))
         result = answer.get("result")
         if not isinstance(result, dict):
             raise _McpFailure(f"the server answered {method} with a result that is not an object")
         return result
 
+    def list_tools(self) -> list:
+        """Every tool the server lists, page by page; ToolError for a listing that is not one."""
+        specs: list = []
+        cursor = None
+        for _ in range(100):     # pages read at most
+            try:
+                result = self.request("tools/list", {"cursor": cursor} if cursor else {})
+            except _McpFailure as exc:
+                raise ToolError(f"MCP server {self.label} could not list its tools: "
+                                f"{exc}") from None
+            page = result.get("tools")
+            if not isinstance(page, list) or not all(isinstance(spec, dict)
+                                                     and isinstance(spec.get("name"), str)
+                                                     for spec in page):
+                raise ToolError(f"MCP server {self.label} answered tools/list without a list of "
+                                "named tools")
+            specs.extend(page)
+            cursor = result.get("nextCursor")
+            if not isinstance(cursor, str) or not cursor:
+                return specs
+        raise ToolError(f"MCP server {self.label} listed more than 100 pages of tools")
+
     def _send(self, method: str, params: dict, box: queue.SimpleQueue, deadline: float,
               modern: bool) -> int:
         ident = next(self._ids)
         if modern:
-            params = {**params, "_meta": {_MCP_META + "protocolVersion": _MCP_VERSION,
-                                          _MCP_META + "clientCapabilities": {},
-                                          _MCP_META + "clientInfo": _MCP_CLIENT}}
+            params = {**params, "_meta": {self.META + "protocolVersion": self.VERSION,
+                                          self.META + "clientCapabilities": {},
+                                          self.META + "clientInfo": self.CLIENT}}
         with self._lock:
             self._pending[ident] = box
         try:
@@ -4928,14 +4919,14 @@ class _McpSession:
         try:
             self.transport.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                  "params": {"requestId": ident, "reason": "timed out"}},
-                                time.monotonic() + _MCP_GRACE_SECONDS / 2)
+                                time.monotonic() + self.GRACE_SECONDS / 2)
         except _McpFailure as exc:
             _log.debug("MCP server %s: could not cancel %s: %s", self.label, method, exc)
 
     def deliver(self, arrived: Any) -> None:
         """Route a message that arrived (or each of a batch): an answer to its caller (a stray or
         repeated id is ignored), the server's own request to _answer_server."""
-        # a batch (one of _MCP_OLD_VERSIONS allows them) holds messages, never another batch
+        # a batch (one of self.OLD_VERSIONS allows them) holds messages, never another batch
         for message in arrived if isinstance(arrived, list) else [arrived]:
             if not isinstance(message, dict):
                 _log.warning("MCP server %s sent a message that is not an object; ignored",
@@ -4997,7 +4988,7 @@ class _McpSession:
 
         Over HTTP a reply is a POST whose answer may hold the server's next request: that one is
         queued and sent by this loop, not by a call inside the send, so a server that answers
-        every reply with a new request gets _MCP_CHAINED_REPLIES replies within one deadline, not
+        every reply with a new request gets self.CHAINED_REPLIES replies within one deadline, not
         a deep stack.
         """
         if message.get("method") == "ping":
@@ -5012,7 +5003,7 @@ class _McpSession:
         self._replying.queue = queued = collections.deque([reply])
         deadline = time.monotonic() + min(self.seconds, 5.0)
         try:
-            for _ in range(_MCP_CHAINED_REPLIES):
+            for _ in range(self.CHAINED_REPLIES):
                 if not queued or time.monotonic() >= deadline:
                     break
                 self.transport.send(queued.popleft(), deadline)
@@ -5023,6 +5014,20 @@ class _McpSession:
             _log.debug("MCP server %s: could not answer its request: %s", self.label, exc)
         finally:
             self._replying.queue = None
+
+    @staticmethod
+    def _error_code(answer: dict) -> Any:
+        error = answer.get("error")
+        return error.get("code") if isinstance(error, dict) else None
+
+
+    @staticmethod
+    def _error_text(answer: dict) -> str:
+        error = answer.get("error")
+        if not isinstance(error, dict):
+            return "an error without a message"
+        return (f"{_text(error.get('message'))[:500]} "
+                f"(JSON-RPC error {_cut(_text(error.get('code')), 40)})")
 
     def fail_all(self, failure: _McpFailure) -> None:
         """Wake every waiting caller with failure (the connection is gone)."""
@@ -5042,13 +5047,16 @@ class _McpStdio:
 
     A reader thread hands every stdout line to the session; another keeps the last lines of stderr,
     the server's log, to quote when it dies. A line that is not JSON is skipped and logged; a line
-    over _MCP_MAX_MESSAGE_BYTES ends the connection (it cannot be skipped without reading it whole).
+    over _McpSession.MAX_MESSAGE_BYTES ends the connection (it cannot be skipped without reading
+    it whole).
     The server runs in a process group of its own, so that closing stops the children it started
     (npx, uvx, docker and shell wrappers), and no write or close waits on it past a deadline.
     """
 
-    probe_seconds = _MCP_PROBE_SECONDS
-    close_seconds = _MCP_CLOSE_SECONDS
+    probe_seconds = 5.0  # a server silent this long after server/discover is sent initialize too
+    close_seconds = 2.0  # after stdin is closed, the wait before SIGTERM, and again before SIGKILL
+    STDERR_LINES = 20    # lines of a server's stderr kept, to quote when it dies
+    SKIPPED_LOGGED = 5   # non-JSON stdout lines logged as warnings; later ones at debug level
 
     def __init__(self, argv: list, env: dict, cwd: Any, given_env: dict,
                  label: Optional[str] = None) -> None:
@@ -5073,7 +5081,7 @@ class _McpStdio:
         self.session: Any = None
         self._process: Any = None
         self._failure: Optional[_McpFailure] = None
-        self._stderr: collections.deque = collections.deque(maxlen=_MCP_STDERR_LINES)
+        self._stderr: collections.deque = collections.deque(maxlen=self.STDERR_LINES)
         self._write_lock = threading.Lock()
         self._threads: list = []
         self._skipped = 0
@@ -5152,13 +5160,13 @@ class _McpStdio:
         try:
             while True:
                 # bounded: never a whole flood at once
-                line = stdout.readline(_MCP_MAX_MESSAGE_BYTES + 1)
+                line = stdout.readline(_McpSession.MAX_MESSAGE_BYTES + 1)
                 if not line:
                     break
-                if len(line) > _MCP_MAX_MESSAGE_BYTES:
+                if len(line) > _McpSession.MAX_MESSAGE_BYTES:
                     self._end(_McpGone(f"MCP server {self.label} sent a message over "
-                                       f"{_MCP_MAX_MESSAGE_BYTES:,} bytes; the connection was "
-                                       "closed"))
+                                       f"{_McpSession.MAX_MESSAGE_BYTES:,} bytes; the connection "
+                                       "was closed"))
                     self._signal("kill")
                     return
                 self._take(line)
@@ -5179,7 +5187,7 @@ class _McpStdio:
             self.session.deliver(message)
             return
         self._skipped += 1
-        level = logging.WARNING if self._skipped <= _MCP_SKIPPED_LOGGED else logging.DEBUG
+        level = logging.WARNING if self._skipped <= self.SKIPPED_LOGGED else logging.DEBUG
         _log.log(level,
                  "MCP server %s printed a line that is not a JSON-RPC message; skipped: %r",
                  self.label, self.session.scrub(line[:200].decode("utf-8", errors="replace")))
@@ -5346,7 +5354,8 @@ class _McpHttp:
                    "User-Agent": f"agent.py/{__version__}"}
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
         if "_meta" in params:                # the modern era routes by these
-            headers.update({"Mcp-Protocol-Version": _MCP_VERSION, "Mcp-Method": message["method"]})
+            headers.update({"Mcp-Protocol-Version": _McpSession.VERSION,
+                            "Mcp-Method": message["method"]})
             if message["method"] == "tools/call":
                 # printable ASCII as it is, anything else in MCP's base64 form
                 text = params["name"]
@@ -5387,7 +5396,7 @@ class _McpHttp:
         come."""
         if message.get("method") == "initialize":
             self.session_id = response.headers.get("Mcp-Session-Id") or self.session_id
-        body = _Body(response, deadline, _MCP_MAX_MESSAGE_BYTES, deadline.left())
+        body = _Body(response, deadline, _McpSession.MAX_MESSAGE_BYTES, deadline.left())
         pieces, head = iter(body.read, b""), b""
         for piece in pieces:           # enough to see a BOM, which some servers send first
             head += piece
@@ -5415,7 +5424,7 @@ class _McpHttp:
         self.session.deliver(answer)
         return answer.get("id") if isinstance(answer, dict) and "method" not in answer else None
 
-    close_seconds = _MCP_CLOSE_SECONDS
+    close_seconds = 2.0     # the DELETE's whole time
 
     def close(self) -> None:
         """End the session of a handshake-era server (DELETE, best effort, within close_seconds
@@ -5448,28 +5457,10 @@ def _mcp_url_secrets(url: str) -> list:
               if len(segment) >= 16 and re.search(r"\d", segment))]
 
 
-def _mcp_error_code(answer: dict) -> Any:
-    error = answer.get("error")
-    return error.get("code") if isinstance(error, dict) else None
-
-
-def _mcp_error_text(answer: dict) -> str:
-    error = answer.get("error")
-    if not isinstance(error, dict):
-        return "an error without a message"
-    return (f"{_text(error.get('message'))[:500]} "
-            f"(JSON-RPC error {_cut(_text(error.get('code')), 40)})")
-
-
 _MCP_OPEN: set = set()   # transports still open, closed at interpreter exit
 
 
-def _mcp_close_all() -> None:
-    for transport in list(_MCP_OPEN):
-        transport.close()
-
-
-atexit.register(_mcp_close_all)
+atexit.register(lambda: [transport.close() for transport in list(_MCP_OPEN)])
 
 
 # -- Loop ------------------------------------------------------------------------------
