@@ -45,10 +45,13 @@ is machinery the rest can be read without:
   lexer, ``_ActionScanner`` and ``_read_value`` (skip on first read).
 - Transport (skip on first read): deadlines, bodies, server-sent events, and ``_request``, the one
   HTTP request under a deadline, shared by ``OpenAICompatLLM`` and MCP over HTTP.
-- Models: the ``LLM`` protocol and ``MockLLM``; ``OpenAICompatLLM`` talks HTTP (``chat``,
-  ``from_env``), then its helpers: what a request sends and what an answer means.
+- Models: the ``LLM`` protocol and ``MockLLM`` (``from_trace`` replays a run); ``OpenAICompatLLM``
+  talks HTTP (``chat``, ``from_env``), then its helpers: what a request sends and what an answer
+  means. Then (skip on first read) the adaptations to a server, reading a streamed reply, and
+  reading a trace.
 - MCP: ``_add_mcp`` (what ``ToolRegistry.add_mcp`` calls) registers an MCP server's tools;
-  ``_McpSession`` routes answers by id over ``_McpStdio`` (a command) or ``_McpHttp`` (a URL).
+  ``_McpSession`` routes answers by id. Then (skip on first read) the transports: ``_McpStdio``
+  (a command) and ``_McpHttp`` (a URL).
 - Loop: ``_STOPS``, the stop-reason table; ``Agent.run`` is the loop; ``Step`` and ``AgentResult``
   are its trace; ``_RunState.trim`` drops old steps for the context budget, and a digest or a
   summary stands in for them.
@@ -3073,73 +3076,6 @@ class _EventStream:
         return events
 
 
-class _StreamState:
-    """A streamed reply as its pieces arrive: the text, where to stop reading, what the server
-    reported (internal)."""
-
-    def __init__(self, on_delta: Optional[Callable], scanner: Any, repetition: bool,
-                 stops: list) -> None:
-        self.pieces: list = []
-        self.chars = 0
-        self.tail = ""  # the last characters of the reply: all the loop check looks at
-        self.reasoning: list = []
-        self.finish_reason: Optional[str] = None
-        self.usage: Optional[dict] = None
-        self.ended = False              # [DONE] or a finish_reason came: the stream ended cleanly
-        self.stopped_early = False
-        self.dropped = 0                # characters after the action's end, left out of the reply
-        self.model: Optional[str] = None   # the model a chunk names
-        self._on_delta, self._scanner = on_delta, scanner
-        self._repetition, self._stops = repetition, stops
-
-    def add(self, piece: str) -> bool:
-        """Take the next piece of the reply; True when reading should stop here."""
-        if not piece:
-            return False
-        cut = self._scanner.feed(piece) if self._scanner is not None else None
-        if cut is None and self._scanner is not None and self._scanner.too_deep:
-            # the parser refuses such a reply whatever follows, and a looping model nests on for
-            # minutes (docs/NOTES.md, "Streaming"). (A mismatched bracket is read on: it may be a
-            # draft in reasoning whose <think> the server dropped, which a later </think> ends.)
-            cut = self._scanner.broken_at
-        # the first action just closed or nested too deep: the rest is not needed
-        if cut is not None:
-            self.dropped = len(piece) - max(0, cut - self.chars)
-            piece = piece[:max(0, cut - self.chars)]
-            self.stopped_early, self.finish_reason = True, "stop"
-        self.pieces.append(piece)
-        self.chars += len(piece)
-        self.tail = (self.tail + piece)[-_REPEAT_WINDOW:]
-        if self._on_delta is not None and piece:
-            self._on_delta(piece)
-        if cut is None and self._repetition and _repeating_tail(self.tail):
-            self.finish_reason = "repetition"
-            return True
-        if cut is None and any(stop in self.tail for stop in self._stops):
-            # a stop sequence the server would not take: cut client-side
-            self.finish_reason = "stop"
-            return True
-        return cut is not None
-
-    def reply(self) -> _Reply:
-        # a reply cut early never saw the usage chunk
-        usage = None if self.stopped_early else self.usage
-        return _Reply("".join(self.pieces), "".join(self.reasoning), self.finish_reason, usage,
-                      self.stopped_early, self.model)
-
-
-@dataclass
-class _Reply:
-    """What one request brought back (internal)."""
-
-    text: str = ""
-    reasoning: str = ""
-    finish_reason: Optional[str] = None
-    usage: Optional[dict] = None
-    stopped_early: bool = False
-    model: Optional[str] = None       # the model the server says answered
-
-
 class _TimedReader(io.RawIOBase):
     """What http.client reads a response from: each receive waits at most what is allowed
     (internal).
@@ -3448,69 +3384,6 @@ class MockLLM:
         return reply(messages) if callable(reply) else reply
 
 
-def _trace_records(path: str) -> list:
-    """The records of a trace (JSON Lines) or a saved result (one JSON value, a UTF-8 BOM allowed),
-    read in one pass: when not one line is JSON, the file is one value over many lines.
-
-    A trace's last line cut short (a write that failed half-way) is left out, with a warning;
-    ValueError for any other line that is not JSON.
-    """
-    with open(path, "rb") as handle:
-        data = handle.read()
-    records: list = []
-    end, problem = 0, None
-    for end, number, value in _json_lines(io.BytesIO(data)):  # noqa: B007 (read after)
-        if isinstance(value, ValueError):
-            problem = f"line {number}: {value}"
-            break
-        records.append(value)
-    if not records:
-        try:
-            records, problem = [json.loads(data.decode("utf-8-sig", "replace"))], None
-        except RecursionError:  # nested too deeply for the json module
-            problem = "nested too deeply"
-        except ValueError:
-            problem = problem or ("its one line is cut short" if data[end:].strip() else None)
-    elif problem is None and data[end:].strip():
-        _log.warning("%s: its last line is cut short (%d bytes, no end): left out", path,
-                     len(data) - end)
-    if problem is not None:
-        raise ValueError(f"{path} is neither a saved result (JSON) nor a trace (JSON Lines): "
-                         f"{problem}")
-    return records
-
-
-def _json_lines(handle: Any) -> Iterable[tuple]:
-    """Each non-blank line of a JSON Lines file open in binary mode: (the offset it ends at, its
-    number, its value, or the ValueError that says why it is not JSON).
-
-    A last line without its line break is whole when it is JSON, else a write cut short, left out:
-    the one reader of traces (replay) and of batch results files.
-    """
-    end = 0
-    for number, line in enumerate(handle, 1):
-        end += len(line)
-        if not line.strip():
-            continue
-        try:
-            # not splitlines: U+2028 is text; a BOM may start the file
-            value = json.loads(line.decode("utf-8-sig" if number == 1 else "utf-8", "replace"))
-        except (ValueError, RecursionError) as exc:
-            if not line.endswith(b"\n"):
-                return
-            value = exc if isinstance(exc, ValueError) else ValueError("nested too deeply")
-        yield end, number, value
-
-
-def _record_steps(record: Any) -> list:
-    """The steps one record holds: a saved result's, or the step a trace line is."""
-    if isinstance(record, dict) and isinstance(record.get("steps"), list):
-        return record["steps"]
-    if isinstance(record, dict) and record.get("event") == "step":
-        return [record]
-    return []
-
-
 # -- Models, the client: OpenAICompatLLM -----------------------------------------------
 # chat over HTTP with streaming, early stop, retries, adaptation; the API key never leaves in a
 # message
@@ -3542,104 +3415,6 @@ class _PerThread:
         # setdefault: two threads that both make one keep the same
         return values if values is not None else vars(client).setdefault(self._SLOT,
                                                                           threading.local())
-
-
-@dataclass(frozen=True)
-class _Adaptation:
-    """A part of the request that a server may reject by name, how its refusal reads, and what
-    every later request does instead (internal)."""
-
-    rejected: str                       # what the server rejected, as the log names it
-    key: str                            # the body's key it is about
-    # the server's message (without the URL) names it; None: the key in quotes ('stop', "stream",
-    # `temperature`), since bare, the word is common
-    refusal: Optional[re.Pattern] = None
-    # the refused body held it, so the refusal is about that body; None: the body holds the key
-    holds: Optional[Callable[[dict], bool]] = None
-    # changes a body, in place, to do without it; None: the body drops ``dropped``, or the key
-    change: Optional[Callable[[dict], None]] = None
-    dropped: tuple = ()
-    statuses: tuple = (400, 422)        # the HTTP statuses such a refusal comes with
-    cuts_stops: bool = False            # the client cuts each reply at its stop strings itself
-
-    def refused(self, message: str) -> bool:
-        refusal = self.refusal or re.compile(rf"['\"`]{self.key}['\"`]")
-        return refusal.search(message) is not None
-
-    def held(self, body: dict) -> bool:
-        return self.holds(body) if self.holds is not None else self.key in body
-
-    def instead(self, body: dict) -> None:
-        if self.change is not None:
-            self.change(body)
-        for key in self.dropped or (() if self.change else (self.key,)):
-            body.pop(key, None)
-
-
-def _fold_system(body: dict) -> None:
-    """Fold the system messages into the first user message, for chat templates without a system
-    role."""
-    messages = body["messages"]
-    system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system"
-                         and m.get("content"))
-    rest = [dict(m) for m in messages if m.get("role") != "system"]
-    for message in rest:
-        if message.get("role") == "user":
-            message["content"] = (f"{system}\n\n{message.get('content') or ''}" if system
-                                  else message.get("content"))
-            body["messages"] = rest
-            return
-    body["messages"] = [{"role": "user", "content": system}] + rest
-
-
-_FORMAT_REJECTED = re.compile(r"response_format|json_schema|json_object", re.I)
-# Every adaptation to a server, in the order a refusal is matched: the first row whose refusal the
-# message shows, about a part the refused body held, is adapted to once and remembered; every
-# later body then does without that part, whatever extra_body says.
-_ADAPTATIONS = (
-    _Adaptation("stream_options", "stream_options", re.compile(r"\bstream_options\b")),
-    _Adaptation("stream", "stream", dropped=("stream", "stream_options")),
-    _Adaptation("stop", "stop", cuts_stops=True),
-    _Adaptation("temperature", "temperature"),
-    # "'max_tokens' is not supported ... Use 'max_completion_tokens' instead"
-    _Adaptation("max_tokens (renamed max_completion_tokens)", "max_tokens",
-                re.compile(r"(?s)^(?=.*max_completion_tokens).*['\"`]max_tokens['\"`]"),
-                change=lambda body: body.update(max_completion_tokens=body.pop("max_tokens"))
-                if "max_tokens" in body else None),
-    _Adaptation("max_tokens", "max_tokens"),
-    _Adaptation("frequency_penalty", "frequency_penalty", re.compile(r"\bfrequency_penalty\b")),
-    # first json_schema falls back to json_object, then any format to none
-    _Adaptation("response_format json_schema", "response_format", _FORMAT_REJECTED,
-                lambda body: isinstance(body.get("response_format"), dict)
-                and body["response_format"].get("type") == "json_schema",
-                lambda body: body.update(response_format={"type": "json_object"})
-                if "response_format" in body else None),
-    _Adaptation("response_format", "response_format", _FORMAT_REJECTED),
-    # a chat template without a system role: often llama.cpp's 500 "Jinja exception", or "roles
-    # must alternate" (docs/NOTES.md, "The client")
-    _Adaptation("the system role", "messages", re.compile(
-        r"system[ _](?:role|message|prompt)s?\b[^.]{0,40}\b"
-        r"(?:not supported|unsupported|not allowed)"
-        r"|roles must alternate|(?:not supported|unsupported|invalid)\b[^.]{0,20}\brole[ "
-        r":'\"`]+system\b", re.I),
-                lambda body: any(isinstance(m, dict) and m.get("role") == "system"
-                                 for m in body["messages"]),
-                _fold_system, statuses=(400, 422, 500)),
-)
-
-
-def _refused(status: Optional[int], message: str, body: Optional[dict] = None
-             ) -> Optional[_Adaptation]:
-    """The row of _ADAPTATIONS a refusal asks for (with body: about a part that body held), or
-    None."""
-    return next((row for row in _ADAPTATIONS if status in row.statuses
-                 and row.refused(message) and (body is None or row.held(body))), None)
-
-
-# http.client refuses these, quoting the whole header value
-_HEADER_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_BOM = b"\xef\xbb\xbf"         # UTF-8's byte-order mark, which a few servers send before an answer
-
 
 
 class OpenAICompatLLM:
@@ -4317,6 +4092,12 @@ class OpenAICompatLLM:
 
 # -- Models, the client's helpers: what a request sends and what an answer means -------
 
+# http.client refuses these, quoting the whole header value
+_HEADER_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_BOM = b"\xef\xbb\xbf"         # UTF-8's byte-order mark, which a few servers send before an answer
+
+
+
 def _models_url(chat_url: str) -> str:
     """The GET /models URL beside a chat-completions URL, any query kept."""
     parts = urlsplit(chat_url)
@@ -4473,6 +4254,237 @@ def _reported_usage(usage: Any) -> Optional[dict]:
     return {key: v or 0 for key, v in counts.items()}
 
 
+# -- Models, adaptations to a server (skip on first read) ------------------------------
+# the table of what a server may refuse by name, and what every later request does instead
+
+@dataclass(frozen=True)
+class _Adaptation:
+    """A part of the request that a server may reject by name, how its refusal reads, and what
+    every later request does instead (internal)."""
+
+    rejected: str                       # what the server rejected, as the log names it
+    key: str                            # the body's key it is about
+    # the server's message (without the URL) names it; None: the key in quotes ('stop', "stream",
+    # `temperature`), since bare, the word is common
+    refusal: Optional[re.Pattern] = None
+    # the refused body held it, so the refusal is about that body; None: the body holds the key
+    holds: Optional[Callable[[dict], bool]] = None
+    # changes a body, in place, to do without it; None: the body drops ``dropped``, or the key
+    change: Optional[Callable[[dict], None]] = None
+    dropped: tuple = ()
+    statuses: tuple = (400, 422)        # the HTTP statuses such a refusal comes with
+    cuts_stops: bool = False            # the client cuts each reply at its stop strings itself
+
+    def refused(self, message: str) -> bool:
+        refusal = self.refusal or re.compile(rf"['\"`]{self.key}['\"`]")
+        return refusal.search(message) is not None
+
+    def held(self, body: dict) -> bool:
+        return self.holds(body) if self.holds is not None else self.key in body
+
+    def instead(self, body: dict) -> None:
+        if self.change is not None:
+            self.change(body)
+        for key in self.dropped or (() if self.change else (self.key,)):
+            body.pop(key, None)
+
+
+def _fold_system(body: dict) -> None:
+    """Fold the system messages into the first user message, for chat templates without a system
+    role."""
+    messages = body["messages"]
+    system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system"
+                         and m.get("content"))
+    rest = [dict(m) for m in messages if m.get("role") != "system"]
+    for message in rest:
+        if message.get("role") == "user":
+            message["content"] = (f"{system}\n\n{message.get('content') or ''}" if system
+                                  else message.get("content"))
+            body["messages"] = rest
+            return
+    body["messages"] = [{"role": "user", "content": system}] + rest
+
+
+_FORMAT_REJECTED = re.compile(r"response_format|json_schema|json_object", re.I)
+# Every adaptation to a server, in the order a refusal is matched: the first row whose refusal the
+# message shows, about a part the refused body held, is adapted to once and remembered; every
+# later body then does without that part, whatever extra_body says.
+_ADAPTATIONS = (
+    _Adaptation("stream_options", "stream_options", re.compile(r"\bstream_options\b")),
+    _Adaptation("stream", "stream", dropped=("stream", "stream_options")),
+    _Adaptation("stop", "stop", cuts_stops=True),
+    _Adaptation("temperature", "temperature"),
+    # "'max_tokens' is not supported ... Use 'max_completion_tokens' instead"
+    _Adaptation("max_tokens (renamed max_completion_tokens)", "max_tokens",
+                re.compile(r"(?s)^(?=.*max_completion_tokens).*['\"`]max_tokens['\"`]"),
+                change=lambda body: body.update(max_completion_tokens=body.pop("max_tokens"))
+                if "max_tokens" in body else None),
+    _Adaptation("max_tokens", "max_tokens"),
+    _Adaptation("frequency_penalty", "frequency_penalty", re.compile(r"\bfrequency_penalty\b")),
+    # first json_schema falls back to json_object, then any format to none
+    _Adaptation("response_format json_schema", "response_format", _FORMAT_REJECTED,
+                lambda body: isinstance(body.get("response_format"), dict)
+                and body["response_format"].get("type") == "json_schema",
+                lambda body: body.update(response_format={"type": "json_object"})
+                if "response_format" in body else None),
+    _Adaptation("response_format", "response_format", _FORMAT_REJECTED),
+    # a chat template without a system role: often llama.cpp's 500 "Jinja exception", or "roles
+    # must alternate" (docs/NOTES.md, "The client")
+    _Adaptation("the system role", "messages", re.compile(
+        r"system[ _](?:role|message|prompt)s?\b[^.]{0,40}\b"
+        r"(?:not supported|unsupported|not allowed)"
+        r"|roles must alternate|(?:not supported|unsupported|invalid)\b[^.]{0,20}\brole[ "
+        r":'\"`]+system\b", re.I),
+                lambda body: any(isinstance(m, dict) and m.get("role") == "system"
+                                 for m in body["messages"]),
+                _fold_system, statuses=(400, 422, 500)),
+)
+
+
+def _refused(status: Optional[int], message: str, body: Optional[dict] = None
+             ) -> Optional[_Adaptation]:
+    """The row of _ADAPTATIONS a refusal asks for (with body: about a part that body held), or
+    None."""
+    return next((row for row in _ADAPTATIONS if status in row.statuses
+                 and row.refused(message) and (body is None or row.held(body))), None)
+
+
+# -- Models, reading a streamed reply (skip on first read) -----------------------------
+# what one request brought back, and a streamed reply as its pieces arrive
+
+@dataclass
+class _Reply:
+    """What one request brought back (internal)."""
+
+    text: str = ""
+    reasoning: str = ""
+    finish_reason: Optional[str] = None
+    usage: Optional[dict] = None
+    stopped_early: bool = False
+    model: Optional[str] = None       # the model the server says answered
+
+
+class _StreamState:
+    """A streamed reply as its pieces arrive: the text, where to stop reading, what the server
+    reported (internal)."""
+
+    def __init__(self, on_delta: Optional[Callable], scanner: Any, repetition: bool,
+                 stops: list) -> None:
+        self.pieces: list = []
+        self.chars = 0
+        self.tail = ""  # the last characters of the reply: all the loop check looks at
+        self.reasoning: list = []
+        self.finish_reason: Optional[str] = None
+        self.usage: Optional[dict] = None
+        self.ended = False              # [DONE] or a finish_reason came: the stream ended cleanly
+        self.stopped_early = False
+        self.dropped = 0                # characters after the action's end, left out of the reply
+        self.model: Optional[str] = None   # the model a chunk names
+        self._on_delta, self._scanner = on_delta, scanner
+        self._repetition, self._stops = repetition, stops
+
+    def add(self, piece: str) -> bool:
+        """Take the next piece of the reply; True when reading should stop here."""
+        if not piece:
+            return False
+        cut = self._scanner.feed(piece) if self._scanner is not None else None
+        if cut is None and self._scanner is not None and self._scanner.too_deep:
+            # the parser refuses such a reply whatever follows, and a looping model nests on for
+            # minutes (docs/NOTES.md, "Streaming"). (A mismatched bracket is read on: it may be a
+            # draft in reasoning whose <think> the server dropped, which a later </think> ends.)
+            cut = self._scanner.broken_at
+        # the first action just closed or nested too deep: the rest is not needed
+        if cut is not None:
+            self.dropped = len(piece) - max(0, cut - self.chars)
+            piece = piece[:max(0, cut - self.chars)]
+            self.stopped_early, self.finish_reason = True, "stop"
+        self.pieces.append(piece)
+        self.chars += len(piece)
+        self.tail = (self.tail + piece)[-_REPEAT_WINDOW:]
+        if self._on_delta is not None and piece:
+            self._on_delta(piece)
+        if cut is None and self._repetition and _repeating_tail(self.tail):
+            self.finish_reason = "repetition"
+            return True
+        if cut is None and any(stop in self.tail for stop in self._stops):
+            # a stop sequence the server would not take: cut client-side
+            self.finish_reason = "stop"
+            return True
+        return cut is not None
+
+    def reply(self) -> _Reply:
+        # a reply cut early never saw the usage chunk
+        usage = None if self.stopped_early else self.usage
+        return _Reply("".join(self.pieces), "".join(self.reasoning), self.finish_reason, usage,
+                      self.stopped_early, self.model)
+
+
+# -- Models, replaying a trace (skip on first read) ------------------------------------
+# the records of a saved run, read by MockLLM.from_trace; _json_lines also reads batch results
+
+def _trace_records(path: str) -> list:
+    """The records of a trace (JSON Lines) or a saved result (one JSON value, a UTF-8 BOM allowed),
+    read in one pass: when not one line is JSON, the file is one value over many lines.
+
+    A trace's last line cut short (a write that failed half-way) is left out, with a warning;
+    ValueError for any other line that is not JSON.
+    """
+    with open(path, "rb") as handle:
+        data = handle.read()
+    records: list = []
+    end, problem = 0, None
+    for end, number, value in _json_lines(io.BytesIO(data)):  # noqa: B007 (read after)
+        if isinstance(value, ValueError):
+            problem = f"line {number}: {value}"
+            break
+        records.append(value)
+    if not records:
+        try:
+            records, problem = [json.loads(data.decode("utf-8-sig", "replace"))], None
+        except RecursionError:  # nested too deeply for the json module
+            problem = "nested too deeply"
+        except ValueError:
+            problem = problem or ("its one line is cut short" if data[end:].strip() else None)
+    elif problem is None and data[end:].strip():
+        _log.warning("%s: its last line is cut short (%d bytes, no end): left out", path,
+                     len(data) - end)
+    if problem is not None:
+        raise ValueError(f"{path} is neither a saved result (JSON) nor a trace (JSON Lines): "
+                         f"{problem}")
+    return records
+
+
+def _json_lines(handle: Any) -> Iterable[tuple]:
+    """Each non-blank line of a JSON Lines file open in binary mode: (the offset it ends at, its
+    number, its value, or the ValueError that says why it is not JSON).
+
+    A last line without its line break is whole when it is JSON, else a write cut short, left out:
+    the one reader of traces (replay) and of batch results files.
+    """
+    end = 0
+    for number, line in enumerate(handle, 1):
+        end += len(line)
+        if not line.strip():
+            continue
+        try:
+            # not splitlines: U+2028 is text; a BOM may start the file
+            value = json.loads(line.decode("utf-8-sig" if number == 1 else "utf-8", "replace"))
+        except (ValueError, RecursionError) as exc:
+            if not line.endswith(b"\n"):
+                return
+            value = exc if isinstance(exc, ValueError) else ValueError("nested too deeply")
+        yield end, number, value
+
+
+def _record_steps(record: Any) -> list:
+    """The steps one record holds: a saved result's, or the step a trace line is."""
+    if isinstance(record, dict) and isinstance(record.get("steps"), list):
+        return record["steps"]
+    if isinstance(record, dict) and record.get("event") == "step":
+        return [record]
+    return []
+
+
 # -- MCP -------------------------------------------------------------------------------
 # ToolRegistry.add_mcp: an MCP server's tools as ordinary Tools, over stdio (a command) or
 # Streamable HTTP (a URL); one connection per server, shared by every caller, a reader routing
@@ -4547,43 +4559,6 @@ def _add_mcp(registry: ToolRegistry, server: Any, *, name: Optional[str] = None,
                      _cut("; ".join(f"{remote!r} ({why})" for remote, why in left_out.items()),
                           2000))
     return [spec["name"] for spec in specs]
-
-
-def _mcp_transport(server: Any, env: Optional[dict], cwd: Any, headers: Optional[dict],
-                   name: Optional[str] = None) -> Any:
-    """The transport for a command (a list, or a string split as a shell would, never run by one) or
-    a URL; ``name`` names it in messages, in place of a label made of the command or URL."""
-    label = None if name is None else repr(name)
-    if isinstance(server, str) and re.match(r"https?://", server.strip(), re.I):
-        if env or cwd:
-            raise ToolError("env= and cwd= are for a server started as a command, not for a URL")
-        return _McpHttp(server.strip(), headers or {}, label)
-    if headers:
-        raise ToolError("headers= are for a server at a URL; give a command's secrets with env=")
-    if isinstance(server, str):
-        import shlex
-
-        argv = shlex.split(server, posix=os.name != "nt")
-    elif isinstance(server, (list, tuple)) and all(isinstance(part, (str, os.PathLike))
-                                                   for part in server):
-        argv = [os.fspath(part) for part in server]
-    else:
-        raise ToolError("an MCP server is a command (a string or a list of strings) or an "
-                        f"http(s):// URL, got {type(server).__name__}")
-    if not argv:
-        raise ToolError("empty MCP server command")
-    # the server's environment: ours for PATH, HOME, locale and temp only, then what it is given
-    # (no secret of ours)
-    environment = {key: os.environ[key] for key in (
-        "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ", "TMPDIR",
-        "TEMP", "TMP", "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "APPDATA",
-        "LOCALAPPDATA", "USERPROFILE") if key in os.environ}
-    environment.update({key: value for key, value in os.environ.items() if key.startswith("LC_")})
-    for key, value in (env or {}).items():
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise ToolError(f"env= of an MCP server maps names to strings; {key!r} does not")
-        environment[key] = value
-    return _McpStdio(argv, environment, cwd, env or {}, label)
 
 
 def _mcp_built(session: _McpSession, specs: list, prefix: Optional[str], seconds: float) -> tuple:
@@ -5039,6 +5014,46 @@ class _McpSession:
     def close(self) -> None:
         self.fail_all(_McpFailure(f"the connection to MCP server {self.label} was closed"))
         self.transport.close()
+
+
+# -- MCP, the transports: a command's pipes, an HTTP URL (skip on first read) ----------
+# what carries the session's messages: a command's stdin and stdout, or POSTs to a URL
+
+def _mcp_transport(server: Any, env: Optional[dict], cwd: Any, headers: Optional[dict],
+                   name: Optional[str] = None) -> Any:
+    """The transport for a command (a list, or a string split as a shell would, never run by one) or
+    a URL; ``name`` names it in messages, in place of a label made of the command or URL."""
+    label = None if name is None else repr(name)
+    if isinstance(server, str) and re.match(r"https?://", server.strip(), re.I):
+        if env or cwd:
+            raise ToolError("env= and cwd= are for a server started as a command, not for a URL")
+        return _McpHttp(server.strip(), headers or {}, label)
+    if headers:
+        raise ToolError("headers= are for a server at a URL; give a command's secrets with env=")
+    if isinstance(server, str):
+        import shlex
+
+        argv = shlex.split(server, posix=os.name != "nt")
+    elif isinstance(server, (list, tuple)) and all(isinstance(part, (str, os.PathLike))
+                                                   for part in server):
+        argv = [os.fspath(part) for part in server]
+    else:
+        raise ToolError("an MCP server is a command (a string or a list of strings) or an "
+                        f"http(s):// URL, got {type(server).__name__}")
+    if not argv:
+        raise ToolError("empty MCP server command")
+    # the server's environment: ours for PATH, HOME, locale and temp only, then what it is given
+    # (no secret of ours)
+    environment = {key: os.environ[key] for key in (
+        "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ", "TMPDIR",
+        "TEMP", "TMP", "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "APPDATA",
+        "LOCALAPPDATA", "USERPROFILE") if key in os.environ}
+    environment.update({key: value for key, value in os.environ.items() if key.startswith("LC_")})
+    for key, value in (env or {}).items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise ToolError(f"env= of an MCP server maps names to strings; {key!r} does not")
+        environment[key] = value
+    return _McpStdio(argv, environment, cwd, env or {}, label)
 
 
 class _McpStdio:
