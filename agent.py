@@ -44,12 +44,15 @@ is machinery the rest can be read without:
   action's keys; ``_refuse`` and ``_observation`` write what goes back; ``_repeating_tail`` detects
   a looping reply. Skip on first read: the packaging (think tags, a quoted action) and the
   near-JSON lexer, ``_ActionScanner`` and ``_read_value``.
-- Transport (skip on first read): deadlines, bodies, server-sent events and the opener, shared by
-  ``OpenAICompatLLM`` and MCP over HTTP.
-- Models: the ``LLM`` protocol and ``MockLLM``; ``OpenAICompatLLM`` talks HTTP (``chat``,
-  ``from_env``), then its helpers: what a request sends and what an answer means.
+- Transport (skip on first read): deadlines, bodies, server-sent events, and ``_request``, the one
+  HTTP request under a deadline, shared by ``OpenAICompatLLM`` and MCP over HTTP.
+- Models: the ``LLM`` protocol and ``MockLLM`` (``from_trace`` replays a run); ``OpenAICompatLLM``
+  talks HTTP (``chat``, ``from_env``), then its helpers: what a request sends and what an answer
+  means. Then (skip on first read) the adaptations to a server, reading a streamed reply, and
+  reading a trace.
 - MCP: ``_add_mcp`` (what ``ToolRegistry.add_mcp`` calls) registers an MCP server's tools;
-  ``_McpSession`` routes answers by id over ``_McpStdio`` (a command) or ``_McpHttp`` (a URL).
+  ``_McpSession`` routes answers by id. Then (skip on first read) the transports: ``_McpStdio``
+  (a command) and ``_McpHttp`` (a URL).
 - Loop: ``_STOPS``, the stop-reason table; ``Agent.run`` is the loop; ``Step`` and ``AgentResult``
   are its trace; ``_RunState.trim`` drops old steps for the context budget, and a digest or a
   summary stands in for them.
@@ -2294,20 +2297,32 @@ def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _listed(schema: Any, top: bool = True) -> Any:
-    """A parameter schema as the prompt lists it: without annotations, and at the top without what
-    every tool's schema says (``"type": "object"``, ``"additionalProperties": false``, an empty
-    ``required``)."""
+def _listed(schema: Any, top: bool = True, depth: int = 0) -> Any:
+    """A parameter schema as the prompt lists it, the one trimmer: without annotations (a model
+    needs none: they describe and never constrain), and at the top without what every tool's
+    schema says (``"type": "object"``, ``"additionalProperties": false``, an empty ``required``);
+    ``top=False`` keeps those, for an MCP tool's schema as it is registered.
+
+    The keys of a map of names to schemas (properties, $defs) are names, kept whatever they are,
+    and the values of enum, const and default are values, kept whole. ToolError past twice
+    _MAX_SCHEMA_DEPTH levels (a schema level is a map and a schema), which the schema check
+    refuses anyway, before the stack runs out.
+    """
+    if depth > 2 * _MAX_SCHEMA_DEPTH + 2:
+        raise ToolError(f"the schema is nested more than {_MAX_SCHEMA_DEPTH} levels deep")
     if isinstance(schema, list):
-        return [_listed(item, False) for item in schema]
+        return [_listed(item, False, depth + 1) for item in schema]
     if not isinstance(schema, dict):
         return schema
     listed = {}
     for key, value in schema.items():
-        if key in ("properties", "$defs") and isinstance(value, dict):   # names, not keywords
-            listed[key] = {name: _listed(item, False) for name, item in value.items()}
-        elif key not in ("title", "examples", "$schema", "$comment"):   # a model needs none
-            listed[key] = _listed(value, False)
+        if (key in ("properties", "$defs", "definitions", "patternProperties")
+                and isinstance(value, dict)):
+            listed[key] = {name: _listed(item, False, depth + 2) for name, item in value.items()}
+        elif key in ("enum", "const", "default"):
+            listed[key] = value
+        elif key not in ("title", "examples", "$schema", "$comment"):
+            listed[key] = _listed(value, False, depth + 1)
     if top:
         for key, plain in (("type", "object"), ("additionalProperties", False), ("required", [])):
             if listed.get(key) == plain:
@@ -2870,9 +2885,9 @@ def _normalize_json(chunk: str, repairs: list) -> str:
     return "".join(out)
 
 
-# -- Transport: deadlines, bodies, server-sent events, the opener (skip on first read) ----
+# -- Transport: deadlines, bodies, server-sent events, _request (skip on first read) ---
 # every read is bounded by the request's deadline, events are read as they arrive, no redirect is
-# followed; used by OpenAICompatLLM and by MCP over HTTP
+# followed; _request is the one HTTP request, of OpenAICompatLLM and of MCP over HTTP
 
 class _Deadline:
     """When one request must be over: max_request_seconds after it starts, or the call's own end
@@ -2906,9 +2921,6 @@ class _Deadline:
                         f"{self.name}={self.request_seconds:g}")
 
 
-_READ_CHUNK = 65536  # bytes asked of the socket at a time; a stream gives back what has arrived
-
-
 class _Body:
     """Reads a response in pieces as they arrive, under the size cap (internal).
 
@@ -2932,7 +2944,8 @@ class _Body:
         self._deadline.left()
         self._deadline.waiting = self.size == 0
         try:
-            piece = self._read(_READ_CHUNK)
+            # 64 KiB at most: a stream gives back what has arrived
+            piece = self._read(65536)
         except socket.timeout:
             if self._deadline.passed():
                 raise self._deadline.expired() from None
@@ -2960,32 +2973,6 @@ class _Retryable(Exception):
         self.kind = kind
 
 
-_MAX_ERROR_BYTES = 65536    # bytes of an error body read to quote its message
-
-
-def _read_error_body(exc: Any, deadline: Any, timeout: float) -> bytes:
-    """Up to _MAX_ERROR_BYTES of an error answer's body, read under the deadlines: a drip cannot
-    hold the call."""
-    body, pieces, size = _Body(exc, deadline, math.inf, timeout), [], 0
-    try:
-        while size < _MAX_ERROR_BYTES:
-            piece = body.read()
-            if not piece:
-                break
-            pieces.append(piece)
-            size += len(piece)
-    except LLMError:
-        raise                                   # the request's deadline passed
-    except Exception:
-        pass                                    # a stall or a break: quote what came
-    finally:
-        exc.close()
-    return b"".join(pieces)[:_MAX_ERROR_BYTES]
-
-
-_LINE_END = re.compile(rb"\r\n|\r|\n")   # server-sent events end lines in any of the three
-
-
 class _EventStream:
     """Server-sent events out of bytes as they arrive: gives the data of each complete event
     (internal)."""
@@ -3006,7 +2993,8 @@ class _EventStream:
             self._partial.append(chunk)
             return []
         # a UTF-8 character never holds \r or \n
-        lines = _LINE_END.split(b"".join(self._partial + [chunk]))
+        # server-sent events end lines in any of the three
+        lines = re.split(rb"\r\n|\r|\n", b"".join(self._partial + [chunk]))
         self._partial = [] if end else [lines.pop()]
         events: list = []
         for line in lines + ([b""] if end else []):  # at the end, a blank line dispatches the rest
@@ -3018,77 +3006,6 @@ class _EventStream:
                 self._data.append(value.decode("utf-8", errors="replace"))
             # comments (":") and the event, id and retry fields carry nothing the client needs
         return events
-
-
-# the end of a streamed reply that the loop check looks at
-_TAIL_CHARS = _REPEAT_WINDOW
-
-
-class _StreamState:
-    """A streamed reply as its pieces arrive: the text, where to stop reading, what the server
-    reported (internal)."""
-
-    def __init__(self, on_delta: Optional[Callable], scanner: Any, repetition: bool,
-                 stops: list) -> None:
-        self.pieces: list = []
-        self.chars = 0
-        self.tail = ""  # the last characters of the reply: all the loop check looks at
-        self.reasoning: list = []
-        self.finish_reason: Optional[str] = None
-        self.usage: Optional[dict] = None
-        self.ended = False              # [DONE] or a finish_reason came: the stream ended cleanly
-        self.stopped_early = False
-        self.dropped = 0                # characters after the action's end, left out of the reply
-        self.model: Optional[str] = None   # the model a chunk names
-        self._on_delta, self._scanner = on_delta, scanner
-        self._repetition, self._stops = repetition, stops
-
-    def add(self, piece: str) -> bool:
-        """Take the next piece of the reply; True when reading should stop here."""
-        if not piece:
-            return False
-        cut = self._scanner.feed(piece) if self._scanner is not None else None
-        if cut is None and self._scanner is not None and self._scanner.too_deep:
-            # the parser refuses such a reply whatever follows, and a looping model nests on for
-            # minutes (docs/NOTES.md, "Streaming"). (A mismatched bracket is read on: it may be a
-            # draft in reasoning whose <think> the server dropped, which a later </think> ends.)
-            cut = self._scanner.broken_at
-        # the first action just closed or nested too deep: the rest is not needed
-        if cut is not None:
-            self.dropped = len(piece) - max(0, cut - self.chars)
-            piece = piece[:max(0, cut - self.chars)]
-            self.stopped_early, self.finish_reason = True, "stop"
-        self.pieces.append(piece)
-        self.chars += len(piece)
-        self.tail = (self.tail + piece)[-_TAIL_CHARS:]
-        if self._on_delta is not None and piece:
-            self._on_delta(piece)
-        if cut is None and self._repetition and _repeating_tail(self.tail):
-            self.finish_reason = "repetition"
-            return True
-        if cut is None and any(stop in self.tail for stop in self._stops):
-            # a stop sequence the server would not take: cut client-side
-            self.finish_reason = "stop"
-            return True
-        return cut is not None
-
-    def reply(self) -> _Reply:
-        # a reply cut early never saw the usage chunk
-        usage = None if self.stopped_early else self.usage
-        return _Reply("".join(self.pieces), "".join(self.reasoning), self.finish_reason, usage,
-                      self.stopped_early, self.model)
-
-
-@dataclass
-class _Reply:
-    """What one request brought back (internal)."""
-
-    text: str = ""
-    reasoning: str = ""
-    finish_reason: Optional[str] = None
-    usage: Optional[dict] = None
-    stopped_early: bool = False
-    model: Optional[str] = None       # the model the server says answered
 
 
 class _TimedReader(io.RawIOBase):
@@ -3134,75 +3051,54 @@ class _TimedReader(io.RawIOBase):
         super().close()
 
 
-class _TimedResponse:
-    """Mixed into http.client's response: read through a _TimedReader, past informational answers
-    (internal)."""
-
-    def __init__(self, sock: Any, *args: Any, timing: Optional[tuple] = None,
-                 **kwargs: Any) -> None:
-        # timing: (timeout, deadline) of the request
-        self.deadline = timing[1] if timing else None
-        super().__init__(_TimedReader(sock, *timing) if timing else sock, *args, **kwargs)
-
-    def _read_status(self) -> tuple:
-        """The status line after any informational ones (http.client skips only 100)."""
-        import http.client
-
-        while True:
-            version, status, reason = super()._read_status()
-            if not 101 < status < 200:  # 101 switches protocols, which agent.py never asks for
-                return version, status, reason
-            http.client.parse_headers(self.fp)  # a 102's or 103's headers: not needed
-            if self.deadline is not None:
-                self.deadline.waiting = True  # the real answer may still wait for prompt processing
-
-
-class _TimedConnection:
-    """Mixed into http.client's connections: every answer is read through a _TimedReader (internal).
-
-    That is the response and also a proxy's answer to CONNECT, which http.client reads
-    with the same response class before the tunnel's TLS starts.
-    """
-
-    def __init__(self, *args: Any, timing: Optional[tuple] = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        if timing is not None:
-            self.response_class = functools.partial(type(self).response_class, timing=timing)
-
-
-class _TimedHandler:
-    """Mixed into urllib's HTTP(S) handlers: the timing its connections read with (internal)."""
-
-    def __init__(self, timing: Optional[tuple]) -> None:
-        super().__init__()
-        self.timing = timing  # (timeout, deadline) of the one request this opener sends, or None
-
-
-# urllib handler classes, made on first use: importing urllib costs more than agent.py
-_HANDLERS: list = []
-
-
-def _handler_classes() -> list:
-    """urllib handlers that bound every read, skip informational answers and follow no redirect."""
-    if _HANDLERS:
-        return _HANDLERS
+@functools.cache
+def _handler_classes() -> tuple:
+    """urllib's HTTP and HTTPS handlers made to read every answer through a _TimedReader, past
+    informational answers, and a redirect handler that follows none; made on first use, since
+    importing urllib costs more than agent.py."""
     import http.client
     import urllib.request
 
-    class Response(_TimedResponse, http.client.HTTPResponse):
-        pass
+    class Response(http.client.HTTPResponse):
+        def __init__(self, sock: Any, *args: Any, timing: Optional[tuple] = None,
+                     **kwargs: Any) -> None:
+            # timing: (timeout, deadline) of the request
+            self.deadline = timing[1] if timing else None
+            super().__init__(_TimedReader(sock, *timing) if timing else sock, *args, **kwargs)
 
-    class HTTPConnection(_TimedConnection, http.client.HTTPConnection):
+        def _read_status(self) -> tuple:
+            """The status line after any informational ones (http.client skips only 100)."""
+            while True:
+                version, status, reason = super()._read_status()
+                if not 101 < status < 200:  # 101 switches protocols, which agent.py never asks for
+                    return version, status, reason
+                http.client.parse_headers(self.fp)  # a 102's or 103's headers: not needed
+                if self.deadline is not None:
+                    # the real answer may still wait for prompt processing
+                    self.deadline.waiting = True
+
+    class Timed:
+        """Every answer a connection reads goes through a _TimedReader: the response, and also a
+        proxy's answer to CONNECT, which http.client reads with the same response class before
+        the tunnel's TLS starts. A handler keeps the timing its connections read with."""
+
+        def __init__(self, *args: Any, timing: Optional[tuple] = None, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.timing = timing  # (timeout, deadline) of the one request sent, or None
+            if timing is not None and hasattr(self, "response_class"):
+                self.response_class = functools.partial(Response, timing=timing)
+
+    class HTTPConnection(Timed, http.client.HTTPConnection):
         response_class = Response
 
-    class HTTPSConnection(_TimedConnection, http.client.HTTPSConnection):
+    class HTTPSConnection(Timed, http.client.HTTPSConnection):
         response_class = Response
 
-    class HTTPHandler(_TimedHandler, urllib.request.HTTPHandler):
+    class HTTPHandler(Timed, urllib.request.HTTPHandler):
         def http_open(self, req: Any) -> Any:
             return self.do_open(functools.partial(HTTPConnection, timing=self.timing), req)
 
-    class HTTPSHandler(_TimedHandler, urllib.request.HTTPSHandler):
+    class HTTPSHandler(Timed, urllib.request.HTTPSHandler):
         def https_open(self, req: Any) -> Any:
             connection = functools.partial(HTTPSConnection, timing=self.timing)
             return self.do_open(connection, req, context=self._context)
@@ -3211,24 +3107,54 @@ def _handler_classes() -> list:
         def redirect_request(self, *args: Any, **kwargs: Any) -> None:
             return None  # following would carry the key to another host; a 3xx is an HTTPError
 
-    _HANDLERS[:] = [HTTPHandler, HTTPSHandler, NoRedirect]
-    return _HANDLERS
+    return HTTPHandler, HTTPSHandler, NoRedirect
 
 
-def _build_opener(url: str, timeout: Optional[float] = None,
-                  deadline: Optional[_Deadline] = None) -> Any:
-    """A urllib opener for one request to url; a loopback server is never reached through
-    HTTP(S)_PROXY.
+def _request(url: str, deadline: _Deadline, timeout: float, data: Optional[bytes],
+             headers: dict, *, method: Optional[str] = None, opener: Any = None) -> tuple:
+    """Send one request to url under deadline, the one way agent.py makes an HTTP request (for
+    OpenAICompatLLM and MCP over HTTP): (the response, None) for a 2xx, (the HTTPError, the
+    start of its body) for an error status.
 
-    With a deadline, every receive must come within timeout and the deadline (see _TimedReader);
-    without, only the socket timeout given to ``open`` bounds each.
+    Every receive must come within timeout and the deadline (see _TimedReader); a
+    loopback server is never reached through HTTP(S)_PROXY; no redirect is followed
+    (a 3xx is an error status). ``opener``, anything with ``open(request,
+    timeout=...)``, replaces urllib's. The method is a POST of data, or a GET when
+    data is None. Raises OSError or http.client.HTTPException when the server cannot
+    be reached, and LLMError when the deadline passes.
     """
+    import urllib.error
     import urllib.request
 
-    proxies = urllib.request.ProxyHandler({} if _is_loopback(url) else None)
-    http, https, no_redirect = _handler_classes()
-    timing = None if deadline is None else (timeout, deadline)
-    return urllib.request.build_opener(proxies, http(timing), https(timing), no_redirect())
+    # a fresh Request (and opener) per attempt: urllib's proxy code edits the request
+    request = urllib.request.Request(url, data=data, headers=headers,
+                                     method=method or ("GET" if data is None else "POST"))
+    if opener is None:
+        proxies = urllib.request.ProxyHandler({} if _is_loopback(url) else None)
+        http, https, no_redirect = _handler_classes()
+        opener = urllib.request.build_opener(proxies, http(timing=(timeout, deadline)),
+                                             https(timing=(timeout, deadline)), no_redirect())
+    try:
+        return opener.open(request, timeout=min(timeout, deadline.left(),
+                                                threading.TIMEOUT_MAX)), None
+    except urllib.error.HTTPError as exc:
+        # up to 64 KiB of the body, to quote its message, read under the deadlines: a drip cannot
+        # hold the call
+        body, pieces, size, most = _Body(exc, deadline, math.inf, timeout), [], 0, 65536
+        try:
+            while size < most:
+                piece = body.read()
+                if not piece:
+                    break
+                pieces.append(piece)
+                size += len(piece)
+        except LLMError:
+            raise                                   # the request's deadline passed
+        except Exception:
+            pass                                    # a stall or a break: quote what came
+        finally:
+            exc.close()
+        return exc, b"".join(pieces)[:most]
 
 
 def _http_url(url: str) -> Any:
@@ -3289,9 +3215,6 @@ class LLM(Protocol):
     def chat(self, messages: list[dict]) -> str: ...
 
 
-_Scripted = Union[str, Callable[[list[dict]], str], BaseException]   # one reply of MockLLM's script
-
-
 class MockLLM:
     """A scripted model for tests and the offline demo.
 
@@ -3303,7 +3226,8 @@ class MockLLM:
     arithmetic expression in the task, then a final answer from the observations.
     """
 
-    def __init__(self, replies: Optional[Iterable[_Scripted]] = None) -> None:
+    def __init__(self, replies: Optional[Iterable[Union[str, Callable[[list[dict]], str],
+                                                      BaseException]]] = None) -> None:
         self.replies = None if replies is None else list(replies)
         self.calls: list[list[dict]] = []    # a copy of the messages of each call
         self.options: list[dict] = []  # the per-call options of each call, e.g. response_schema
@@ -3332,8 +3256,37 @@ class MockLLM:
         no reply of the model. A trace written before a field existed replays without it.
         Raises OSError when the file cannot be read and ValueError when it holds no run.
         """
-        calls = [call for step in _trace_steps(path) if isinstance(step, dict)
-                 for call in _recorded_calls(step)]
+        steps = [step for record in _trace_records(path) for step in _record_steps(record)]
+        if not steps:
+            raise ValueError(f"{path} holds no steps to replay")
+        # the model calls each step made, in order, from its declared fields alone: (reply to
+        # script, finish_reason, whether it is a summary call)
+        calls: list = []
+        for step in steps:
+            if not isinstance(step, dict):
+                continue
+            budget = step.get("overflow_budget")
+            if _is_int(budget) and budget > 0:
+                def overflow(messages: list[dict], budget: int = budget) -> str:
+                    # counts that make the agent set the same budget: sent * n_ctx / n_prompt_tokens
+                    raise LLMError("replayed: the request exceeds the available context size", 400,
+                                   "context_overflow", n_ctx=budget,
+                                   n_prompt_tokens=sum(len(m["content"]) for m in messages))
+                calls.append((overflow, None, False))
+            summaries = step.get("summary_calls")
+            for record in summaries if isinstance(summaries, list) else ():
+                if isinstance(record, dict) and isinstance(record.get("raw"), str):
+                    reason = record.get("finish_reason")
+                    calls.append((record["raw"], reason if isinstance(reason, str) else None, True))
+                elif isinstance(record, dict):
+                    calls.append((LLMError(_text(record.get("error") or "the summary call failed")),
+                                  None, True))
+            discarded = step.get("discarded_raw")
+            calls += [(raw, None, False) for raw in (discarded if isinstance(discarded, list)
+                                                     else ()) if isinstance(raw, str)]
+            if isinstance(step.get("raw"), str):
+                reason = step.get("finish_reason")
+                calls.append((step["raw"], reason if isinstance(reason, str) else None, False))
         llm = cls([reply for reply, _, summary in calls if not summary])
         llm._finish_reasons = [reason for _, reason, summary in calls if not summary]
         llm._summaries = [(reply, reason) for reply, reason, summary in calls if summary]
@@ -3361,115 +3314,6 @@ class MockLLM:
         if isinstance(reply, BaseException):
             raise reply
         return reply(messages) if callable(reply) else reply
-
-
-def _trace_steps(path: str) -> list:
-    """The step records of a saved result (JSON) or a trace (JSON Lines); ValueError when there are
-    none."""
-    steps = [step for record in _trace_records(path) for step in _record_steps(record)]
-    if not steps:
-        raise ValueError(f"{path} holds no steps to replay")
-    return steps
-
-
-def _trace_records(path: str) -> list:
-    """The records of a saved result (one JSON value, a UTF-8 BOM allowed) or a trace (JSON Lines).
-
-    A trace's last line cut short (a write that failed half-way) is left out, with a warning;
-    ValueError for any other line that is not JSON.
-    """
-    with open(path, "rb") as handle:
-        data = handle.read()
-    problem: Any = None
-    try:
-        return [json.loads(data.decode("utf-8-sig", "replace"))]
-    except RecursionError:  # nested too deeply for the json module
-        problem = "nested too deeply"
-    except ValueError:
-        records, end = [], 0
-        for end, number, value in _json_lines(io.BytesIO(data)):  # noqa: B007 (read after)
-            if isinstance(value, ValueError):
-                problem = f"line {number}: {value}"
-                break
-            records.append(value)
-        else:
-            if not data[end:].strip():
-                return records
-            if records:
-                _log.warning("%s: its last line is cut short (%d bytes, no end): left out", path,
-                             len(data) - end)
-                return records
-            problem = "its one line is cut short"
-    raise ValueError(f"{path} is neither a saved result (JSON) nor a trace (JSON Lines): {problem}")
-
-
-def _json_lines(handle: Any) -> Iterable[tuple]:
-    """Each non-blank line of a JSON Lines file open in binary mode: (the offset it ends at, its
-    number, its value, or the ValueError that says why it is not JSON).
-
-    A last line without its line break is whole when it is JSON, else a write cut short, left out:
-    the one reader of traces (replay) and of batch results files.
-    """
-    end = 0
-    for number, line in enumerate(handle, 1):
-        end += len(line)
-        if not line.strip():
-            continue
-        try:
-            # not splitlines: U+2028 is text; a BOM may start the file
-            value = json.loads(line.decode("utf-8-sig" if number == 1 else "utf-8", "replace"))
-        except (ValueError, RecursionError) as exc:
-            if not line.endswith(b"\n"):
-                return
-            value = exc if isinstance(exc, ValueError) else ValueError("nested too deeply")
-        yield end, number, value
-
-
-def _record_steps(record: Any) -> list:
-    """The steps one record holds: a saved result's, or the step a trace line is."""
-    if isinstance(record, dict) and isinstance(record.get("steps"), list):
-        return record["steps"]
-    if isinstance(record, dict) and record.get("event") == "step":
-        return [record]
-    return []
-
-
-def _recorded_calls(step: dict) -> list[tuple]:
-    """The model calls a recorded step made, in order, as (reply to script, finish_reason, whether
-    it is a summary call) triples, from its declared fields alone."""
-    calls: list[tuple] = []
-    budget = step.get("overflow_budget")
-    if _is_int(budget) and budget > 0:
-        calls.append((_overflow_again(budget), None, False))
-    summaries = step.get("summary_calls")
-    for record in summaries if isinstance(summaries, list) else ():
-        if isinstance(record, dict) and isinstance(record.get("raw"), str):
-            calls.append((record["raw"], _recorded_reason(record), True))
-        elif isinstance(record, dict):
-            calls.append((LLMError(_text(record.get("error") or "the summary call failed")), None,
-                          True))
-    discarded = step.get("discarded_raw")
-    calls += [(raw, None, False) for raw in (discarded if isinstance(discarded, list) else ())
-              if isinstance(raw, str)]
-    if isinstance(step.get("raw"), str):
-        calls.append((step["raw"], _recorded_reason(step), False))
-    return calls
-
-
-def _overflow_again(budget: int) -> Callable[[list[dict]], str]:
-    """A scripted reply that overflows as a recorded call did, with counts that make the agent set
-    the same budget."""
-    def reply(messages: list[dict]) -> str:
-        # the agent's budget is sent * n_ctx / n_prompt_tokens
-        raise LLMError("replayed: the request exceeds the available context size", 400,
-                       "context_overflow", n_ctx=budget,
-                       n_prompt_tokens=sum(len(m["content"]) for m in messages))
-    return reply
-
-
-def _recorded_reason(record: dict) -> Optional[str]:
-    reason = record.get("finish_reason")
-    return reason if isinstance(reason, str) else None
 
 
 # -- Models, the client: OpenAICompatLLM -----------------------------------------------
@@ -3503,123 +3347,6 @@ class _PerThread:
         # setdefault: two threads that both make one keep the same
         return values if values is not None else vars(client).setdefault(self._SLOT,
                                                                           threading.local())
-
-
-_RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504}
-
-
-@dataclass(frozen=True)
-class _Adaptation:
-    """A part of the request that a server may reject by name, how its refusal reads, and what
-    every later request does instead (internal)."""
-
-    rejected: str                       # what the server rejected, as the log names it
-    refusal: re.Pattern                 # the server's message (without the URL) names it
-    held: Callable[[dict], bool]        # the refused body held it: the refusal is about that body
-    instead: Callable[[dict], None]     # changes a body, in place, to do without it
-    statuses: tuple = (400, 422)        # the HTTP statuses such a refusal comes with
-    cuts_stops: bool = False            # the client cuts each reply at its stop strings itself
-
-
-def _holds(key: str) -> Callable[[dict], bool]:
-    return lambda body: key in body
-
-
-def _without(*keys: str) -> Callable[[dict], None]:
-    def instead(body: dict) -> None:
-        for key in keys:
-            body.pop(key, None)
-    return instead
-
-
-def _quoted(name: str) -> re.Pattern:
-    """A parameter named in quotes ('stop', "stream", `temperature`): bare, the word is common."""
-    return re.compile(rf"['\"`]{name}['\"`]")
-
-
-def _renamed(body: dict) -> None:
-    if "max_tokens" in body:
-        body["max_completion_tokens"] = body.pop("max_tokens")
-
-
-def _as_json_object(body: dict) -> None:
-    if "response_format" in body:
-        body["response_format"] = {"type": "json_object"}
-
-
-def _fold_system(body: dict) -> None:
-    """Fold the system messages into the first user message, for chat templates without a system
-    role."""
-    messages = body["messages"]
-    system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system"
-                         and m.get("content"))
-    rest = [dict(m) for m in messages if m.get("role") != "system"]
-    for message in rest:
-        if message.get("role") == "user":
-            message["content"] = (f"{system}\n\n{message.get('content') or ''}" if system
-                                  else message.get("content"))
-            body["messages"] = rest
-            return
-    body["messages"] = [{"role": "user", "content": system}] + rest
-
-
-_FORMAT_REJECTED = re.compile(r"response_format|json_schema|json_object", re.I)
-# Every adaptation to a server, in the order a refusal is matched: the first row whose refusal the
-# message shows, about a part the refused body held, is adapted to once and remembered; every
-# later body then does without that part, whatever extra_body says.
-_ADAPTATIONS = (
-    _Adaptation("stream_options", re.compile(r"\bstream_options\b"), _holds("stream_options"),
-                _without("stream_options")),
-    _Adaptation("stream", _quoted("stream"), _holds("stream"),
-                _without("stream", "stream_options")),
-    _Adaptation("stop", _quoted("stop"), _holds("stop"), _without("stop"), cuts_stops=True),
-    _Adaptation("temperature", _quoted("temperature"), _holds("temperature"),
-                _without("temperature")),
-    # "'max_tokens' is not supported ... Use 'max_completion_tokens' instead"
-    _Adaptation("max_tokens (renamed max_completion_tokens)",
-                re.compile(r"(?s)^(?=.*max_completion_tokens).*['\"`]max_tokens['\"`]"),
-                _holds("max_tokens"), _renamed),
-    _Adaptation("max_tokens", _quoted("max_tokens"), _holds("max_tokens"), _without("max_tokens")),
-    _Adaptation("frequency_penalty", re.compile(r"\bfrequency_penalty\b"),
-                _holds("frequency_penalty"), _without("frequency_penalty")),
-    # first json_schema falls back to json_object, then any format to none
-    _Adaptation("response_format json_schema", _FORMAT_REJECTED,
-                lambda body: isinstance(body.get("response_format"), dict)
-                and body["response_format"].get("type") == "json_schema", _as_json_object),
-    _Adaptation("response_format", _FORMAT_REJECTED, _holds("response_format"),
-                _without("response_format")),
-    # a chat template without a system role: often llama.cpp's 500 "Jinja exception", or "roles
-    # must alternate" (docs/NOTES.md, "The client")
-    _Adaptation("the system role", re.compile(
-        r"system[ _](?:role|message|prompt)s?\b[^.]{0,40}\b"
-        r"(?:not supported|unsupported|not allowed)"
-        r"|roles must alternate|(?:not supported|unsupported|invalid)\b[^.]{0,20}\brole[ "
-        r":'\"`]+system\b", re.I),
-                lambda body: any(isinstance(m, dict) and m.get("role") == "system"
-                                 for m in body["messages"]),
-                _fold_system, statuses=(400, 422, 500)),
-)
-
-
-def _refused(status: Optional[int], message: str, body: Optional[dict] = None
-             ) -> Optional[_Adaptation]:
-    """The row of _ADAPTATIONS a refusal asks for (with body: about a part that body held), or
-    None."""
-    return next((row for row in _ADAPTATIONS if status in row.statuses
-                 and row.refusal.search(message) and (body is None or row.held(body))), None)
-
-
-# http.client refuses these, quoting the whole header value
-_HEADER_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_BOM = b"\xef\xbb\xbf"         # UTF-8's byte-order mark, which a few servers send before an answer
-_STATUS_HINTS = {
-    400: "the server rejected the request",
-    401: "check OPENAI_API_KEY",
-    403: "check OPENAI_API_KEY and that it may use this model",
-    404: "check that the base URL ends in /v1 (e.g. http://localhost:11434/v1) and that the model "
-         "name exists",
-    422: "the server could not process the request; check the model name and options",
-}
 
 
 class OpenAICompatLLM:
@@ -3687,6 +3414,17 @@ class OpenAICompatLLM:
         sent as the ``OpenAI-Project`` header (``OPENAI_PROJECT_ID`` for from_env)
     """
 
+    _RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504}
+    # what an error status's message adds, when nothing more precise applies
+    _STATUS_HINTS = {
+        400: "the server rejected the request",
+        401: "check OPENAI_API_KEY",
+        403: "check OPENAI_API_KEY and that it may use this model",
+        404: "check that the base URL ends in /v1 (e.g. http://localhost:11434/v1) and that the "
+             "model name exists",
+        422: "the server could not process the request; check the model name and options",
+    }
+
     last_finish_reason = _PerThread()      # "stop", "length", "repetition", ... or None
     # True when reading stopped at the end of the first action
     last_stopped_early = _PerThread(False)
@@ -3716,7 +3454,8 @@ class OpenAICompatLLM:
                             "max_response_bytes": max_response_bytes}.items():
             # temperature, max_tokens: None is the server's default
             _check_setting(name, value, optional=name in ("temperature", "max_tokens"))
-        base_url, self.base_url, self._basic = _userinfo(base_url)  # base_url: the password as ***
+        # base_url: the password as ***
+        base_url, self.base_url, self._basic = self._userinfo(base_url)
         try:
             parts = _http_url(base_url.strip() if isinstance(base_url, str) else "")
         except ValueError as exc:
@@ -3947,7 +3686,8 @@ class OpenAICompatLLM:
             if attempt == self.max_retries:
                 raise LLMError(f"{failure} (gave up after {attempt + 1} attempts)", failure.status,
                                failure.kind)
-            delay = failure.retry_after if failure.retry_after is not None else _backoff(attempt)
+            delay = (failure.retry_after if failure.retry_after is not None
+                     else self._backoff(attempt))
             if time.monotonic() + delay >= call_end:
                 raise LLMError(f"{failure} (no time left to retry within max_seconds)",
                                failure.status, failure.kind)
@@ -4012,23 +3752,16 @@ class OpenAICompatLLM:
         by ``timeout`` and the deadline, and no redirect is followed.
         """
         import http.client
-        import urllib.error
-        import urllib.request
 
-        request = urllib.request.Request(deadline.url, data=data,
-                                         headers=self._request_headers(stream),
-                                         method="GET" if data is None else "POST")
-        # a fresh Request (and opener) per attempt: urllib's proxy code edits the request
-        opener = self._opener or _build_opener(deadline.url, self.timeout, deadline)
         try:
-            return opener.open(request, timeout=min(self.timeout, deadline.left(),
-                                                    threading.TIMEOUT_MAX))
-        except urllib.error.HTTPError as exc:
-            body = _read_error_body(exc, deadline, self.timeout)
-            text = body.decode("utf-8-sig", errors="replace")
-            self._fail(exc.code, text, exc.headers, deadline.url)
+            response, error = _request(deadline.url, deadline, self.timeout, data,
+                                       self._request_headers(stream), opener=self._opener)
         except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out, cut short
             raise self._unreachable(exc, deadline) from None
+        if error is not None:
+            self._fail(response.code, error.decode("utf-8-sig", errors="replace"),
+                       response.headers, deadline.url)
+        return response
 
     def _unreachable(self, exc: Exception, deadline: _Deadline) -> Exception:
         import socket
@@ -4172,10 +3905,10 @@ class OpenAICompatLLM:
                 500 if details.get("type") == "server_error" else None)
         url = url or self.url
         where = f"HTTP {status} from {url}" if status else f"{url} returned an error"
-        if (_CONTEXT_OVERFLOW.search(message)
+        if (self._CONTEXT_OVERFLOW.search(message)
                 or details.get("type") == "exceed_context_size_error"):
             counts = []     # n_ctx, n_prompt_tokens: each None when not reported
-            for key, pattern in (("n_ctx", _N_CTX), ("n_prompt_tokens", _N_PROMPT)):
+            for key, pattern in (("n_ctx", self._N_CTX), ("n_prompt_tokens", self._N_PROMPT)):
                 value, match = details.get(key), pattern.search(message)
                 if not _is_int(value):
                     value = next((int(group) for group in match.groups() if group),
@@ -4190,8 +3923,8 @@ class OpenAICompatLLM:
                            "no redirect, which would carry the API key elsewhere; fix the "
                            "base URL)", status)
         # a refusal that an adaptation answers is not retried as it is
-        if status in _RETRY_STATUSES and _refused(status, message) is None:
-            retry_after = _retry_after(headers.get("Retry-After") if headers else None)
+        if status in self._RETRY_STATUSES and _refused(status, message) is None:
+            retry_after = self._retry_after(headers.get("Retry-After") if headers else None)
             raise _Retryable(f"{where}: {message}", status, retry_after)
         raise LLMError(f"{where}: {message}" + (f" ({self._hint(status, message)})" if status
                                                 else ""), status)
@@ -4202,7 +3935,7 @@ class OpenAICompatLLM:
                     "allow_http_key=True (CLI --allow-http-key) to send it")
         if status == 404 and _names_model(message, self.model):
             return f"unknown model {self.model!r}: check the model name"
-        return _STATUS_HINTS.get(status, "the request was refused")
+        return self._STATUS_HINTS.get(status, "the request was refused")
 
     def _keep(self, reply: _Reply) -> str:
         """Record what the call left behind (per thread), add its usage to the total; return the
@@ -4226,44 +3959,84 @@ class OpenAICompatLLM:
                    *(_basic_secrets(self._basic) + [self._basic] if self._basic else [])]
         return _scrubbed(text, secrets + _header_secrets(self.headers))
 
+    # Method group: the patterns an error is read with, retry timing, the base URL's credential
+
+    # a context overflow in llama.cpp's, OpenAI's, vLLM's (two wordings) and Anthropic-style
+    # proxies' words, and the counts it reports
+    _CONTEXT_OVERFLOW = re.compile(
+        r"exceeds? the available context size|maximum context length|context length exceeded"
+        r"|longer than the maximum model length|prompt is too long", re.I)
+    _N_CTX = re.compile(r"maximum context length is (\d+)|available context size \((\d+)"
+                        r"|maximum model length of (\d+)")
+    _N_PROMPT = re.compile(r"request \((\d+) tokens\)|resulted in (\d+) tokens"
+                           r"|(\d+) in the messages|has (\d+) input tokens|prompt \(length (\d+)\)")
+    _MAX_RETRY_AFTER = 60.0     # seconds; a longer Retry-After is capped
+
+    @staticmethod
+    def _backoff(attempt: int) -> float:
+        """Seconds before retry number attempt+1: exponential (0.5 s doubling, capped at 30 s),
+        half of it jitter."""
+        base = min(30.0, 0.5 * 2 ** attempt)
+        return base / 2 + random.uniform(0, base / 2)
+
+    @staticmethod
+    def _retry_after(value: Any) -> Optional[float]:
+        """Seconds to wait from a Retry-After header (seconds or an HTTP date), capped; None when
+        unreadable."""
+        if not value:
+            return None
+        try:
+            seconds = float(value)
+        except ValueError:
+            import email.utils
+
+            try:
+                seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+            except (TypeError, ValueError, IndexError, OverflowError):
+                return None
+        if not math.isfinite(seconds):
+            return None
+        return min(max(seconds, 0.0), OpenAICompatLLM._MAX_RETRY_AFTER)
+
+    @staticmethod
+    def _userinfo(base_url: Any) -> tuple:
+        """(the base URL without a user name and password, the URL as shown, the Basic credential or
+        None).
+
+        A user name and password in the URL (``http://alice:S3cret@host/v1``) are sent as
+        Basic auth, as curl does: urllib would send nothing. The URL as shown has the
+        password as ``***``. Read by hand, so that no parse error can quote the password.
+        """
+        if not isinstance(base_url, str) or "://" not in base_url:
+            return base_url, base_url, None
+        scheme, _, rest = base_url.strip().partition("://")
+        end = min((at for at in map(rest.find, "/?#") if at >= 0), default=len(rest))
+        userinfo, at, host = rest[:end].rpartition("@")
+        if not at:
+            return base_url, base_url, None
+        import base64
+        from urllib.parse import unquote
+
+        user, colon, password = userinfo.partition(":")
+        shown = f"{scheme}://{user}{':***' if colon else ''}@{host}{rest[end:]}"
+        credential = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode())
+        credential = credential.decode("ascii")
+        return f"{scheme}://{host}{rest[end:]}", shown, credential
+
+
 
 # -- Models, the client's helpers: what a request sends and what an answer means -------
 
-def _backoff(attempt: int) -> float:
-    """Seconds before retry number attempt+1: exponential (0.5 s doubling, capped at 30 s), half of
-    it jitter."""
-    base = min(30.0, 0.5 * 2 ** attempt)
-    return base / 2 + random.uniform(0, base / 2)
+# http.client refuses these, quoting the whole header value
+_HEADER_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_BOM = b"\xef\xbb\xbf"         # UTF-8's byte-order mark, which a few servers send before an answer
+
 
 
 def _models_url(chat_url: str) -> str:
     """The GET /models URL beside a chat-completions URL, any query kept."""
     parts = urlsplit(chat_url)
     return urlunsplit(parts._replace(path=parts.path[:-len("/chat/completions")] + "/models"))
-
-
-def _userinfo(base_url: Any) -> tuple:
-    """(the base URL without a user name and password, the URL as shown, the Basic credential or
-    None).
-
-    A user name and password in the URL (``http://alice:S3cret@host/v1``) are sent as
-    Basic auth, as curl does: urllib would send nothing. The URL as shown has the
-    password as ``***``. Read by hand, so that no parse error can quote the password.
-    """
-    if not isinstance(base_url, str) or "://" not in base_url:
-        return base_url, base_url, None
-    scheme, _, rest = base_url.strip().partition("://")
-    end = min((at for at in map(rest.find, "/?#") if at >= 0), default=len(rest))
-    userinfo, at, host = rest[:end].rpartition("@")
-    if not at:
-        return base_url, base_url, None
-    import base64
-    from urllib.parse import unquote
-
-    user, colon, password = userinfo.partition(":")
-    shown = f"{scheme}://{user}{':***' if colon else ''}@{host}{rest[end:]}"
-    credential = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode("ascii")
-    return f"{scheme}://{host}{rest[end:]}", shown, credential
 
 
 def _quoted_body(text: str, scrub: Callable[[str], str]) -> str:
@@ -4273,68 +4046,56 @@ def _quoted_body(text: str, scrub: Callable[[str], str]) -> str:
     return repr(scrub(text)[:200]) if text else "(empty body)"
 
 
-# JSON's \uXXXX and \/, URLs' %XX
-_ESCAPED = re.compile(r"\\u([0-9a-fA-F]{4})|\\(/)|%([0-9a-fA-F]{2})")
-
-
-# shorter keys ("x", "none") are placeholders; scrubbing them would mangle every message
-_MIN_SECRET_CHARS = 8
-
-
 def _scrubbed(text: str, secrets: Iterable[Optional[str]]) -> str:
     """text with every secret shown as ``***``: the one scrubber, for keys, passwords and header
     credentials.
 
-    A run of ``_MIN_SECRET_CHARS`` or more characters that starts or ends a secret is
-    hidden too (a server that echoes all but the last 4 characters of a key). A server
-    may echo a secret escaped (``\\u0073k-...``, PHP's ``\\/``, ``%2F`` in a Location,
-    escaped twice): when an unescaped reading of the text holds one, that reading is
-    shown, scrubbed. Shorter secrets are placeholders (``"x"``, ``"none"``) and are
-    left alone.
+    A run of 8 or more characters that starts or ends a secret is hidden too (a
+    server that echoes all but the last 4 characters of a key). A server may echo a
+    secret escaped (``\\u0073k-...``, PHP's ``\\/``, ``%2F`` in a Location, escaped
+    twice): when an unescaped reading of the text holds one, that reading is shown,
+    scrubbed. Secrets shorter than 8 characters are placeholders (``"x"``, ``"none"``)
+    and are left alone: scrubbing them would mangle every message.
 
     >>> _scrubbed("bad key sk-abcdefghij12345678 (sk-abcdefghij1234...)", ["sk-abcdefghij12345678"])
     'bad key *** (***...)'
     """
-    secrets = [secret for secret in secrets if isinstance(secret, str)
-               and len(secret) >= _MIN_SECRET_CHARS]
+    size = 8
+    secrets = [secret for secret in secrets if isinstance(secret, str) and len(secret) >= size]
     readings = [text]
     # an escape escaped again (\\u005cu0073, %252F) takes another pass
     for _ in range(3 if secrets else 0):
         # JSON's \uXXXX and \/ escapes and URL percent-escapes decoded, so an escaped secret shows
-        readings.append(_ESCAPED.sub(lambda m: m.group(2) or chr(int(m.group(1) or m.group(3), 16)),
-                                     readings[-1]))
+        readings.append(re.sub(r"\\u([0-9a-fA-F]{4})|\\(/)|%([0-9a-fA-F]{2})",
+                               lambda m: m.group(2) or chr(int(m.group(1) or m.group(3), 16)),
+                               readings[-1]))
     for reading in reversed(readings):
-        spans = sorted(span for secret in secrets for span in _secret_spans(reading, secret))
+        spans = []      # (start, end) of each run of the reading that is a secret, or part of one
+        for secret in secrets:
+            at = reading.find(secret[:size])
+            while at >= 0:  # from a match of its first characters, as far as it goes on
+                end = at + size
+                while (end < len(reading) and end - at < len(secret)
+                       and reading[end] == secret[end - at]):
+                    end += 1
+                spans.append((at, end))
+                at = reading.find(secret[:size], at + 1)
+            end = reading.find(secret[-size:]) + size
+            while end >= size:  # from a match of its last characters, as far back as it goes
+                start = end - size
+                while (start > 0 and end - start < len(secret)
+                       and reading[start - 1] == secret[-(end - start) - 1]):
+                    start -= 1
+                spans.append((start, end))
+                end = reading.find(secret[-size:], end - size + 1) + size
         if spans:
             shown, end = [], 0
-            for start, stop in spans:       # overlapping spans merge into one ***
+            for start, stop in sorted(spans):       # overlapping spans merge into one ***
                 if start > end or not shown:
                     shown += [reading[end:start], "***"]
                 end = max(end, stop)
             return "".join(shown) + reading[end:]
     return text
-
-
-def _secret_spans(text: str, secret: str) -> list:
-    """(start, end) of each run of text that is secret, or _MIN_SECRET_CHARS or more characters
-    that start or end it."""
-    spans, size = [], _MIN_SECRET_CHARS
-    at = text.find(secret[:size])
-    while at >= 0:  # from a match of its first characters, as far as it goes on
-        end = at + size
-        while end < len(text) and end - at < len(secret) and text[end] == secret[end - at]:
-            end += 1
-        spans.append((at, end))
-        at = text.find(secret[:size], at + 1)
-    end = text.find(secret[-size:]) + size
-    while end >= size:  # from a match of its last characters, as far back as it goes
-        start = end - size
-        while (start > 0 and end - start < len(secret)
-               and text[start - 1] == secret[-(end - start) - 1]):
-            start -= 1
-        spans.append((start, end))
-        end = text.find(secret[-size:], end - size + 1) + size
-    return spans
 
 
 _CREDENTIAL_HEADER = re.compile(
@@ -4343,7 +4104,6 @@ _CREDENTIAL_HEADER = re.compile(
     # PGPASS, DB_PASSWD, MYSQL_PWD, GH_PAT, CREDENTIALS, --creds, and the flag -t
     r"|(?<![a-z])(?:pg)?pass(?:wd|phrase)?(?![a-z])|[_-]pwd(?![a-z])"
     r"|(?<![a-z])(?:pat|creds?|credentials?)(?![a-z])|^-t$", re.I)
-_CREDENTIAL_PARTS = re.compile(r"[\s,;]+")   # "Bearer <token>", "a=<value>; b=<value>"
 
 
 def _header_secrets(headers: dict) -> list:
@@ -4361,7 +4121,8 @@ def _header_secrets(headers: dict) -> list:
             continue
         secrets.append(str(value).strip())
         if _CREDENTIAL_HEADER.search(str(name)):
-            for part in _CREDENTIAL_PARTS.split(str(value)):
+            # "Bearer <token>", "a=<value>; b=<value>"
+            for part in re.split(r"[\s,;]+", str(value)):
                 secrets += [part, part.partition("=")[2], *_basic_secrets(part)]  # a cookie's value
     return secrets
 
@@ -4388,35 +4149,8 @@ def _names_model(message: str, model: Any) -> bool:
     return re.search(rf"(?<![\w.:/-]){re.escape(model)}(?![\w/-]|[.:][\w/-])", message) is not None
 
 
-_CONTEXT_OVERFLOW = re.compile(   # llama.cpp, OpenAI, vLLM (two wordings), Anthropic-style proxies
-    r"exceeds? the available context size|maximum context length|context length exceeded"
-    r"|longer than the maximum model length|prompt is too long", re.I)
-_N_CTX = re.compile(r"maximum context length is (\d+)|available context size \((\d+)|maximum model "
-                    r"length of (\d+)")
-_N_PROMPT = re.compile(r"request \((\d+) tokens\)|resulted in (\d+) tokens|(\d+) in the messages"
-                       r"|has (\d+) input tokens|prompt \(length (\d+)\)")
 
 
-_MAX_RETRY_AFTER = 60.0     # seconds; a longer Retry-After is capped
-
-
-def _retry_after(value: Any) -> Optional[float]:
-    """Seconds to wait from a Retry-After header (seconds or an HTTP date), capped; None when
-    unreadable."""
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        import email.utils
-
-        try:
-            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
-        except (TypeError, ValueError, IndexError, OverflowError):
-            return None
-    if not math.isfinite(seconds):
-        return None
-    return min(max(seconds, 0.0), _MAX_RETRY_AFTER)
 
 
 def _text_of(content: Any) -> str:
@@ -4438,24 +4172,252 @@ def _reasoning_of(message: dict) -> str:
     return ""
 
 
-_MAX_USAGE_COUNT = 10 ** 9  # tokens in one call's usage; a larger count is no count (it reads as 0)
-
-
 def _reported_usage(usage: Any) -> Optional[dict]:
     """prompt_tokens and completion_tokens from a usage object; None when it reports neither.
 
-    A count that is not a whole number from 0 to _MAX_USAGE_COUNT (a float, a bool, a
+    A count that is not a whole number from 0 to 10**9 (a float, a bool, a
     negative, a number thousands of digits long) is not a count any server can mean: it
     reads as 0.
     """
     if not isinstance(usage, dict):
         return None
     counts = {key: usage.get(key) for key in ("prompt_tokens", "completion_tokens")}
-    counts = {key: v if _is_int(v) and 0 <= v <= _MAX_USAGE_COUNT else None for key,
+    counts = {key: v if _is_int(v) and 0 <= v <= 10 ** 9 else None for key,
               v in counts.items()}
     if all(v is None for v in counts.values()):
         return None
     return {key: v or 0 for key, v in counts.items()}
+
+
+# -- Models, adaptations to a server (skip on first read) ------------------------------
+# the table of what a server may refuse by name, and what every later request does instead
+
+@dataclass(frozen=True)
+class _Adaptation:
+    """A part of the request that a server may reject by name, how its refusal reads, and what
+    every later request does instead (internal)."""
+
+    rejected: str                       # what the server rejected, as the log names it
+    key: str                            # the body's key it is about
+    # the server's message (without the URL) names it; None: the key in quotes ('stop', "stream",
+    # `temperature`), since bare, the word is common
+    refusal: Optional[re.Pattern] = None
+    # the refused body held it, so the refusal is about that body; None: the body holds the key
+    holds: Optional[Callable[[dict], bool]] = None
+    # changes a body, in place, to do without it; None: the body drops ``dropped``, or the key
+    change: Optional[Callable[[dict], None]] = None
+    dropped: tuple = ()
+    statuses: tuple = (400, 422)        # the HTTP statuses such a refusal comes with
+    cuts_stops: bool = False            # the client cuts each reply at its stop strings itself
+
+    def refused(self, message: str) -> bool:
+        refusal = self.refusal or re.compile(rf"['\"`]{self.key}['\"`]")
+        return refusal.search(message) is not None
+
+    def held(self, body: dict) -> bool:
+        return self.holds(body) if self.holds is not None else self.key in body
+
+    def instead(self, body: dict) -> None:
+        if self.change is not None:
+            self.change(body)
+        for key in self.dropped or (() if self.change else (self.key,)):
+            body.pop(key, None)
+
+
+def _fold_system(body: dict) -> None:
+    """Fold the system messages into the first user message, for chat templates without a system
+    role."""
+    messages = body["messages"]
+    system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system"
+                         and m.get("content"))
+    rest = [dict(m) for m in messages if m.get("role") != "system"]
+    for message in rest:
+        if message.get("role") == "user":
+            message["content"] = (f"{system}\n\n{message.get('content') or ''}" if system
+                                  else message.get("content"))
+            body["messages"] = rest
+            return
+    body["messages"] = [{"role": "user", "content": system}] + rest
+
+
+_FORMAT_REJECTED = re.compile(r"response_format|json_schema|json_object", re.I)
+# Every adaptation to a server, in the order a refusal is matched: the first row whose refusal the
+# message shows, about a part the refused body held, is adapted to once and remembered; every
+# later body then does without that part, whatever extra_body says.
+_ADAPTATIONS = (
+    _Adaptation("stream_options", "stream_options", re.compile(r"\bstream_options\b")),
+    _Adaptation("stream", "stream", dropped=("stream", "stream_options")),
+    _Adaptation("stop", "stop", cuts_stops=True),
+    _Adaptation("temperature", "temperature"),
+    # "'max_tokens' is not supported ... Use 'max_completion_tokens' instead"
+    _Adaptation("max_tokens (renamed max_completion_tokens)", "max_tokens",
+                re.compile(r"(?s)^(?=.*max_completion_tokens).*['\"`]max_tokens['\"`]"),
+                change=lambda body: body.update(max_completion_tokens=body.pop("max_tokens"))
+                if "max_tokens" in body else None),
+    _Adaptation("max_tokens", "max_tokens"),
+    _Adaptation("frequency_penalty", "frequency_penalty", re.compile(r"\bfrequency_penalty\b")),
+    # first json_schema falls back to json_object, then any format to none
+    _Adaptation("response_format json_schema", "response_format", _FORMAT_REJECTED,
+                lambda body: isinstance(body.get("response_format"), dict)
+                and body["response_format"].get("type") == "json_schema",
+                lambda body: body.update(response_format={"type": "json_object"})
+                if "response_format" in body else None),
+    _Adaptation("response_format", "response_format", _FORMAT_REJECTED),
+    # a chat template without a system role: often llama.cpp's 500 "Jinja exception", or "roles
+    # must alternate" (docs/NOTES.md, "The client")
+    _Adaptation("the system role", "messages", re.compile(
+        r"system[ _](?:role|message|prompt)s?\b[^.]{0,40}\b"
+        r"(?:not supported|unsupported|not allowed)"
+        r"|roles must alternate|(?:not supported|unsupported|invalid)\b[^.]{0,20}\brole[ "
+        r":'\"`]+system\b", re.I),
+                lambda body: any(isinstance(m, dict) and m.get("role") == "system"
+                                 for m in body["messages"]),
+                _fold_system, statuses=(400, 422, 500)),
+)
+
+
+def _refused(status: Optional[int], message: str, body: Optional[dict] = None
+             ) -> Optional[_Adaptation]:
+    """The row of _ADAPTATIONS a refusal asks for (with body: about a part that body held), or
+    None."""
+    return next((row for row in _ADAPTATIONS if status in row.statuses
+                 and row.refused(message) and (body is None or row.held(body))), None)
+
+
+# -- Models, reading a streamed reply (skip on first read) -----------------------------
+# what one request brought back, and a streamed reply as its pieces arrive
+
+@dataclass
+class _Reply:
+    """What one request brought back (internal)."""
+
+    text: str = ""
+    reasoning: str = ""
+    finish_reason: Optional[str] = None
+    usage: Optional[dict] = None
+    stopped_early: bool = False
+    model: Optional[str] = None       # the model the server says answered
+
+
+class _StreamState:
+    """A streamed reply as its pieces arrive: the text, where to stop reading, what the server
+    reported (internal)."""
+
+    def __init__(self, on_delta: Optional[Callable], scanner: Any, repetition: bool,
+                 stops: list) -> None:
+        self.pieces: list = []
+        self.chars = 0
+        self.tail = ""  # the last characters of the reply: all the loop check looks at
+        self.reasoning: list = []
+        self.finish_reason: Optional[str] = None
+        self.usage: Optional[dict] = None
+        self.ended = False              # [DONE] or a finish_reason came: the stream ended cleanly
+        self.stopped_early = False
+        self.dropped = 0                # characters after the action's end, left out of the reply
+        self.model: Optional[str] = None   # the model a chunk names
+        self._on_delta, self._scanner = on_delta, scanner
+        self._repetition, self._stops = repetition, stops
+
+    def add(self, piece: str) -> bool:
+        """Take the next piece of the reply; True when reading should stop here."""
+        if not piece:
+            return False
+        cut = self._scanner.feed(piece) if self._scanner is not None else None
+        if cut is None and self._scanner is not None and self._scanner.too_deep:
+            # the parser refuses such a reply whatever follows, and a looping model nests on for
+            # minutes (docs/NOTES.md, "Streaming"). (A mismatched bracket is read on: it may be a
+            # draft in reasoning whose <think> the server dropped, which a later </think> ends.)
+            cut = self._scanner.broken_at
+        # the first action just closed or nested too deep: the rest is not needed
+        if cut is not None:
+            self.dropped = len(piece) - max(0, cut - self.chars)
+            piece = piece[:max(0, cut - self.chars)]
+            self.stopped_early, self.finish_reason = True, "stop"
+        self.pieces.append(piece)
+        self.chars += len(piece)
+        self.tail = (self.tail + piece)[-_REPEAT_WINDOW:]
+        if self._on_delta is not None and piece:
+            self._on_delta(piece)
+        if cut is None and self._repetition and _repeating_tail(self.tail):
+            self.finish_reason = "repetition"
+            return True
+        if cut is None and any(stop in self.tail for stop in self._stops):
+            # a stop sequence the server would not take: cut client-side
+            self.finish_reason = "stop"
+            return True
+        return cut is not None
+
+    def reply(self) -> _Reply:
+        # a reply cut early never saw the usage chunk
+        usage = None if self.stopped_early else self.usage
+        return _Reply("".join(self.pieces), "".join(self.reasoning), self.finish_reason, usage,
+                      self.stopped_early, self.model)
+
+
+# -- Models, replaying a trace (skip on first read) ------------------------------------
+# the records of a saved run, read by MockLLM.from_trace; _json_lines also reads batch results
+
+def _trace_records(path: str) -> list:
+    """The records of a trace (JSON Lines) or a saved result (one JSON value, a UTF-8 BOM allowed),
+    read in one pass: when not one line is JSON, the file is one value over many lines.
+
+    A trace's last line cut short (a write that failed half-way) is left out, with a warning;
+    ValueError for any other line that is not JSON.
+    """
+    with open(path, "rb") as handle:
+        data = handle.read()
+    records: list = []
+    end, problem = 0, None
+    for end, number, value in _json_lines(io.BytesIO(data)):  # noqa: B007 (read after)
+        if isinstance(value, ValueError):
+            problem = f"line {number}: {value}"
+            break
+        records.append(value)
+    if not records:
+        try:
+            records, problem = [json.loads(data.decode("utf-8-sig", "replace"))], None
+        except RecursionError:  # nested too deeply for the json module
+            problem = "nested too deeply"
+        except ValueError:
+            problem = problem or ("its one line is cut short" if data[end:].strip() else None)
+    elif problem is None and data[end:].strip():
+        _log.warning("%s: its last line is cut short (%d bytes, no end): left out", path,
+                     len(data) - end)
+    if problem is not None:
+        raise ValueError(f"{path} is neither a saved result (JSON) nor a trace (JSON Lines): "
+                         f"{problem}")
+    return records
+
+
+def _json_lines(handle: Any) -> Iterable[tuple]:
+    """Each non-blank line of a JSON Lines file open in binary mode: (the offset it ends at, its
+    number, its value, or the ValueError that says why it is not JSON).
+
+    A last line without its line break is whole when it is JSON, else a write cut short, left out:
+    the one reader of traces (replay) and of batch results files.
+    """
+    end = 0
+    for number, line in enumerate(handle, 1):
+        end += len(line)
+        if not line.strip():
+            continue
+        try:
+            # not splitlines: U+2028 is text; a BOM may start the file
+            value = json.loads(line.decode("utf-8-sig" if number == 1 else "utf-8", "replace"))
+        except (ValueError, RecursionError) as exc:
+            if not line.endswith(b"\n"):
+                return
+            value = exc if isinstance(exc, ValueError) else ValueError("nested too deeply")
+        yield end, number, value
+
+
+def _record_steps(record: Any) -> list:
+    """The steps one record holds: a saved result's, or the step a trace line is."""
+    if isinstance(record, dict) and isinstance(record.get("steps"), list):
+        return record["steps"]
+    if isinstance(record, dict) and record.get("event") == "step":
+        return [record]
+    return []
 
 
 # -- MCP -------------------------------------------------------------------------------
@@ -4463,34 +4425,7 @@ def _reported_usage(usage: Any) -> Optional[dict]:
 # Streamable HTTP (a URL); one connection per server, shared by every caller, a reader routing
 # answers by id
 
-_MCP_VERSION = "2026-07-28"       # the current revision: no handshake, every request carries _meta
-# the handshake era (initialize, notifications/initialized), which most servers speak
-_MCP_OLD_VERSION = "2025-11-25"
-_MCP_OLD_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-# a modern server's answer to a version it does not speak: still a modern server
-_MCP_UNSUPPORTED_VERSION = -32022
-_MCP_META = "io.modelcontextprotocol/"
-_MCP_CLIENT = {"name": "agent.py", "version": __version__}
 _MCP_DEFAULT_TIMEOUT = 30.0   # seconds per request when neither add_mcp nor the registry sets one
-# stdio: a server silent this long after server/discover is sent initialize too
-_MCP_PROBE_SECONDS = 5.0
-# a tool's limit in the registry is its request's, plus this: the request ends first
-_MCP_GRACE_SECONDS = 1.0
-# one message (a stdio line, an HTTP body); a larger one ends the connection
-_MCP_MAX_MESSAGE_BYTES = 32 * 2**20
-_MCP_MAX_PAGES = 100          # pages of tools/list read at most
-_MCP_STDERR_LINES = 20        # lines of a server's stderr kept, to quote when it dies
-_MCP_CLOSE_SECONDS = 2.0  # after stdin is closed, the wait before SIGTERM, and again before SIGKILL
-_MCP_SKIPPED_LOGGED = 5       # non-JSON stdout lines logged as warnings; later ones at debug level
-# replies to a server's requests sent in a row when each reply's answer holds another request
-_MCP_CHAINED_REPLIES = 10
-# a first paragraph longer than this is cut to its first sentence in the prompt
-_MCP_SUMMARY_CHARS = 300
-# schema annotations the prompt leaves out
-_MCP_PROMPT_DROPS = frozenset({"title", "$schema", "examples"})
-_MCP_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ", "TMPDIR",
-            "TEMP", "TMP", "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "APPDATA",
-            "LOCALAPPDATA", "USERPROFILE")
 
 
 def _add_mcp(registry: ToolRegistry, server: Any, *, name: Optional[str] = None,
@@ -4514,7 +4449,7 @@ def _add_mcp(registry: ToolRegistry, server: Any, *, name: Optional[str] = None,
     registered: list = []
     try:
         session.open()
-        specs = _mcp_list_tools(session)
+        specs = session.list_tools()
         if wanted is not None:
             offered = [spec["name"] for spec in specs]
             missing = [tool for tool in wanted if tool not in offered]
@@ -4561,73 +4496,42 @@ def _add_mcp(registry: ToolRegistry, server: Any, *, name: Optional[str] = None,
     return [spec["name"] for spec in specs]
 
 
-def _mcp_transport(server: Any, env: Optional[dict], cwd: Any, headers: Optional[dict],
-                   name: Optional[str] = None) -> Any:
-    """The transport for a command (a list, or a string split as a shell would, never run by one) or
-    a URL; ``name`` names it in messages, in place of a label made of the command or URL."""
-    label = None if name is None else repr(name)
-    if isinstance(server, str) and re.match(r"https?://", server.strip(), re.I):
-        if env or cwd:
-            raise ToolError("env= and cwd= are for a server started as a command, not for a URL")
-        return _McpHttp(server.strip(), headers or {}, label)
-    if headers:
-        raise ToolError("headers= are for a server at a URL; give a command's secrets with env=")
-    if isinstance(server, str):
-        import shlex
-
-        argv = shlex.split(server, posix=os.name != "nt")
-    elif isinstance(server, (list, tuple)) and all(isinstance(part, (str, os.PathLike))
-                                                   for part in server):
-        argv = [os.fspath(part) for part in server]
-    else:
-        raise ToolError("an MCP server is a command (a string or a list of strings) or an "
-                        f"http(s):// URL, got {type(server).__name__}")
-    if not argv:
-        raise ToolError("empty MCP server command")
-    # the server's environment: ours for PATH, HOME, locale and temp only, then what it is given
-    # (no secret of ours)
-    environment = {key: os.environ[key] for key in _MCP_ENV if key in os.environ}
-    environment.update({key: value for key, value in os.environ.items() if key.startswith("LC_")})
-    for key, value in (env or {}).items():
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise ToolError(f"env= of an MCP server maps names to strings; {key!r} does not")
-        environment[key] = value
-    return _McpStdio(argv, environment, cwd, env or {}, label)
-
-
-def _mcp_list_tools(session: _McpSession) -> list:
-    """Every tool the server lists, page by page; ToolError for a listing that is not one."""
-    specs: list = []
-    cursor = None
-    for _ in range(_MCP_MAX_PAGES):
-        try:
-            result = session.request("tools/list", {"cursor": cursor} if cursor else {})
-        except _McpFailure as exc:
-            raise ToolError(f"MCP server {session.label} could not list its tools: {exc}") from None
-        page = result.get("tools")
-        if not isinstance(page, list) or not all(isinstance(spec, dict)
-                                                 and isinstance(spec.get("name"), str)
-                                                 for spec in page):
-            raise ToolError(f"MCP server {session.label} answered tools/list without a list of "
-                            "named tools")
-        specs.extend(page)
-        cursor = result.get("nextCursor")
-        if not isinstance(cursor, str) or not cursor:
-            return specs
-    raise ToolError(f"MCP server {session.label} listed more than {_MCP_MAX_PAGES} pages of tools")
-
-
 def _mcp_built(session: _McpSession, specs: list, prefix: Optional[str], seconds: float) -> tuple:
     """The listed tools as [(its name on the server, Tool)], and {name: why} of those left out:
-    a schema that cannot be enforced, a name that is not valid or is another tool's."""
+    a schema that cannot be enforced, a name that is not valid or is another tool's.
+
+    A Tool has a short description, the schema without annotations, and asks to confirm when the
+    server marks it destructive.
+    """
     built: list = []
     left_out: dict = {}
     for spec in specs:
         remote = spec["name"]
+        schema = spec.get("inputSchema")
+        if not remote:
+            left_out[remote] = "its name is empty"
+            continue
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            left_out[remote] = "it has no inputSchema of \"type\": \"object\""
+            continue
+        annotations = spec.get("annotations") if isinstance(spec.get("annotations"), dict) else {}
+        local = _mcp_local_name(prefix, remote)
+        # the description's first paragraph, or its first sentence when that paragraph is over 300
+        # characters
+        description = spec.get("description")
+        summary = ""
+        if isinstance(description, str):
+            summary = " ".join(re.split(r"\n\s*\n", description.strip(), maxsplit=1)[0].split())
+            if len(summary) > 300:
+                summary = re.split(r"(?<=[.!?])\s", summary, maxsplit=1)[0][:300]
         try:
-            tool = _mcp_tool(session, spec, prefix, seconds)
+            tool = Tool(local, summary or remote, _listed(schema, False),
+                        _mcp_caller(session, remote, seconds),
+                        seconds + _McpSession.GRACE_SECONDS,
+                        annotations.get("destructiveHint") is True)
         except ToolError as exc:
-            left_out[remote] = _cut(str(exc), 500)
+            why = str(exc).replace(f"tool {local!r}: ", "", 1)
+            left_out[remote] = _cut(f"its inputSchema cannot be enforced: {why}", 500)
             continue
         if any(tool.name == other.name for _, other in built):
             left_out[remote] = f"its name as a tool, {tool.name!r}, is that of another of its tools"
@@ -4636,62 +4540,10 @@ def _mcp_built(session: _McpSession, specs: list, prefix: Optional[str], seconds
     return built, left_out
 
 
-def _mcp_tool(session: _McpSession, spec: dict, prefix: Optional[str], seconds: float) -> Tool:
-    """One listed tool as a Tool: a short description, the schema without annotations, confirm when
-    destructive; ToolError (saying why, for the left-out list) when it cannot be one."""
-    remote = spec["name"]
-    if not remote:
-        raise ToolError("its name is empty")
-    schema = spec.get("inputSchema")
-    if not isinstance(schema, dict) or schema.get("type") != "object":
-        raise ToolError("it has no inputSchema of \"type\": \"object\"")
-    annotations = spec.get("annotations") if isinstance(spec.get("annotations"), dict) else {}
-    local = _mcp_local_name(prefix, remote)
-    # the description's first paragraph, or its first sentence when that paragraph is long
-    description = spec.get("description")
-    summary = ""
-    if isinstance(description, str):
-        summary = " ".join(re.split(r"\n\s*\n", description.strip(), maxsplit=1)[0].split())
-        if len(summary) > _MCP_SUMMARY_CHARS:
-            summary = re.split(r"(?<=[.!?])\s", summary, maxsplit=1)[0][:_MCP_SUMMARY_CHARS]
-    try:
-        return Tool(local, summary or remote, _mcp_trimmed(schema),
-                    _mcp_caller(session, remote, seconds), seconds + _MCP_GRACE_SECONDS,
-                    annotations.get("destructiveHint") is True)
-    except ToolError as exc:
-        why = str(exc).replace(f"tool {local!r}: ", "", 1)
-        raise ToolError(f"its inputSchema cannot be enforced: {why}") from None
-
-
 def _mcp_local_name(prefix: Optional[str], remote: str) -> str:
     """The name a server's tool is registered under: prefixed, made of valid characters, cut to
     64."""
     return re.sub(r"[^A-Za-z0-9_-]", "_", f"{prefix}_{remote}" if prefix else remote)[:64]
-
-
-def _mcp_trimmed(schema: Any, names: bool = False, depth: int = 0) -> Any:
-    """The schema without the annotations in _MCP_PROMPT_DROPS (they describe, never constrain);
-    ``names``: a map of names to schemas (properties, $defs), whose keys are kept whatever they
-    are. ToolError past twice _MAX_SCHEMA_DEPTH levels (a schema level is a map and a schema),
-    which the schema check refuses anyway, before the stack runs out."""
-    if depth > 2 * _MAX_SCHEMA_DEPTH + 2:
-        raise ToolError(f"the schema is nested more than {_MAX_SCHEMA_DEPTH} levels deep")
-    if isinstance(schema, list):
-        return [_mcp_trimmed(item, depth=depth + 1) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    if names:
-        return {key: _mcp_trimmed(value, depth=depth + 1) for key, value in schema.items()}
-    kept = {}
-    for key, value in schema.items():
-        if key in _MCP_PROMPT_DROPS:
-            continue
-        if key in ("enum", "const", "default"):
-            kept[key] = value
-        else:
-            kept[key] = _mcp_trimmed(value, key in ("properties", "$defs", "definitions",
-                                                    "patternProperties"), depth + 1)
-    return kept
 
 
 def _mcp_caller(session: _McpSession, remote: str, seconds: float) -> Callable[..., str]:
@@ -4785,12 +4637,27 @@ class _McpSession:
 
     A transport (_McpStdio, _McpHttp) sends a message and hands every message that arrives to
     ``deliver``, from its reader thread or from the caller's. Each caller waits on its own queue, so
-    a hung request times out alone.
+        a hung request times out alone.
     """
+
+    VERSION = "2026-07-28"  # the current revision: no handshake, every request carries _meta
+    # the handshake era (initialize, notifications/initialized), which most servers speak
+    OLD_VERSION = "2025-11-25"
+    OLD_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+    # a modern server's answer to a version it does not speak: still a modern server
+    UNSUPPORTED_VERSION = -32022
+    META = "io.modelcontextprotocol/"
+    CLIENT = {"name": "agent.py", "version": __version__}
+    # a tool's limit in the registry is its request's, plus this: the request ends first
+    GRACE_SECONDS = 1.0
+    # one message (a stdio line, an HTTP body); a larger one ends the connection
+    MAX_MESSAGE_BYTES = 32 * 2**20
+    # replies to a server's requests sent in a row when each reply's answer holds another request
+    CHAINED_REPLIES = 10
 
     def __init__(self, transport: Any, seconds: float) -> None:
         self.transport, self.seconds, self.label = transport, seconds, transport.label
-        # the verdict of open(): True for _MCP_VERSION (no handshake), False for the older ones
+        # the verdict of open(): True for self.VERSION (no handshake), False for the older ones
         self.modern = False
         self.version: Optional[str] = None
         self._lock = threading.Lock()
@@ -4831,7 +4698,7 @@ class _McpSession:
                 raise _McpTimeout("no answer to server/discover or initialize within "
                                   f"{self.seconds:g} s")
             if answer.get("id") == discover and self._is_modern(answer):
-                self.modern, self.version = True, _MCP_VERSION
+                self.modern, self.version = True, self.VERSION
                 return
             if answer.get("id") == discover and initialize is None:
                 initialize = self._send_initialize(box, deadline)
@@ -4841,33 +4708,33 @@ class _McpSession:
             elif answer.get("id") == initialize and "failure" in answer:
                 raise answer["failure"]
             elif (answer.get("id") == initialize
-                  and _mcp_error_code(answer) != _MCP_UNSUPPORTED_VERSION):
-                raise _McpRpcError(f"initialize failed: {_mcp_error_text(answer)}")
+                  and self._error_code(answer) != self.UNSUPPORTED_VERSION):
+                raise _McpRpcError(f"initialize failed: {self._error_text(answer)}")
 
     def _is_modern(self, answer: dict) -> bool:
         """True for a discover result that offers our version; ToolError for a server that speaks
         none of ours."""
         result = answer.get("result")
         if isinstance(result, dict):
-            versions = result.get("supportedVersions") or [_MCP_VERSION]
-            return isinstance(versions, list) and _MCP_VERSION in versions
+            versions = result.get("supportedVersions") or [self.VERSION]
+            return isinstance(versions, list) and self.VERSION in versions
         supported = (answer.get("error", {}).get("data", {})
                      if isinstance(answer.get("error"), dict) else {})
         supported = supported.get("supported") if isinstance(supported, dict) else None
-        if _mcp_error_code(answer) == _MCP_UNSUPPORTED_VERSION and isinstance(supported, list) \
-                and not any(version in _MCP_OLD_VERSIONS for version in supported):
+        if self._error_code(answer) == self.UNSUPPORTED_VERSION and isinstance(supported, list) \
+                and not any(version in self.OLD_VERSIONS for version in supported):
             spoken = _cut(", ".join(map(_text, supported)), 200)
             raise _McpFailure(f"it speaks only protocol versions {spoken}; agent.py speaks "
-                              f"{_MCP_VERSION} and {_MCP_OLD_VERSION}")
+                              f"{self.VERSION} and {self.OLD_VERSION}")
         return False
 
     def _send_initialize(self, box: queue.SimpleQueue, deadline: float) -> Any:
-        return self._send("initialize", {"protocolVersion": _MCP_OLD_VERSION, "capabilities": {},
-                                         "clientInfo": _MCP_CLIENT}, box, deadline, modern=False)
+        return self._send("initialize", {"protocolVersion": self.OLD_VERSION, "capabilities": {},
+                                         "clientInfo": self.CLIENT}, box, deadline, modern=False)
 
     def _adopt_old(self, result: Any) -> None:
         version = result.get("protocolVersion") if isinstance(result, dict) else None
-        if version not in _MCP_OLD_VERSIONS:
+        if version not in self.OLD_VERSIONS:
             raise _McpFailure(f"initialize answered with protocol version "
                               f"{_cut(_text(version, repr), 100)}, which agent.py does not speak")
         self.modern, self.version = False, version
@@ -4891,19 +4758,41 @@ class _McpSession:
             raise answer["failure"]
         if "error" in answer:
             error = answer["error"] if isinstance(answer["error"], dict) else {}
-            raise _McpRpcError(_mcp_error_text(answer), error.get("code"), error.get("data"))
+            raise _McpRpcError(self._error_text(answer), error.get("code"), error.get("data"))
         result = answer.get("result")
         if not isinstance(result, dict):
             raise _McpFailure(f"the server answered {method} with a result that is not an object")
         return result
 
+    def list_tools(self) -> list:
+        """Every tool the server lists, page by page; ToolError for a listing that is not one."""
+        specs: list = []
+        cursor = None
+        for _ in range(100):     # pages read at most
+            try:
+                result = self.request("tools/list", {"cursor": cursor} if cursor else {})
+            except _McpFailure as exc:
+                raise ToolError(f"MCP server {self.label} could not list its tools: "
+                                f"{exc}") from None
+            page = result.get("tools")
+            if not isinstance(page, list) or not all(isinstance(spec, dict)
+                                                     and isinstance(spec.get("name"), str)
+                                                     for spec in page):
+                raise ToolError(f"MCP server {self.label} answered tools/list without a list of "
+                                "named tools")
+            specs.extend(page)
+            cursor = result.get("nextCursor")
+            if not isinstance(cursor, str) or not cursor:
+                return specs
+        raise ToolError(f"MCP server {self.label} listed more than 100 pages of tools")
+
     def _send(self, method: str, params: dict, box: queue.SimpleQueue, deadline: float,
               modern: bool) -> int:
         ident = next(self._ids)
         if modern:
-            params = {**params, "_meta": {_MCP_META + "protocolVersion": _MCP_VERSION,
-                                          _MCP_META + "clientCapabilities": {},
-                                          _MCP_META + "clientInfo": _MCP_CLIENT}}
+            params = {**params, "_meta": {self.META + "protocolVersion": self.VERSION,
+                                          self.META + "clientCapabilities": {},
+                                          self.META + "clientInfo": self.CLIENT}}
         with self._lock:
             self._pending[ident] = box
         try:
@@ -4940,14 +4829,14 @@ class _McpSession:
         try:
             self.transport.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                  "params": {"requestId": ident, "reason": "timed out"}},
-                                time.monotonic() + _MCP_GRACE_SECONDS / 2)
+                                time.monotonic() + self.GRACE_SECONDS / 2)
         except _McpFailure as exc:
             _log.debug("MCP server %s: could not cancel %s: %s", self.label, method, exc)
 
     def deliver(self, arrived: Any) -> None:
         """Route a message that arrived (or each of a batch): an answer to its caller (a stray or
         repeated id is ignored), the server's own request to _answer_server."""
-        # a batch (one of _MCP_OLD_VERSIONS allows them) holds messages, never another batch
+        # a batch (one of self.OLD_VERSIONS allows them) holds messages, never another batch
         for message in arrived if isinstance(arrived, list) else [arrived]:
             if not isinstance(message, dict):
                 _log.warning("MCP server %s sent a message that is not an object; ignored",
@@ -5009,7 +4898,7 @@ class _McpSession:
 
         Over HTTP a reply is a POST whose answer may hold the server's next request: that one is
         queued and sent by this loop, not by a call inside the send, so a server that answers
-        every reply with a new request gets _MCP_CHAINED_REPLIES replies within one deadline, not
+        every reply with a new request gets self.CHAINED_REPLIES replies within one deadline, not
         a deep stack.
         """
         if message.get("method") == "ping":
@@ -5024,7 +4913,7 @@ class _McpSession:
         self._replying.queue = queued = collections.deque([reply])
         deadline = time.monotonic() + min(self.seconds, 5.0)
         try:
-            for _ in range(_MCP_CHAINED_REPLIES):
+            for _ in range(self.CHAINED_REPLIES):
                 if not queued or time.monotonic() >= deadline:
                     break
                 self.transport.send(queued.popleft(), deadline)
@@ -5035,6 +4924,20 @@ class _McpSession:
             _log.debug("MCP server %s: could not answer its request: %s", self.label, exc)
         finally:
             self._replying.queue = None
+
+    @staticmethod
+    def _error_code(answer: dict) -> Any:
+        error = answer.get("error")
+        return error.get("code") if isinstance(error, dict) else None
+
+
+    @staticmethod
+    def _error_text(answer: dict) -> str:
+        error = answer.get("error")
+        if not isinstance(error, dict):
+            return "an error without a message"
+        return (f"{_text(error.get('message'))[:500]} "
+                f"(JSON-RPC error {_cut(_text(error.get('code')), 40)})")
 
     def fail_all(self, failure: _McpFailure) -> None:
         """Wake every waiting caller with failure (the connection is gone)."""
@@ -5048,19 +4951,62 @@ class _McpSession:
         self.transport.close()
 
 
+# -- MCP, the transports: a command's pipes, an HTTP URL (skip on first read) ----------
+# what carries the session's messages: a command's stdin and stdout, or POSTs to a URL
+
+def _mcp_transport(server: Any, env: Optional[dict], cwd: Any, headers: Optional[dict],
+                   name: Optional[str] = None) -> Any:
+    """The transport for a command (a list, or a string split as a shell would, never run by one) or
+    a URL; ``name`` names it in messages, in place of a label made of the command or URL."""
+    label = None if name is None else repr(name)
+    if isinstance(server, str) and re.match(r"https?://", server.strip(), re.I):
+        if env or cwd:
+            raise ToolError("env= and cwd= are for a server started as a command, not for a URL")
+        return _McpHttp(server.strip(), headers or {}, label)
+    if headers:
+        raise ToolError("headers= are for a server at a URL; give a command's secrets with env=")
+    if isinstance(server, str):
+        import shlex
+
+        argv = shlex.split(server, posix=os.name != "nt")
+    elif isinstance(server, (list, tuple)) and all(isinstance(part, (str, os.PathLike))
+                                                   for part in server):
+        argv = [os.fspath(part) for part in server]
+    else:
+        raise ToolError("an MCP server is a command (a string or a list of strings) or an "
+                        f"http(s):// URL, got {type(server).__name__}")
+    if not argv:
+        raise ToolError("empty MCP server command")
+    # the server's environment: ours for PATH, HOME, locale and temp only, then what it is given
+    # (no secret of ours)
+    environment = {key: os.environ[key] for key in (
+        "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ", "TMPDIR",
+        "TEMP", "TMP", "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "APPDATA",
+        "LOCALAPPDATA", "USERPROFILE") if key in os.environ}
+    environment.update({key: value for key, value in os.environ.items() if key.startswith("LC_")})
+    for key, value in (env or {}).items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise ToolError(f"env= of an MCP server maps names to strings; {key!r} does not")
+        environment[key] = value
+    return _McpStdio(argv, environment, cwd, env or {}, label)
+
+
 class _McpStdio:
     """A server started as a command: one JSON-RPC message per line on its stdin and stdout
     (internal).
 
     A reader thread hands every stdout line to the session; another keeps the last lines of stderr,
     the server's log, to quote when it dies. A line that is not JSON is skipped and logged; a line
-    over _MCP_MAX_MESSAGE_BYTES ends the connection (it cannot be skipped without reading it whole).
+    over _McpSession.MAX_MESSAGE_BYTES ends the connection (it cannot be skipped without reading
+    it whole).
     The server runs in a process group of its own, so that closing stops the children it started
     (npx, uvx, docker and shell wrappers), and no write or close waits on it past a deadline.
     """
 
-    probe_seconds = _MCP_PROBE_SECONDS
-    close_seconds = _MCP_CLOSE_SECONDS
+    probe_seconds = 5.0  # a server silent this long after server/discover is sent initialize too
+    close_seconds = 2.0  # after stdin is closed, the wait before SIGTERM, and again before SIGKILL
+    STDERR_LINES = 20    # lines of a server's stderr kept, to quote when it dies
+    SKIPPED_LOGGED = 5   # non-JSON stdout lines logged as warnings; later ones at debug level
 
     def __init__(self, argv: list, env: dict, cwd: Any, given_env: dict,
                  label: Optional[str] = None) -> None:
@@ -5085,7 +5031,7 @@ class _McpStdio:
         self.session: Any = None
         self._process: Any = None
         self._failure: Optional[_McpFailure] = None
-        self._stderr: collections.deque = collections.deque(maxlen=_MCP_STDERR_LINES)
+        self._stderr: collections.deque = collections.deque(maxlen=self.STDERR_LINES)
         self._write_lock = threading.Lock()
         self._threads: list = []
         self._skipped = 0
@@ -5164,13 +5110,13 @@ class _McpStdio:
         try:
             while True:
                 # bounded: never a whole flood at once
-                line = stdout.readline(_MCP_MAX_MESSAGE_BYTES + 1)
+                line = stdout.readline(_McpSession.MAX_MESSAGE_BYTES + 1)
                 if not line:
                     break
-                if len(line) > _MCP_MAX_MESSAGE_BYTES:
+                if len(line) > _McpSession.MAX_MESSAGE_BYTES:
                     self._end(_McpGone(f"MCP server {self.label} sent a message over "
-                                       f"{_MCP_MAX_MESSAGE_BYTES:,} bytes; the connection was "
-                                       "closed"))
+                                       f"{_McpSession.MAX_MESSAGE_BYTES:,} bytes; the connection "
+                                       "was closed"))
                     self._signal("kill")
                     return
                 self._take(line)
@@ -5191,7 +5137,7 @@ class _McpStdio:
             self.session.deliver(message)
             return
         self._skipped += 1
-        level = logging.WARNING if self._skipped <= _MCP_SKIPPED_LOGGED else logging.DEBUG
+        level = logging.WARNING if self._skipped <= self.SKIPPED_LOGGED else logging.DEBUG
         _log.log(level,
                  "MCP server %s printed a line that is not a JSON-RPC message; skipped: %r",
                  self.label, self.session.scrub(line[:200].decode("utf-8", errors="replace")))
@@ -5336,23 +5282,21 @@ class _McpHttp:
 
     def _open(self, message: dict, deadline: _Deadline) -> Any:
         import http.client
-        import urllib.error
-        import urllib.request
 
-        request = urllib.request.Request(self.url, data=json.dumps(message).encode("utf-8"),
-                                         headers=self._headers(message), method="POST")
+        headers = self._headers(message)
         try:
-            opener = _build_opener(self.url, deadline.left(), deadline)
-            return opener.open(request, timeout=min(deadline.left(), threading.TIMEOUT_MAX))
-        except urllib.error.HTTPError as exc:
-            self._http_error(exc, deadline)
+            response, error = _request(self.url, deadline, deadline.left(),
+                                       json.dumps(message).encode("utf-8"), headers)
         except (OSError, http.client.HTTPException) as exc:
             reason = getattr(exc, "reason", None) or exc
             if deadline.passed():
                 raise deadline.expired() from None
             raise _McpGone(f"could not reach MCP server {self.label}: "
                            f"{self.session.scrub(str(reason)) or type(exc).__name__}") from None
-        return None
+        if error is not None:
+            self._http_error(response, error.decode("utf-8", errors="replace"))
+            return None
+        return response
 
     def _headers(self, message: dict) -> dict:
         headers = {"Content-Type": "application/json",
@@ -5360,7 +5304,8 @@ class _McpHttp:
                    "User-Agent": f"agent.py/{__version__}"}
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
         if "_meta" in params:                # the modern era routes by these
-            headers.update({"Mcp-Protocol-Version": _MCP_VERSION, "Mcp-Method": message["method"]})
+            headers.update({"Mcp-Protocol-Version": _McpSession.VERSION,
+                            "Mcp-Method": message["method"]})
             if message["method"] == "tools/call":
                 # printable ASCII as it is, anything else in MCP's base64 form
                 text = params["name"]
@@ -5379,10 +5324,9 @@ class _McpHttp:
             headers[name] = value
         return headers
 
-    def _http_error(self, exc: Any, deadline: _Deadline) -> None:
+    def _http_error(self, exc: Any, text: str) -> None:
         """An error status: a JSON-RPC error in its body is delivered as the answer, anything else
         raised."""
-        text = _read_error_body(exc, deadline, deadline.left()).decode("utf-8", errors="replace")
         try:
             answer = json.loads(text)
         except (ValueError, RecursionError):
@@ -5402,7 +5346,7 @@ class _McpHttp:
         come."""
         if message.get("method") == "initialize":
             self.session_id = response.headers.get("Mcp-Session-Id") or self.session_id
-        body = _Body(response, deadline, _MCP_MAX_MESSAGE_BYTES, deadline.left())
+        body = _Body(response, deadline, _McpSession.MAX_MESSAGE_BYTES, deadline.left())
         pieces, head = iter(body.read, b""), b""
         for piece in pieces:           # enough to see a BOM, which some servers send first
             head += piece
@@ -5430,13 +5374,11 @@ class _McpHttp:
         self.session.deliver(answer)
         return answer.get("id") if isinstance(answer, dict) and "method" not in answer else None
 
-    close_seconds = _MCP_CLOSE_SECONDS
+    close_seconds = 2.0     # the DELETE's whole time
 
     def close(self) -> None:
         """End the session of a handshake-era server (DELETE, best effort, within close_seconds
         however slowly the server answers)."""
-        import urllib.request
-
         _MCP_OPEN.discard(self)
         if self.session_id is None:
             return
@@ -5445,8 +5387,7 @@ class _McpHttp:
         seconds = self.close_seconds
         deadline = _Deadline(seconds, time.monotonic() + seconds, self.label, name="timeout")
         try:
-            request = urllib.request.Request(self.url, headers=headers, method="DELETE")
-            _build_opener(self.url, seconds, deadline).open(request, timeout=seconds).close()
+            _request(self.url, deadline, seconds, None, headers, method="DELETE")[0].close()
         except Exception as exc:  # the server may be gone already; nothing is left running here
             _log.debug("MCP server %s: DELETE of the session failed: %s", self.label,
                        self.session.scrub(_text(exc)))
@@ -5466,28 +5407,10 @@ def _mcp_url_secrets(url: str) -> list:
               if len(segment) >= 16 and re.search(r"\d", segment))]
 
 
-def _mcp_error_code(answer: dict) -> Any:
-    error = answer.get("error")
-    return error.get("code") if isinstance(error, dict) else None
-
-
-def _mcp_error_text(answer: dict) -> str:
-    error = answer.get("error")
-    if not isinstance(error, dict):
-        return "an error without a message"
-    return (f"{_text(error.get('message'))[:500]} "
-            f"(JSON-RPC error {_cut(_text(error.get('code')), 40)})")
-
-
 _MCP_OPEN: set = set()   # transports still open, closed at interpreter exit
 
 
-def _mcp_close_all() -> None:
-    for transport in list(_MCP_OPEN):
-        transport.close()
-
-
-atexit.register(_mcp_close_all)
+atexit.register(lambda: [transport.close() for transport in list(_MCP_OPEN)])
 
 
 # -- Loop ------------------------------------------------------------------------------

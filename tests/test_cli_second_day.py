@@ -282,14 +282,14 @@ def test_a_refused_connection_is_an_llm_error_of_its_own_kind(serve):
 
 
 def test_a_run_whose_server_refuses_connections_gets_the_hint(capsys, serve, monkeypatch):
-    monkeypatch.setattr(agent, "_backoff", lambda attempt: 0.0)
+    monkeypatch.setattr(agent.OpenAICompatLLM, "_backoff", staticmethod(lambda attempt: 0.0))
     assert main(["--model", "m", "--base-url", closed_port(serve), "t"]) == 3
     assert "agent.py: hint: nothing answers at that address" in capsys.readouterr().err
 
 
 def test_a_gateway_whose_upstream_refused_is_not_taken_for_no_server(capsys, serve, monkeypatch):
     # issue 19: the CLI matched "Connection refused" in any message, a gateway's 502 included
-    monkeypatch.setattr(agent, "_backoff", lambda attempt: 0.0)
+    monkeypatch.setattr(agent.OpenAICompatLLM, "_backoff", staticmethod(lambda attempt: 0.0))
     server = serve(error_answer(502, "upstream connect error: Connection refused"))
     assert main(["--model", "m", "--base-url", server.base_url, "t"]) == 3
     assert "hint: nothing answers" not in capsys.readouterr().err
