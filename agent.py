@@ -5684,6 +5684,7 @@ class Agent:
             _log.warning("constrain='always', but %s.chat takes no response_schema: running "
                          "unconstrained", type(llm).__name__)
 
+    # The loop: a run, one step at a time, and the limits checked between steps
     def run(self, task: str, history: Optional[list[dict]] = None) -> AgentResult:
         """Run the loop on ``task`` until the model answers or a limit stops it.
 
@@ -5759,6 +5760,8 @@ class Agent:
             if self.on_step is not None:
                 self.on_step(step)
 
+    # Asking the model: the call, its tokens, the context it is sent, its options (the ladder's
+    # rungs), a context overflow
     def _query(self, state: _RunState, step: Step) -> Optional[str]:
         """Ask the model; record the reply, what the client reported and the tokens. "llm_error" if
         it raises."""
@@ -5993,6 +5996,7 @@ class Agent:
                           "this run; retried")
         _log.info("step %d: %s", step.index, step.notes[-1])
 
+    # Acting on the reply: an answer, a call to run, a repeat, a reply that cannot be used
     def _act(self, state: _RunState, step: Step) -> Optional[str]:
         """Parse the reply; answer, or run the call (a repeat gets the earlier result), and send the
         observation."""
@@ -6131,6 +6135,7 @@ class Agent:
         return self._observe(state, step, _ATTEMPTS_LEFT.format(error=step.error, left=left,
                                                                 s="s" if left != 1 else ""))
 
+    # The decoding ladder, and what the hook hears
     def _climb(self, state: _RunState, step: Step, why: str) -> None:
         """The decoding ladder, after a failed reply or an unknown tool: send the action schema,
         whose names are the registered ones; when a failed reply repeats, sample hotter."""
@@ -6165,6 +6170,7 @@ class Agent:
         if self.on_wait is not None:
             self.on_wait(step.index, what)
 
+    # Ending a step, and the run
     def _observe(self, state: _RunState, step: Step, text: str) -> Optional[str]:
         """Send text back as this step's observation; "max_steps" when that was the last step
         allowed."""
