@@ -53,14 +53,16 @@ is machinery the rest can be read without:
 - MCP: ``_add_mcp`` (what ``ToolRegistry.add_mcp`` calls) registers an MCP server's tools;
   ``_McpSession`` routes answers by id. Then (skip on first read) the transports: ``_McpStdio``
   (a command) and ``_McpHttp`` (a URL).
-- Loop: ``_STOPS``, the stop-reason table; ``Agent.run`` is the loop; ``Step`` and ``AgentResult``
-  are its trace; ``_RunState.trim`` drops old steps for the context budget, and a digest or a
-  summary stands in for them.
+- Loop: ``_STOPS``, the stop-reason table; ``Step`` and ``AgentResult``, the trace; ``Agent.run``
+  is the loop, its methods in groups (asking the model, acting on the reply, the decoding ladder).
+  Then (skip on first read) the run's state: ``_RunState.trim`` drops old steps for the context
+  budget, and a digest or a summary stands in for them; ``_copied`` finds a copied prompt.
 - Batch: ``run_batch`` runs a task list through one ``Agent`` on a few threads, resumable.
 - Calculator and demo: ``safe_eval``, arithmetic over an ``ast`` whitelist, used only by the demo's
   ``calculator`` tool; the ``calculator`` and ``clock`` tools and the offline planner ``MockLLM()``
   runs; ``run``, one call with those by default.
-- CLI: ``main`` is ``python agent.py``.
+- CLI: ``main`` is ``python agent.py``: it parses, builds, runs and prints; then --batch; then
+  (skip on first read) the status line, what the run is doing while you wait.
 """
 
 from __future__ import annotations
@@ -303,11 +305,11 @@ _REPEAT = ("You already made this exact call in step {step}; it was not run agai
            "result:\n{result}\nDo not repeat it: use the result, try something different, or give "
            "the final answer.")
 # The result first, then that it is in hand and the ask: with the step number and "not run again"
-# first, SmolLM2-135M answered with those words (bench/real_tasks.py --in-hand).
+# first, a small model answers with those words (docs/NOTES.md, "The answer rung").
 _IN_HAND = ("The result of your call is:\n{result}\nYou already have it. Give the final answer "
             "now, from this result.")
-# The last repeat allowed of a failed call; the model's own thought comes last: SmolLM2 copies the
-# text nearest its reply.
+# The last repeat allowed of a failed call; the model's own thought comes last: a small model copies
+# the text nearest its reply (docs/NOTES.md, "The answer rung").
 _GIVE_UP = ("You already made this exact call in step {step}; it failed again and will not work. "
             "Give the final answer now, from what you know.")
 _YOUR_THOUGHT = "{text}\nYour thought was: {thought}"

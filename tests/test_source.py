@@ -132,15 +132,6 @@ NOTEBOOK = re.compile(
     re.I)
 SIZE = re.compile(r"\b\d+(?:\.\d+)?[MB]\b")                    # a model's size: 135M, 0.5B
 
-# The lead's region, pending: comments that another change rewrites (the observation texts and the
-# answer rung's words). Each entry is part of the line it allows; delete it once the line is gone.
-PENDING = (
-    "first, SmolLM2-135M answered with those words",          # above _IN_HAND
-    "the model's own thought comes last: SmolLM2 copies the",  # above _GIVE_UP, beside _IN_HAND
-    'them (Qwen2.5-Coder-0.5B: "The result of your call is:',  # above _RUNG_HEAD
-)
-
-
 def comments_and_docstrings(text):
     """[(line number, text)] for each comment, and each line of each docstring, of a source."""
     found = [(token.start[0], token.string)
@@ -163,8 +154,7 @@ def notebook_lines(text):
 
 
 def test_no_comment_names_a_model_a_run_count_a_date_or_an_issue():
-    found = [(number, line) for number, line in notebook_lines(SOURCE.read_text(encoding="utf-8"))
-             if not any(allowed in line for allowed in PENDING)]
+    found = notebook_lines(SOURCE.read_text(encoding="utf-8"))
     assert not found, "move these to docs/NOTES.md and point there:\n" + "\n".join(
         f"agent.py:{number}: {line}" for number, line in found)
 
