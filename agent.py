@@ -430,13 +430,19 @@ class _ToolResult(typing.NamedTuple):
     failed: bool = False
 
 
-def _failed(text: str) -> _ToolResult:
-    return _ToolResult(text, failed=True)
-
-
 class _ToolFailed(Exception):
-    """A tool's own report that it failed (internal; MCP's tools raise it): ``args[0]`` is the
-    exact text the model reads."""
+    """A tool call failed (internal): ``args[0]`` is the exact text the model reads.
+
+    The one way to say so: the registry's checks, the worker pool and MCP's tools raise it, and
+    ``ToolRegistry._result`` alone turns it into a failed ``_ToolResult``.
+    """
+
+    @classmethod
+    def raised(cls, name: str, exc: BaseException) -> _ToolFailed:
+        """The failure of tool ``name`` that raised ``exc``: exc itself when it is one."""
+        if isinstance(exc, _ToolFailed):
+            return exc
+        return cls(_TOOL_RAISED.format(name=name, kind=type(exc).__name__, message=_text(exc)))
 
 
 class ToolRegistry:
@@ -474,15 +480,19 @@ class ToolRegistry:
 
     def _result(self, name: str, arguments: Any, *, confirm: Optional[Callable] = None,
                 max_chars: Optional[int] = None, timeout: Optional[float] = None) -> _ToolResult:
-        """``call``, with whether the call failed: the loop reads the flag, never the text."""
+        """``call``, with whether the call failed: the loop reads the flag, never the text. The one
+        place a ``_ToolFailed`` becomes a result."""
         try:
-            result = self._call(name, arguments, confirm, timeout)
-            return result._replace(text=_cut(result.text, max_chars, ends=True))
+            try:
+                text, failed = self._call(name, arguments, confirm, timeout), False
+            except _ToolFailed as exc:
+                text, failed = exc.args[0], True
+            return _ToolResult(_cut(text, max_chars, ends=True), failed)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # a last resort: call() must never raise
-            return _failed(_BROKE.format(name=_text(name, repr), kind=type(exc).__name__,
-                                         message=_text(exc)))
+            return _ToolResult(_BROKE.format(name=_text(name, repr), kind=type(exc).__name__,
+                                             message=_text(exc)), failed=True)
 
     def _loop_result(self, name: str, arguments: Any, **options: Any) -> _ToolResult:
         """What the loop runs: ``_result``; or, when ``call`` is overridden (in a subclass, on the
@@ -495,37 +505,51 @@ class ToolRegistry:
         return _ToolResult(text, failed=text.startswith(_FAILURE_PREFIX))
 
     def _call(self, name: Any, arguments: Any, confirm: Optional[Callable],
-              timeout: Optional[float]) -> _ToolResult:
+              timeout: Optional[float]) -> str:
+        """What one call returns, as text; _ToolFailed for every failure the model is told of."""
         # the deadline starts now: confirm, asked before the run, may be slow
         deadline = None if timeout is None else time.monotonic() + timeout
+
+        def check_time() -> None:
+            # refused with less than the floor left before the deadline: the tool could only be
+            # abandoned (nan fails the comparison too, and is refused)
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and not left >= _MIN_START_SECONDS:
+                raise _ToolFailed(_TOO_LATE.format(name=name, left=max(left, 0.0)))
+
+        # 1. the tool, and its arguments checked against its schema
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
-            return self._unknown_tool(name)
+            close = difflib.get_close_matches(_text(name), list(self._tools), n=1, cutoff=0.5)
+            hint = _DID_YOU_MEAN.format(close=close[0]) if close else ""
+            raise _ToolFailed(_UNKNOWN_TOOL.format(name=_text(name, repr), hint=hint,
+                                                   available=", ".join(self._tools) or "none"))
         if not isinstance(arguments, dict):
-            return _failed(_NOT_AN_OBJECT.format(name=name, got=_shown(arguments)))
+            raise _ToolFailed(_NOT_AN_OBJECT.format(name=name, got=_shown(arguments)))
+        limit = tool.timeout if tool.timeout is not None else self.default_timeout
         try:
             schema = tool._schema
             if schema is None or schema.root is not tool.parameters:   # parameters replaced since
                 schema = tool._schema = _check_parameters(tool.parameters, repr(name))
             schema.check_declared(arguments)
             # checking is bounded by the tool's limit too, apart from the run's own
-            limit = tool.timeout if tool.timeout is not None else self.default_timeout
             checked_by = None if limit is None else time.monotonic() + limit
             if deadline is not None:
                 checked_by = deadline if checked_by is None else min(checked_by, deadline)
             kwargs = schema.validate(arguments, deadline=checked_by)
         except ToolError as exc:
-            return _failed(_INVALID.format(name=name, problem=exc, expected="a schema agent.py "
-                                           "can enforce"))
+            raise _ToolFailed(_INVALID.format(name=name, problem=exc, expected="a schema agent.py "
+                                              "can enforce")) from None
         except RecursionError:
-            return _failed(_TOO_DEEP.format(name=name))
+            raise _ToolFailed(_TOO_DEEP.format(name=name)) from None
         except (_ArgumentError, ValueError) as exc:   # ValueError: a pattern's search gave up
             expected = json.dumps(tool.parameters.get("properties", {}), ensure_ascii=False)
-            # a check cut short by a spent budget is the budget's refusal
-            late = _too_late(name, deadline) if isinstance(exc, ValueError) else None
-            return late or _failed(_INVALID.format(name=name, problem=exc, expected=expected))
-        refusal = _too_late(name, deadline)
-        if refusal is None and tool.confirm:
+            if isinstance(exc, ValueError):
+                check_time()   # a check cut short by a spent budget is the budget's refusal
+            raise _ToolFailed(_INVALID.format(name=name, problem=exc, expected=expected)) from None
+        # 2. the time left, and the user's consent
+        check_time()
+        if tool.confirm:
             try:
                 confirmed = confirm is not None and confirm(name, kwargs) is True
             except Exception:
@@ -533,49 +557,30 @@ class ToolRegistry:
                              exc_info=True)
                 confirmed = False
             if not confirmed:
-                return _failed(_DECLINED.format(name=name))
-            refusal = _too_late(name, deadline)  # the answer may have taken the rest of the budget
-        return refusal or self._execute(tool, kwargs, deadline)
-
-    def _execute(self, tool: Tool, kwargs: dict, deadline: Optional[float]) -> _ToolResult:
-        """Run a validated call within its limit (capped by the deadline); a failure is a failed
-        result."""
-        name = tool.name
-        limit = tool.timeout if tool.timeout is not None else self.default_timeout
+                raise _ToolFailed(_DECLINED.format(name=name))
+            check_time()  # the answer may have taken the rest of the budget
+        # 3. the run, within the tool's limit capped by the deadline
         if deadline is not None:
             left = deadline - time.monotonic()
             limit = left if limit is None else min(limit, left)
         try:
-            result = self._run(tool.func, kwargs, limit)
-        except _Timeout:
-            return _failed(_TIMED_OUT.format(name=name, seconds=round(limit, 2)))
-        except _NotStarted as exc:
-            return _failed(_NOT_STARTED.format(name=name, why=exc))
-        except _Raised as exc:  # from a worker thread: the tool's own, even a KeyboardInterrupt
-            return _raised(name, exc.args[0])
+            result = self._run(tool.name, tool.func, kwargs, limit)
         except KeyboardInterrupt:
             raise
-        except BaseException as exc:
-            return _raised(name, exc)
+        except BaseException as exc:  # the tool's own, or the pool's refusal
+            raise _ToolFailed.raised(tool.name, exc) from None
+        # 4. the result as text: a string as it is (even a str subclass with its own __str__)
         if isinstance(result, str):
-            # plain text, even from a str subclass with its own __str__
-            return _ToolResult(str.__str__(result))
+            return str.__str__(result)
         try:
-            return _ToolResult(json.dumps(result, ensure_ascii=False, default=str))
+            return json.dumps(result, ensure_ascii=False, default=str)
         except Exception as exc:  # a cycle, too deep, or a __str__ that raises
-            return _failed(_NOT_JSON.format(name=name, kind=type(exc).__name__,
-                                            message=_text(exc)))
+            raise _ToolFailed(_NOT_JSON.format(name=tool.name, kind=type(exc).__name__,
+                                               message=_text(exc))) from None
 
-    def _unknown_tool(self, name: Any) -> _ToolResult:
-        available = ", ".join(self._tools) or "none"
-        close = difflib.get_close_matches(_text(name), list(self._tools), n=1, cutoff=0.5)
-        hint = _DID_YOU_MEAN.format(close=close[0]) if close else ""
-        return _failed(_UNKNOWN_TOOL.format(name=_text(name, repr), hint=hint,
-                                            available=available))
-
-    def _run(self, func: Callable, kwargs: dict, limit: Optional[float]) -> Any:
+    def _run(self, name: str, func: Callable, kwargs: dict, limit: Optional[float]) -> Any:
         if limit is not None:
-            return _POOL.run(func, kwargs, limit)
+            return _POOL.run(name, func, kwargs, limit)
         result = func(**kwargs)  # no limit: run inline, no thread needed
         if not hasattr(type(result), "__await__"):
             return result
@@ -585,8 +590,8 @@ class ToolRegistry:
         except RuntimeError:
             in_loop = False
         if in_loop:  # asyncio.run cannot nest: await it on a worker's own loop
-            return _POOL.run(_awaited, {"awaitable": result}, None)
-        return _invoke(_awaited, {"awaitable": result})
+            return _POOL.run(name, lambda: result, {}, None)
+        return _invoke(lambda: result, {})
 
     def register(self, func: Any = None, *, name: Optional[str] = None,
                  description: Optional[str] = None, parameters: Optional[dict] = None,
@@ -1637,40 +1642,7 @@ def _hoisted(node: dict, schema: _Schema, defs: dict, names: dict) -> str:
 # -- Tools, the worker pool (skip on first read) ---------------------------------------
 # ToolRegistry.call runs each tool on a shared daemon thread under its time limit (_POOL.run)
 
-_IDLE_SECONDS = 5.0         # an idle worker thread exits after this long
-_MAX_ABANDONED = 16         # calls still running past their limit; beyond this no call is started
 _MIN_START_SECONDS = 0.05   # a tool is never started with less of the caller's time budget left
-
-
-class _Timeout(Exception):
-    """A tool ran past its time limit (internal)."""
-
-
-class _NotStarted(Exception):
-    """A tool call was refused before the tool ran (internal); the message says why."""
-
-
-class _Raised(Exception):
-    """A tool raised ``args[0]`` on a worker thread (internal): never a Ctrl-C of the caller's."""
-
-
-def _raised(name: str, exc: BaseException) -> _ToolResult:
-    if isinstance(exc, _ToolFailed):
-        return _failed(exc.args[0])
-    return _failed(_TOOL_RAISED.format(name=name, kind=type(exc).__name__, message=_text(exc)))
-
-
-def _too_late(name: str, deadline: Optional[float]) -> Optional[_ToolResult]:
-    """The refusal when less than the floor is left before ``deadline``: the tool could only be
-    abandoned."""
-    left = None if deadline is None else deadline - time.monotonic()
-    if left is None or left >= _MIN_START_SECONDS:  # nan fails this too, and is refused
-        return None
-    return _failed(_TOO_LATE.format(name=name, left=max(left, 0.0)))
-
-
-async def _awaited(awaitable: Any) -> Any:
-    return await awaitable
 
 
 def _invoke(func: Callable, kwargs: dict) -> Any:
@@ -1679,7 +1651,10 @@ def _invoke(func: Callable, kwargs: dict) -> Any:
     if hasattr(type(result), "__await__"):
         import asyncio  # only async tools pay for the import
 
-        result = asyncio.run(_awaited(result))
+        async def awaited() -> Any:   # asyncio.run takes a coroutine, not any awaitable
+            return await result
+
+        result = asyncio.run(awaited())
     return result
 
 
@@ -1702,38 +1677,48 @@ class _Pool:
     """The process-wide daemon threads that run tools with a time limit (internal).
 
     Python cannot kill a thread, so what can be bounded is: one pool for every
-    registry; idle workers exit after ``_IDLE_SECONDS``; a worker whose caller gave
+    registry; idle workers exit after ``IDLE_SECONDS``; a worker whose caller gave
     up (its limit, or Ctrl-C) ends when its tool returns; and while
-    ``_MAX_ABANDONED`` such workers are still running, no new call is started.
+    ``MAX_ABANDONED`` such workers are still running, no new call is started.
     Live threads are then at most busy + idle + abandoned.
     """
+
+    IDLE_SECONDS = 5.0    # an idle worker thread exits after this long
+    MAX_ABANDONED = 16    # calls still running past their limit; beyond this no call is started
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.idle: list = []     # the inboxes of workers waiting for a job
         self.abandoned = 0       # workers still inside a tool nobody waits for
 
-    def run(self, func: Callable, kwargs: dict, limit: Optional[float]) -> Any:
-        """Run func on a worker; _Timeout past limit, _NotStarted over the cap."""
-        job = _Job(func, kwargs)
+    def run(self, name: str, func: Callable, kwargs: dict, limit: Optional[float]) -> Any:
+        """Run tool ``name``'s func on a worker and return its value; _ToolFailed when it is not
+        started (over the cap, or no worker within limit), runs past limit, or raises."""
+        job, outcome = _Job(func, kwargs), None
         try:
-            self._hand_over(job)
-            ok, value = self._wait(job, limit)
-        except BaseException as exc:  # the limit passed, or Ctrl-C (even while handing over)
-            with self.lock:  # no call before the state changes (CPython checks signals at calls)
-                if job.state == "running":
-                    job.state = "abandoned"
-                    self.abandoned += 1
-                elif job.state == "waiting":
-                    job.state = "cancelled"
-            if job.state == "cancelled" and isinstance(exc, _Timeout):
-                raise _NotStarted(_NO_WORKER.format(limit=limit)) from None
-            raise
+            self._hand_over(job, name)
+            outcome = self._wait(job, limit)
+        finally:
+            if outcome is None:  # the limit passed, or Ctrl-C (even while handing over)
+                with self.lock:  # no call before the state changes: CPython checks signals at calls
+                    if job.state == "running":
+                        job.state = "abandoned"
+                        self.abandoned += 1
+                    elif job.state == "waiting":
+                        job.state = "cancelled"
+        if outcome is None:
+            why = _NO_WORKER.format(limit=limit)
+            raise _ToolFailed(_NOT_STARTED.format(name=name, why=why) if job.state == "cancelled"
+                              else _TIMED_OUT.format(name=name, seconds=round(limit, 2)))
+        ok, value = outcome
         if ok:
             return value
-        raise _Raised(value)  # a real Ctrl-C arrives in the caller's thread, never on a worker
+        # the tool's own exception, even a KeyboardInterrupt: a real Ctrl-C arrives in the
+        # caller's thread, never on a worker
+        raise _ToolFailed.raised(name, value)
 
-    def _wait(self, job: _Job, limit: Optional[float]) -> tuple:
+    def _wait(self, job: _Job, limit: Optional[float]) -> Optional[tuple]:
+        """The job's outcome, (ok, value); None when the limit passes first."""
         # A signal can end SimpleQueue.get early with Empty: only the clock says the limit passed.
         # Waits longer than TIMEOUT_MAX (a huge finite limit) overflow, so such a wait is taken in
         # parts.
@@ -1748,14 +1733,14 @@ class _Pool:
                     continue
             with self.lock:
                 if job.state != "done":
-                    raise _Timeout
+                    return None
             return job.outcome.get_nowait()  # it finished just as the limit passed
 
-    def _hand_over(self, job: _Job) -> None:
+    def _hand_over(self, job: _Job, name: str) -> None:
         with self.lock:
-            if self.abandoned >= _MAX_ABANDONED:
-                raise _NotStarted(_TOO_MANY_ABANDONED.format(n=self.abandoned,
-                                                             most=_MAX_ABANDONED))
+            if self.abandoned >= self.MAX_ABANDONED:
+                why = _TOO_MANY_ABANDONED.format(n=self.abandoned, most=self.MAX_ABANDONED)
+                raise _ToolFailed(_NOT_STARTED.format(name=name, why=why))
             inbox = self.idle.pop() if self.idle else None
             if inbox is not None:
                 inbox.put(job)  # under the lock, so a worker never retires with a job on its way
@@ -1789,7 +1774,7 @@ class _Pool:
         long)."""
         while True:
             try:
-                job = inbox.get(timeout=_IDLE_SECONDS)
+                job = inbox.get(timeout=self.IDLE_SECONDS)
             except queue.Empty:
                 job = None
             with self.lock:
