@@ -413,10 +413,69 @@ class Tool:
         if name == "<lambda>":
             raise ToolError("a lambda has no name: register it with name=...")
         _check_tool_name(name)
-        summary, arg_docs = _parse_docstring(getattr(func, "__doc__", None))
+        # 1. the docstring: its first paragraph, and {parameter: description} from a Google-style
+        # Args: section
+        headers = ("Args:", "Arguments:", "Parameters:")
+        lines = (getattr(func, "__doc__", None) or "").strip().splitlines()
+        summary_lines = []
+        for line in lines:
+            if not line.strip() or line.strip() in headers:
+                break
+            summary_lines.append(line.strip())
+        arg_docs: dict = {}
+        current, indent, in_args = None, None, False
+        for line in lines:
+            if line.strip() in headers:
+                in_args, indent = True, None
+                continue
+            if not in_args or not line.strip():
+                continue
+            level = len(line) - len(line.lstrip())
+            if level == 0:
+                in_args = False  # the next section starts
+                continue
+            match = re.match(r"\s+\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)", line)
+            if match and (indent is None or level <= indent):
+                indent, current = level, match.group(1)
+                arg_docs[current] = match.group(2).strip()
+            elif current:
+                arg_docs[current] = (arg_docs[current] + " " + line.strip()).strip()
+        # 2. unless given, the parameters: from the signature, each typed by its hint
+        # (_hint_schema)
         if parameters is None:
-            parameters = _infer_parameters(func, name, arg_docs)
-        return cls(name, description or summary or name, parameters, func, timeout, bool(confirm))
+            try:
+                signature = inspect.signature(func)
+            except (TypeError, ValueError) as exc:
+                raise ToolError(f"cannot read the signature of tool {name!r}: {exc}") from None
+            # A callable object keeps its hints on its class's __call__; a partial has none to read.
+            target = (func if isinstance(func, (types.FunctionType, types.MethodType))
+                      else type(func).__call__)
+            hints = {}
+            if isinstance(target, (types.FunctionType, types.MethodType)):
+                try:
+                    hints = typing.get_type_hints(target)
+                except Exception as exc:
+                    raise ToolError(f"cannot resolve the type hints of {func!r}: {exc}") from None
+            properties, required = {}, []
+            for param in signature.parameters.values():
+                if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                    raise ToolError(f"tool {name!r}: *args/**kwargs ({param.name}) cannot be "
+                                    "described to a model; use named parameters or pass "
+                                    "parameters=")
+                if param.kind is param.POSITIONAL_ONLY:
+                    raise ToolError(f"tool {name!r}: positional-only parameter {param.name!r} "
+                                    "cannot be passed by name")
+                schema = dict(_hint_schema(hints.get(param.name, Any),
+                                           f"parameter {param.name!r} of tool {name!r}"))
+                if param.name in arg_docs:
+                    schema["description"] = arg_docs[param.name]
+                if param.default is param.empty:
+                    required.append(param.name)
+                properties[param.name] = schema
+            parameters = {"type": "object", "properties": properties, "required": required,
+                          "additionalProperties": False}
+        return cls(name, description or " ".join(summary_lines) or name, parameters, func, timeout,
+                   bool(confirm))
 
 
 class _ToolResult(typing.NamedTuple):
@@ -478,6 +537,10 @@ class ToolRegistry:
         return self._result(name, arguments, confirm=confirm, max_chars=max_chars,
                             timeout=timeout).text
 
+    # call as defined here: when self.call is another (a subclass's, the instance's, a wrapper
+    # patched onto the class), the loop calls that
+    _plain_call = call
+
     def _result(self, name: str, arguments: Any, *, confirm: Optional[Callable] = None,
                 max_chars: Optional[int] = None, timeout: Optional[float] = None) -> _ToolResult:
         """``call``, with whether the call failed: the loop reads the flag, never the text. The one
@@ -499,7 +562,7 @@ class ToolRegistry:
         instance or patched onto the class, say to audit or refuse calls), that ``call``, so it sees
         every call the agent makes. Its text is all it gives: a failure is text starting ``ERROR:``.
         """
-        if getattr(self.call, "__func__", None) is _PLAIN_CALL:
+        if getattr(self.call, "__func__", None) is ToolRegistry._plain_call:
             return self._result(name, arguments, **options)
         text = self.call(name, arguments, **options)
         return _ToolResult(text, failed=text.startswith(_FAILURE_PREFIX))
@@ -711,92 +774,19 @@ class ToolRegistry:
         self.close()
 
 
-# ToolRegistry.call as defined here: when self.call is another (a subclass's, the instance's, a
-# wrapper patched onto the class), the loop calls that
-_PLAIN_CALL = ToolRegistry.call
 # what Agent and run take as tools
 _Tools = Union[ToolRegistry, Iterable[Union[Tool, Callable[..., Any]]], None]
 
 
-_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
-
-
 def _check_tool_name(name: Any) -> str:
-    if not isinstance(name, str) or not _TOOL_NAME.match(name):
+    if not isinstance(name, str) or not re.match(r"[A-Za-z0-9_-]{1,64}\Z", name):
         raise ToolError(f"invalid tool name {name!r} (use 1-64 letters, digits, '_' or '-')")
     return name
-
-
-_ARGS_HEADERS = ("Args:", "Arguments:", "Parameters:")
-_ARG_LINE = re.compile(r"\s+\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)")
-
-
-def _parse_docstring(doc: Optional[str]) -> tuple[str, dict]:
-    """The first paragraph, and ``{parameter: description}`` from a Google-style Args: section."""
-    lines = (doc or "").strip().splitlines()
-    summary_lines = []
-    for line in lines:
-        if not line.strip() or line.strip() in _ARGS_HEADERS:
-            break
-        summary_lines.append(line.strip())
-    params: dict = {}
-    current, indent, in_args = None, None, False
-    for line in lines:
-        if line.strip() in _ARGS_HEADERS:
-            in_args, indent = True, None
-            continue
-        if not in_args or not line.strip():
-            continue
-        level = len(line) - len(line.lstrip())
-        if level == 0:
-            in_args = False  # the next section starts
-            continue
-        match = _ARG_LINE.match(line)
-        if match and (indent is None or level <= indent):
-            indent, current = level, match.group(1)
-            params[current] = match.group(2).strip()
-        elif current:
-            params[current] = (params[current] + " " + line.strip()).strip()
-    return " ".join(summary_lines), params
-
-
-def _infer_parameters(func: Callable, name: str, arg_docs: dict) -> dict:
-    try:
-        signature = inspect.signature(func)
-    except (TypeError, ValueError) as exc:
-        raise ToolError(f"cannot read the signature of tool {name!r}: {exc}") from None
-    # A callable object keeps its hints on its class's __call__; a partial has none to read.
-    target = (func if isinstance(func, (types.FunctionType, types.MethodType))
-              else type(func).__call__)
-    hints = {}
-    if isinstance(target, (types.FunctionType, types.MethodType)):
-        try:
-            hints = typing.get_type_hints(target)
-        except Exception as exc:
-            raise ToolError(f"cannot resolve the type hints of {func!r}: {exc}") from None
-    properties, required = {}, []
-    for param in signature.parameters.values():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise ToolError(f"tool {name!r}: *args/**kwargs ({param.name}) cannot be described to "
-                            "a model; use named parameters or pass parameters=")
-        if param.kind is param.POSITIONAL_ONLY:
-            raise ToolError(f"tool {name!r}: positional-only parameter {param.name!r} cannot be "
-                            "passed by name")
-        schema = dict(_hint_schema(hints.get(param.name, Any),
-                                   f"parameter {param.name!r} of tool {name!r}"))
-        if param.name in arg_docs:
-            schema["description"] = arg_docs[param.name]
-        if param.default is param.empty:
-            required.append(param.name)
-        properties[param.name] = schema
-    return {"type": "object", "properties": properties, "required": required,
-            "additionalProperties": False}
 
 
 _JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array",
                dict: "object",
                type(None): "null"}  # the one table of Python types and JSON Schema's names for them
-_UNION_TYPES = (typing.Union, getattr(types, "UnionType", typing.Union))  # X | Y on 3.10+
 
 
 def _hint_schema(hint: Any, where: str) -> dict:
@@ -812,7 +802,9 @@ def _hint_schema(hint: Any, where: str) -> dict:
         if len(kinds) == 1 and None not in kinds:
             schema["type"] = kinds.pop()
         return schema
-    if origin in _UNION_TYPES and len(args) == 2 and type(None) in args:
+    # Optional[X], and X | None on 3.10+
+    if (origin in (typing.Union, getattr(types, "UnionType", typing.Union)) and len(args) == 2
+            and type(None) in args):
         inner = _hint_schema(next(a for a in args if a is not type(None)), where)
         if not inner:
             return inner  # Optional[Any]: anything, null included
