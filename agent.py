@@ -849,8 +849,6 @@ _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "exampl
                           "$comment", "deprecated", "readOnly", "writeOnly",
                           "contentEncoding", "contentMediaType", "contentSchema",
                           "discriminator"})   # pydantic's, beside a oneOf that is enforced anyway
-# "int" meant "integer"
-_TYPE_ALIASES = {python.__name__: name for python, name in _JSON_TYPES.items()}
 _MAX_SCHEMA_DEPTH = 200   # subschemas nested, or references followed, deeper than this are refused
 
 
@@ -913,6 +911,14 @@ class _Schema:
             raise ToolError(f"tool {self.tool}: the schema is nested more than "
                             f"{_MAX_SCHEMA_DEPTH} levels deep at {where}")
         nodes[id(schema)] = schema
+
+        def is_schema(sub: Any) -> bool:
+            return isinstance(sub, (dict, bool))
+
+        def is_names(sub: Any) -> bool:
+            return isinstance(sub, list) and all(isinstance(name, str) for name in sub)
+
+        # 1. every keyword is enforced (or an annotation), and its value fits its kind
         for keyword, value in schema.items():
             kind = _SCHEMA_KEYWORDS.get(keyword)
             if kind is None and keyword not in _ANNOTATIONS and not keyword.startswith("x-"):
@@ -922,7 +928,66 @@ class _Schema:
                 raise ToolError(f"tool {self.tool}: the JSON Schema keyword {keyword!r} at {where} "
                                 f"is not enforced by agent.py{meant}; remove it, or check the "
                                 "value in the tool itself")
-            problem = _keyword_problem(kind, value) if kind else None
+            problem = None   # what is wrong with the value, said after the keyword
+            if kind == "types":
+                kinds = [value] if isinstance(value, str) else value
+                known_types = list(_JSON_TYPES.values())
+                if (not isinstance(kinds, list) or not kinds
+                        or not all(isinstance(t, str) for t in kinds)):
+                    problem = "must be a type name or a non-empty list of them"
+                wrong = None if problem else next((t for t in kinds if t not in known_types),
+                                                  None)
+                if wrong is not None:
+                    # "int" meant "integer"
+                    alias = next((t for p, t in _JSON_TYPES.items() if p.__name__ == wrong), None)
+                    close = difflib.get_close_matches(wrong.lower(), known_types, 1)
+                    meant = alias or next(iter(close), None)
+                    hint = f"did you mean {meant!r}? " if meant else ""
+                    problem = (f"has the unknown type {wrong!r} ({hint}the types are "
+                               f"{', '.join(known_types)})")
+            elif kind:
+                # every check of a value's kind, written as (fits, problem)
+                checks = {
+                    "list": (isinstance(value, list), "must be a list"),
+                    "names": (is_names(value), "must be a list of names"),
+                    "names_map": (isinstance(value, dict) and all(map(is_names, value.values())),
+                                  "must map names to lists of names"),
+                    "count": (_is_number(value) and value >= 0 and float(value).is_integer(),
+                              "must be an integer >= 0"),
+                    "number": (_is_number(value) and math.isfinite(value), "must be a number"),
+                    "positive": (_is_number(value) and math.isfinite(value) and value > 0,
+                                 "must be a number > 0"),
+                    "bool": (isinstance(value, bool), "must be true or false"),
+                    "regex": (isinstance(value, str), "must be a regular expression"),
+                    "uri": (isinstance(value, str), "must be a URI"),
+                    # another meta-schema may turn vocabularies off, or on: only the drafts read
+                    # here are known
+                    "metaschema": (isinstance(value, str) and re.fullmatch(
+                        r"https?://json-schema\.org/(draft-0[4-7]/|draft/20(19-09|20-12)/)schema#?",
+                        value), "must name draft 7 or 2020-12 (or 4, 6, 2019-09): another "
+                        "meta-schema is not read"),
+                    "name": (isinstance(value, str)
+                             and re.match(r"[A-Za-z_][\w.-]*\Z", value, re.ASCII),
+                             "must be a name"),
+                    "ref": (isinstance(value, str), "must be a reference (\"#/$defs/Name\")"),
+                    "schema": (is_schema(value), "must be a schema (an object, or true or false)"),
+                    "schemas": (isinstance(value, dict) and all(map(is_schema, value.values())),
+                                "must map names to schemas"),
+                    "patterns": (isinstance(value, dict) and all(map(is_schema, value.values())),
+                                 "must map patterns to schemas"),
+                    "dependencies": (isinstance(value, dict)
+                                     and all(is_schema(sub) or is_names(sub)
+                                             for sub in value.values()),
+                                     "must map names to schemas or to lists of names"),
+                    "items": (is_schema(value)
+                              or (isinstance(value, list) and all(map(is_schema, value))),
+                              "must be a schema, or a list of them"),
+                    "schema_list": (isinstance(value, list) and bool(value)
+                                    and all(map(is_schema, value)),
+                                    "must be a non-empty list of schemas"),
+                }
+                fits, problem = checks.get(kind, (True, ""))
+                problem = None if fits else problem
             if self.draft7 and keyword in ("prefixItems", "minContains"):
                 # draft 7 ignores them, and applying them would loosen its items or contains
                 problem = "is not a draft 7 keyword: draft 7 reads the items without it"
@@ -938,8 +1003,8 @@ class _Schema:
                                    f"enforce: {exc}")
             if problem:
                 raise ToolError(f"tool {self.tool}: {keyword!r} at {where} {problem}")
-        # the base URI: an $id starting with "#" is draft 7's anchor, and draft 7 ignores an $id
-        # beside a $ref
+        # 2. the names the schema is known by, and its base URI: an $id starting with "#" is draft
+        # 7's anchor, and draft 7 ignores an $id beside a $ref
         uri = schema.get("$id") if not (self.draft7 and "$ref" in schema) else None
         names = []
         if uri is not None and not uri.startswith("#"):
@@ -954,6 +1019,7 @@ class _Schema:
                 raise ToolError(f"tool {self.tool}: {name!r} names two schemas (again at {where})")
         if "$ref" in schema:
             refs.append((schema, base, where))
+        # 3. the subschemas, each walked; a schema that holds none is a leaf
         leaf = "$ref" not in schema
         for keyword, value in schema.items():
             kind = _SCHEMA_KEYWORDS.get(keyword)
@@ -1094,8 +1160,16 @@ class _Schema:
         # apply), then the type, which may turn 2.0 into 2
         if "$ref" in schema:
             value = check(value, self.targets[id(schema)])
-        if "type" in schema:
-            value = _check_type(value, schema, path)
+        if "type" in schema:   # one of its types (OpenAPI's ``nullable: true`` adds null)
+            kinds = [schema["type"]] if isinstance(schema["type"], str) else list(schema["type"])
+            if schema.get("nullable") is True:
+                kinds.append("null")
+            matched = next((kind for kind in kinds if _is_type(value, kind)), None)
+            if matched is None:
+                raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got "
+                                     f"{_shown(value)}")
+            if matched == "integer" and type(value) is float:   # an integral float, as an int
+                value = int(value)
         if "enum" in schema and _json_key(value) not in map(_json_key, schema["enum"]):
             raise _ArgumentError(f"parameter {path!r} must be one of "
                                  f"{json.dumps(schema['enum'])}, got {_shown(value)}")
@@ -1142,7 +1216,7 @@ class _Schema:
             value = check(value, schema.get("then" if passes(value, schema["if"]) else "else",
                                             True))
         # 3. bounds and patterns; then what objects and lists hold
-        _check_bounds(value, schema, path, self.patterns)
+        self._bounds(value, schema, path)
         if isinstance(value, dict):
             value = self._object(value, schema, path, check, passes)
             if "unevaluatedProperties" in schema:
@@ -1217,6 +1291,54 @@ class _Schema:
                                      f"match {shown}, and holds {count}")
         return _rebuilt(value, changed)
 
+    # the bounds of numbers, strings, lists and objects: (applies to the value, what is measured,
+    # the comparison, the rule)
+    BOUNDS = {
+        "minimum": (_is_number, None, operator.ge, "at least {}"),
+        "maximum": (_is_number, None, operator.le, "at most {}"),
+        "exclusiveMinimum": (_is_number, None, operator.gt, "more than {}"),
+        "exclusiveMaximum": (_is_number, None, operator.lt, "less than {}"),
+        "minLength": (lambda v: isinstance(v, str), len, operator.ge,
+                      "at least {} characters long"),
+        "maxLength": (lambda v: isinstance(v, str), len, operator.le,
+                      "at most {} characters long"),
+        "minItems": (lambda v: isinstance(v, list), len, operator.ge,
+                     "a list of at least {} items"),
+        "maxItems": (lambda v: isinstance(v, list), len, operator.le,
+                     "a list of at most {} items"),
+        "minProperties": (lambda v: isinstance(v, dict), len, operator.ge,
+                          "an object of at least {} keys"),
+        "maxProperties": (lambda v: isinstance(v, dict), len, operator.le,
+                          "an object of at most {} keys"),
+    }
+
+    def _bounds(self, value: Any, schema: dict, path: str) -> None:
+        """The bounds (BOUNDS), multipleOf, pattern and uniqueItems."""
+        problem = None
+        for keyword, (applies, measure, passes, rule) in self.BOUNDS.items():
+            if keyword in schema and applies(value) and not passes(
+                    measure(value) if measure else value, schema[keyword]):
+                problem = f"be {rule.format(schema[keyword])}"
+                break
+        step = schema.get("multipleOf")
+        if problem is None and step is not None and _is_number(value):
+            # a whole multiple in decimal as JSON writes them (0.3 is 3 times 0.1)
+            from fractions import Fraction   # deferred: only a schema with multipleOf needs it
+            try:
+                whole = (Fraction(repr(value)) / Fraction(repr(step))).denominator == 1
+            except (ValueError, OverflowError, ZeroDivisionError):
+                whole = False
+            problem = None if whole else f"be a multiple of {step}"
+        pattern = schema.get("pattern")
+        if (problem is None and pattern is not None and isinstance(value, str)
+                and not self.patterns[pattern](value)):
+            problem = f"match the pattern {pattern!r}"
+        if problem is None and schema.get("uniqueItems") is True and isinstance(value, list):
+            keys = [_json_key(item) for item in value]
+            problem = "hold no item twice" if len(set(keys)) < len(keys) else None
+        if problem:
+            raise _ArgumentError(f"{_parameter(path)} must {problem}, got {_shown(value)}")
+
     def _evaluated(self, value: Any, schema: Any, path: str, memo: dict, depth: int,
                    passes: Callable, whole: bool = True) -> set:
         """The keys (of an object) or places (of a list) that schema evaluates, for
@@ -1269,65 +1391,6 @@ def _rebuilt(value: Any, changed: dict) -> Any:
     for key, item in changed.items():
         copy[key] = item
     return copy
-
-
-def _keyword_problem(kind: str, value: Any) -> Optional[str]:
-    """What is wrong with a keyword's value, said after the keyword; None when it fits."""
-    def schema(sub: Any) -> bool:
-        return isinstance(sub, (dict, bool))
-
-    def names(sub: Any) -> bool:
-        return isinstance(sub, list) and all(isinstance(name, str) for name in sub)
-
-    if kind == "types":
-        types = [value] if isinstance(value, str) else value
-        if not isinstance(types, list) or not types or not all(isinstance(t, str) for t in types):
-            return "must be a type name or a non-empty list of them"
-        wrong = next((name for name in types if name not in _PYTHON_TYPES), None)
-        if wrong is None:
-            return None
-        close = difflib.get_close_matches(wrong.lower(), list(_PYTHON_TYPES), 1)
-        meant = _TYPE_ALIASES.get(wrong) or next(iter(close), None)
-        hint = f"did you mean {meant!r}? " if meant else ""
-        return f"has the unknown type {wrong!r} ({hint}the types are {', '.join(_PYTHON_TYPES)})"
-    checks = {
-        "list": (isinstance(value, list), "must be a list"),
-        "names": (names(value), "must be a list of names"),
-        "names_map": (isinstance(value, dict) and all(map(names, value.values())),
-                      "must map names to lists of names"),
-        "count": (_is_number(value) and value >= 0 and float(value).is_integer(),
-                  "must be an integer >= 0"),
-        "number": (_is_number(value) and math.isfinite(value), "must be a number"),
-        "positive": (_is_number(value) and math.isfinite(value) and value > 0,
-                     "must be a number > 0"),
-        "bool": (isinstance(value, bool), "must be true or false"),
-        "regex": (isinstance(value, str), "must be a regular expression"),
-        "uri": (isinstance(value, str), "must be a URI"),
-        # another meta-schema may turn vocabularies off, or on: only the drafts read here are known
-        "metaschema": (isinstance(value, str) and re.fullmatch(
-            r"https?://json-schema\.org/(draft-0[4-7]/|draft/20(19-09|20-12)/)schema#?", value),
-            "must name draft 7 or 2020-12 (or 4, 6, 2019-09): another meta-schema is not read"),
-        "name": (isinstance(value, str) and re.match(r"[A-Za-z_][\w.-]*\Z", value, re.ASCII),
-                 "must be a name"),
-        "ref": (isinstance(value, str), "must be a reference (\"#/$defs/Name\")"),
-        "schema": (schema(value), "must be a schema (an object, or true or false)"),
-        "schemas": (isinstance(value, dict) and all(map(schema, value.values())),
-                    "must map names to schemas"),
-        "patterns": (isinstance(value, dict) and all(map(schema, value.values())),
-                     "must map patterns to schemas"),
-        "dependencies": (isinstance(value, dict) and all(schema(sub) or names(sub)
-                                                         for sub in value.values()),
-                         "must map names to schemas or to lists of names"),
-        "items": (schema(value) or (isinstance(value, list) and all(map(schema, value))),
-                  "must be a schema, or a list of them"),
-        "schema_list": (isinstance(value, list) and bool(value) and all(map(schema, value)),
-                        "must be a non-empty list of schemas"),
-    }
-    ok, problem = checks.get(kind, (True, ""))
-    return None if ok else problem
-
-
-_PYTHON_TYPES = {name: python for python, name in _JSON_TYPES.items()}
 
 
 @functools.lru_cache(maxsize=64)
@@ -1513,69 +1576,11 @@ def _is_type(value: Any, kind: str) -> bool:
         return (type(value) is int) or (type(value) is float and value.is_integer())
     if kind == "number":
         return type(value) in (int, float)
-    expected = _PYTHON_TYPES.get(kind)
-    return expected is None or type(value) is expected
+    return _JSON_TYPES.get(type(value)) == kind or kind not in _JSON_TYPES.values()
 
 
 def _parameter(path: str) -> str:
     return f"parameter {path!r}" if path else "the arguments"
-
-
-def _check_type(value: Any, schema: dict, path: str) -> Any:
-    """value if it has one of the schema's types (OpenAPI's ``nullable: true`` adds null), as an
-    int where an integral float is taken for "integer"."""
-    kinds = [schema["type"]] if isinstance(schema["type"], str) else list(schema["type"])
-    if schema.get("nullable") is True:
-        kinds.append("null")
-    matched = next((kind for kind in kinds if _is_type(value, kind)), None)
-    if matched is None:
-        raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got "
-                             f"{_shown(value)}")
-    return int(value) if matched == "integer" and type(value) is float else value
-
-
-_BOUNDS = {
-    "minimum": (_is_number, None, operator.ge, "at least {}"),
-    "maximum": (_is_number, None, operator.le, "at most {}"),
-    "exclusiveMinimum": (_is_number, None, operator.gt, "more than {}"),
-    "exclusiveMaximum": (_is_number, None, operator.lt, "less than {}"),
-    "minLength": (lambda v: isinstance(v, str), len, operator.ge, "at least {} characters long"),
-    "maxLength": (lambda v: isinstance(v, str), len, operator.le, "at most {} characters long"),
-    "minItems": (lambda v: isinstance(v, list), len, operator.ge, "a list of at least {} items"),
-    "maxItems": (lambda v: isinstance(v, list), len, operator.le, "a list of at most {} items"),
-    "minProperties": (lambda v: isinstance(v, dict), len, operator.ge,
-                      "an object of at least {} keys"),
-    "maxProperties": (lambda v: isinstance(v, dict), len, operator.le,
-                      "an object of at most {} keys"),
-}
-
-
-def _check_bounds(value: Any, schema: dict, path: str, patterns: dict) -> None:
-    """The bounds of numbers, strings, lists and objects, multipleOf, pattern and uniqueItems."""
-    problem = None
-    for keyword, (applies, measure, passes, rule) in _BOUNDS.items():
-        if keyword in schema and applies(value) and not passes(measure(value) if measure else value,
-                                                               schema[keyword]):
-            problem = f"be {rule.format(schema[keyword])}"
-            break
-    step = schema.get("multipleOf")
-    if problem is None and step is not None and _is_number(value):
-        # a whole multiple in decimal as JSON writes them (0.3 is 3 times 0.1)
-        from fractions import Fraction   # deferred: only a schema with multipleOf needs it
-        try:
-            whole = (Fraction(repr(value)) / Fraction(repr(step))).denominator == 1
-        except (ValueError, OverflowError, ZeroDivisionError):
-            whole = False
-        problem = None if whole else f"be a multiple of {step}"
-    pattern = schema.get("pattern")
-    if (problem is None and pattern is not None and isinstance(value, str)
-            and not patterns[pattern](value)):
-        problem = f"match the pattern {pattern!r}"
-    if problem is None and schema.get("uniqueItems") is True and isinstance(value, list):
-        keys = [_json_key(item) for item in value]
-        problem = "hold no item twice" if len(set(keys)) < len(keys) else None
-    if problem:
-        raise _ArgumentError(f"{_parameter(path)} must {problem}, got {_shown(value)}")
 
 
 def _json_key(value: Any) -> str:
@@ -1597,6 +1602,10 @@ def _json_key(value: Any) -> str:
 
 
 def _rewritten(node: Any, schema: _Schema, defs: dict, names: dict) -> Any:
+    """node, of schema, as a copy whose references point into defs (``action_schema``): what a
+    reference points to is copied there once, named in ``names`` (id -> name). The name ends in a
+    number, unique even as llama.cpp's grammar converter spells it: it names a rule by the last
+    part of a reference, [^A-Za-z0-9-] as -."""
     if not isinstance(node, dict):
         return node
     copy = {}
@@ -1607,7 +1616,14 @@ def _rewritten(node: Any, schema: _Schema, defs: dict, names: dict) -> Any:
             continue
         kind = _SCHEMA_KEYWORDS.get(keyword)
         if keyword == "$ref":
-            value = "#/$defs/" + _hoisted(node, schema, defs, names)
+            target = schema.targets[id(node)]
+            if id(target) not in names:
+                last = re.sub(r"[^A-Za-z0-9-]+", "-",
+                              node["$ref"].rsplit("/", 1)[-1]).strip("-") or "root"
+                names[id(target)] = name = f"{last}-{len(defs)}"
+                defs[name] = {}   # taken before the copy: a schema that refers to itself finds it
+                defs[name] = _rewritten(target, schema, defs, names)
+            value = "#/$defs/" + names[id(target)]
         elif kind == "schema" or (kind == "items" and not isinstance(value, list)):
             value = _rewritten(value, schema, defs, names)
         elif kind in ("schemas", "patterns", "dependencies"):
@@ -1616,19 +1632,6 @@ def _rewritten(node: Any, schema: _Schema, defs: dict, names: dict) -> Any:
             value = [_rewritten(sub, schema, defs, names) for sub in value]
         copy[keyword] = value
     return copy
-
-
-def _hoisted(node: dict, schema: _Schema, defs: dict, names: dict) -> str:
-    """The name in defs of what node's reference points to, copied there once. The name ends in a
-    number, unique even as llama.cpp's grammar converter spells it: it names a rule by the last
-    part of a reference, [^A-Za-z0-9-] as -."""
-    target = schema.targets[id(node)]
-    if id(target) not in names:
-        last = re.sub(r"[^A-Za-z0-9-]+", "-", node["$ref"].rsplit("/", 1)[-1]).strip("-") or "root"
-        names[id(target)] = name = f"{last}-{len(defs)}"
-        defs[name] = {}   # taken before the copy: a schema that refers to itself finds its name
-        defs[name] = _rewritten(target, schema, defs, names)
-    return names[id(target)]
 
 
 # -- Tools, the worker pool (skip on first read) ---------------------------------------
