@@ -7073,12 +7073,6 @@ _SYNTAX_NAMES = {
 }
 
 
-_ADDITIVE = {"+": ast.Add, "-": ast.Sub}
-_MULTIPLICATIVE = {"*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv, "%": ast.Mod}
-_CHAIN_SYMBOLS = {**_ADDITIVE, **_MULTIPLICATIVE}
-_OPENERS, _CLOSERS = ("(", "[", "{"), (")", "]", "}")
-
-
 def safe_eval(expr: str) -> int | float:
     """Evaluate an arithmetic expression without eval: ``ast`` plus a whitelist.
 
@@ -7109,12 +7103,16 @@ def safe_eval(expr: str) -> int | float:
     if len(expr) > _MAX_EXPR_CHARS:
         raise UnsafeExpression(f"expression is {len(expr):,} characters long (limit "
                                f"{_MAX_EXPR_CHARS:,})", expr[:100])
-    noisy = _NOISY_INPUT.search(expr)
+    # Input on which Python's own tokenizer warns on stderr (the library never prints): a
+    # backslash, or a number run into a keyword ("1if 1 else 2", "0x1for"). Neither can be
+    # arithmetic, so it is refused before parsing; silencing warnings instead would change the
+    # process-wide filters under other threads.
+    noisy = re.search(r"\\|[0-9a-fA-F._jJ](?:and|else|for|if|in|is|not|or)", expr)
     if noisy:
         raise UnsafeExpression(f"not a valid arithmetic expression: {noisy.group()!r} (a "
                                "backslash, or a number run into a keyword)", expr)
     depth = 0
-    for match in _BRACKETS.finditer(expr):
+    for match in re.finditer(r"[][(){}]", expr):
         depth += 1 if match.group() in "([{" else -1
         if depth > _MAX_NESTING:
             raise UnsafeExpression(f"brackets nested more than {_MAX_NESTING} "
@@ -7141,14 +7139,6 @@ def safe_eval(expr: str) -> int | float:
         raise UnsafeExpression(f"result too large: {exc}", expr) from None
 
 
-_BRACKETS = re.compile(r"[][(){}]")
-# Input on which Python's own tokenizer warns on stderr (the library never prints): a backslash, or
-# a number run into a keyword ("1if 1 else 2", "0x1for"). Neither can be arithmetic, so it is
-# refused before parsing; silencing warnings instead would change the process-wide filters under
-# other threads.
-_NOISY_INPUT = re.compile(r"\\|[0-9a-fA-F._jJ](?:and|else|for|if|in|is|not|or)")
-
-
 def _check_number(value, expr: str = ""):
     if type(value) is int:
         if abs(value) >= _INT_LIMIT:
@@ -7163,13 +7153,12 @@ def _check_number(value, expr: str = ""):
     raise UnsafeExpression(f"{type(value).__name__} values are not allowed", expr)
 
 
-def _operator_name(op: ast.AST) -> str:
-    return _OPERATOR_SYMBOLS.get(type(op), type(op).__name__)
-
-
 def _parse_chain(text: str) -> ast.AST:
     # Fold "a op b op c ..." with two precedence levels (+ - below * / // %);
     # each operand is parsed by ast alone, and _eval_node walks the spine in a loop.
+    additive = {"+": ast.Add, "-": ast.Sub}
+    multiplicative = {"*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv, "%": ast.Mod}
+    openers, closers = ("(", "[", "{"), (")", "]", "}")
     # 1. (start, end, symbol) of each binary + - * / // % outside brackets, found with tokenize
     lines = io.StringIO(text).readlines()
     offsets = list(itertools.accumulate(map(len, lines), initial=0))
@@ -7179,12 +7168,13 @@ def _parse_chain(text: str) -> ast.AST:
         for token in tokenize.generate_tokens(iter(lines).__next__):
             if token.type not in operand_types and token.type != tokenize.OP:
                 continue  # line breaks, comments, the end marker
-            depth += (token.string in _OPENERS) - (token.string in _CLOSERS)
-            if depth == 0 and after_operand and token.string in _CHAIN_SYMBOLS:
+            depth += (token.string in openers) - (token.string in closers)
+            if depth == 0 and after_operand and (token.string in additive
+                                                 or token.string in multiplicative):
                 start = offsets[token.start[0] - 1] + token.start[1]
                 cuts.append((start, start + len(token.string), token.string))
             # A + or - right after an operand is binary; after an operator or "(" it is unary.
-            after_operand = token.type in operand_types or token.string in _CLOSERS
+            after_operand = token.type in operand_types or token.string in closers
     except (tokenize.TokenError, SyntaxError) as exc:
         raise SyntaxError(f"{exc}") from None
     # 2. the operands between the cuts, folded
@@ -7195,10 +7185,10 @@ def _parse_chain(text: str) -> ast.AST:
                                   [c[2] for c in cuts] + [None]):
         node = ast.parse(text[start:end].strip(), mode="eval").body
         term = node if term_op is None else ast.BinOp(term, term_op(), node)
-        term_op = _MULTIPLICATIVE.get(symbol)
+        term_op = multiplicative.get(symbol)
         if term_op is None:
             total = term if total_op is None else ast.BinOp(total, total_op(), term)
-            total_op, term = _ADDITIVE.get(symbol), None
+            total_op, term = additive.get(symbol), None
     return total
 
 
@@ -7216,13 +7206,15 @@ def _eval_node(node: ast.AST, depth: int):
         for binop in reversed(chain):
             op = _BINARY_OPS.get(type(binop.op))
             if op is None:
-                raise UnsafeExpression(f"operator {_operator_name(binop.op)} is not allowed")
+                shown = _OPERATOR_SYMBOLS.get(type(binop.op), type(binop.op).__name__)
+                raise UnsafeExpression(f"operator {shown} is not allowed")
             value = _check_number(op(value, _eval_node(binop.right, depth + 1)))
         return value
     if isinstance(node, ast.UnaryOp):
         op = _UNARY_OPS.get(type(node.op))
         if op is None:
-            raise UnsafeExpression(f"operator {_operator_name(node.op)} is not allowed")
+            shown = _OPERATOR_SYMBOLS.get(type(node.op), type(node.op).__name__)
+            raise UnsafeExpression(f"operator {shown} is not allowed")
         return op(_eval_node(node.operand, depth + 1))
     if isinstance(node, ast.Constant):
         value = node.value
@@ -7266,47 +7258,45 @@ def _eval_node(node: ast.AST, depth: int):
 # -- Calculator and demo, the demo tools and the offline planner -----------------------
 # the calculator and clock tools, and the planner MockLLM runs without a script
 
-def _calculator(expression: str) -> str:
-    """Evaluate an arithmetic expression: + - * / // % **, parentheses, sqrt, log, sin, pi, ...
-
-    Args:
-        expression: The arithmetic to evaluate, e.g. "(128*3+40)/4".
-    """
-    value = safe_eval(expression)
-    return str(value) if isinstance(value, int) else f"{value:.15g}"
-
-
-def _clock() -> str:
-    """The current date and time in UTC."""
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-
-
 # the demo tools' names, which the offline planner calls
 _CALCULATOR, _CLOCK = "calculator", "clock"
 
 
 def _demo_tools() -> ToolRegistry:
+    """A registry of the demo's two tools, plain functions as any user's: calculator and clock."""
     registry = ToolRegistry()
-    registry.register(_calculator, name=_CALCULATOR)
-    registry.register(_clock, name=_CLOCK)
+
+    @registry.register(name=_CALCULATOR)
+    def calculator(expression: str) -> str:
+        """Evaluate an arithmetic expression: + - * / // % **, parentheses, sqrt, log, sin, pi, ...
+
+        Args:
+            expression: The arithmetic to evaluate, e.g. "(128*3+40)/4".
+        """
+        value = safe_eval(expression)
+        return str(value) if isinstance(value, int) else f"{value:.15g}"
+
+    @registry.register(name=_CLOCK)
+    def clock() -> str:
+        """The current date and time in UTC."""
+        return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+
     return registry
 
 
-# A run of arithmetic characters from a digit or "(", taken whole (no backtracking, so the scan is
-# linear); its end is then cut back to the last digit or ")".
-_ARITHMETIC_RUN = re.compile(r"[\d(][\d\s.+\-*/%()^_]*")
-_HAS_OPERATOR = re.compile(r"[\d)]\s*(?:\*\*|[-+*/%^])\s*[-+(]*[\d(]")
-
-
 def _find_arithmetic(task: str) -> list:
+    """The arithmetic expressions in a task, in order, ^ written **."""
     found = []
-    for match in _ARITHMETIC_RUN.finditer(task):
+    # A run of arithmetic characters from a digit or "(", taken whole (no backtracking, so the scan
+    # is linear); its end is then cut back to the last digit or ")".
+    for match in re.finditer(r"[\d(][\d\s.+\-*/%()^_]*", task):
         candidate, end = match.group(), match.end() - match.start()
         # \d is isdecimal
         while end and not (candidate[end - 1].isdecimal() or candidate[end - 1] == ")"):
             end -= 1
         candidate = candidate[:end]
-        if len(candidate) > 1 and _HAS_OPERATOR.search(candidate):
+        # an operator between two operands
+        if len(candidate) > 1 and re.search(r"[\d)]\s*(?:\*\*|[-+*/%^])\s*[-+(]*[\d(]", candidate):
             found.append(candidate.replace("^", "**"))
     return found
 
@@ -7329,9 +7319,6 @@ def _task_index(messages: list[dict]) -> Optional[int]:
     return None
 
 
-_TIME_WORDS = re.compile(r"\b(?:time|date|clock|today|now)\b", re.I)
-
-
 def _offline_reply(messages: list[dict]) -> str:
     """The offline planner's next reply: the clock for a question about the time, the calculator for
     each arithmetic expression in the task, then a final answer from the observations."""
@@ -7339,7 +7326,7 @@ def _offline_reply(messages: list[dict]) -> str:
     task = messages[task_at]["content"] if task_at is not None else ""
     results = [_observation_result(m["content"]) or "" for m in messages[(task_at or 0) + 1:]
                if m["role"] == "user"]
-    plan = [(_CLOCK, {})] if _TIME_WORDS.search(task) else []
+    plan = [(_CLOCK, {})] if re.search(r"\b(?:time|date|clock|today|now)\b", task, re.I) else []
     plan += [(_CALCULATOR, {"expression": expr}) for expr in _find_arithmetic(task)]
     if len(results) < len(plan):
         name, arguments = plan[len(results)]
