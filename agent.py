@@ -34,11 +34,12 @@ is machinery the rest can be read without:
   options; ``_cut`` is the one shortener (with "…", on one line, escaped, or keeping both ends);
   then the table of every text the model is told but the system prompt (shapes, ``_ask``,
   observations, the loop's nudges, tools' and MCP's ``ERROR:`` texts, memory's notes).
-- Tools: ``Tool.from_function`` describes a function; ``ToolRegistry.call`` validates the arguments
-  and runs the tool; ``action_schema`` describes every valid reply; then how a signature becomes a
-  schema, and the schema keywords that are enforced: ``_Schema`` checks a schema once and validates
-  arguments against it, ``_regex`` runs a pattern as ECMA-262 means it. The worker pool that runs a
-  call under its time limit (skip on first read).
+- Tools: ``Tool.from_function`` describes a function (its docstring and signature, each hint by
+  ``_hint_schema``); ``ToolRegistry.call`` validates the arguments and runs the tool, and every
+  failure is a ``_ToolFailed`` that ``_result`` alone turns into the ``ERROR:`` text;
+  ``action_schema`` describes every valid reply. Then the schema keywords that are enforced:
+  ``_Schema`` checks a schema once and validates arguments against it, ``_regex`` runs a pattern as
+  ECMA-262 means it. The worker pool that runs a call under its time limit (skip on first read).
 - Protocol: ``SYSTEM_PROMPT`` and ``Action``; ``parse_action`` reads a reply, with its steps after
   it (``_unwrap``, ``_drop_think``, ``_locate``, ``_check_rest``, ``_interpret``); ``_refuse`` and
   ``_observation`` write what goes back; ``_repeating_tail`` detects a looping reply; the near-JSON
@@ -54,8 +55,8 @@ is machinery the rest can be read without:
   summary stands in for them.
 - Batch: ``run_batch`` runs a task list through one ``Agent`` on a few threads, resumable.
 - Calculator and demo: ``safe_eval``, arithmetic over an ``ast`` whitelist, used only by the demo's
-  ``calculator`` tool; the ``calculator`` and ``clock`` tools and the offline planner ``MockLLM()``
-  runs; ``run``, one call with those by default.
+  ``calculator`` tool; ``_demo_tools``, the ``calculator`` and ``clock`` tools, and the offline
+  planner ``MockLLM()`` runs (``_offline_reply``); ``run``, one call with those by default.
 - CLI: ``main`` is ``python agent.py``.
 """
 
@@ -520,6 +521,8 @@ class ToolRegistry:
         # tools an MCP server lists that add_mcp left out (their schema, their name): name -> why
         self.left_out: dict = {}
 
+    # Calling: call, for users; _loop_result, for the loop; _call checks, then runs (_run)
+
     def call(self, name: str, arguments: Any, *,
              confirm: Optional[Callable[[str, dict], bool]] = None, max_chars: Optional[int] = None,
              timeout: Optional[float] = None) -> str:
@@ -656,6 +659,8 @@ class ToolRegistry:
             return _POOL.run(name, lambda: result, {}, None)
         return _invoke(lambda: result, {})
 
+    # Registering
+
     def register(self, func: Any = None, *, name: Optional[str] = None,
                  description: Optional[str] = None, parameters: Optional[dict] = None,
                  timeout: Optional[float] = None, confirm: bool = False) -> Any:
@@ -680,6 +685,8 @@ class ToolRegistry:
             raise ToolError(f"duplicate tool name {tool.name!r}")
         self._tools[tool.name] = tool
 
+    # The tools as a collection
+
     def __contains__(self, name: object) -> bool:
         return name in self._tools
 
@@ -691,6 +698,8 @@ class ToolRegistry:
 
     def get(self, name: str) -> Optional[Tool]:
         return self._tools.get(name)
+
+    # Describing the tools to a server
 
     def schemas(self) -> list[dict]:
         """The tools in OpenAI's ``tools`` shape, for clients with native function calling."""
@@ -732,6 +741,8 @@ class ToolRegistry:
         if defs:
             schema["$defs"] = defs
         return schema
+
+    # MCP servers: their tools registered, their processes stopped
 
     def add_mcp(self, server: Union[str, list], *, name: Optional[str] = None,
                 env: Optional[dict] = None, cwd: Any = None, tools: Optional[Iterable[str]] = None,
@@ -902,6 +913,9 @@ class _Schema:
                                 "never another document)")
             self.targets[id(schema)] = target
         self.declared = self._declared(root, {})
+
+    # Checking the schema, once: _walk checks every keyword, and references resolve
+    # (_joined, _resolve)
 
     def _walk(self, schema: Any, base: str, where: str, nodes: dict, found: dict, refs: list,
               depth: int) -> None:
@@ -1091,6 +1105,9 @@ class _Schema:
             names.update(more)
         seen[id(schema)] = names
         return names
+
+    # Validating a value: validate, then _check each (subschema, value) once, which runs its
+    # _keywords; what objects and lists hold, the bounds, and what unevaluated* sees
 
     def validate(self, value: Any, path: str = "", deadline: Optional[float] = None) -> Any:
         """value checked against the schema; returned with integral floats as ints where
