@@ -726,7 +726,7 @@ class ToolRegistry:
                            "name": {"const": t.name},
                            # as they are, or, when they hold references (which point into the
                            # tool's own schema), a copy whose references point into defs
-                           "arguments": _rewritten(t._schema.root, t._schema, defs, {})
+                           "arguments": t._schema.rewritten(t._schema.root, defs, {})
                            if t._schema.targets else t._schema.root},
             "required": ["type", "thought", "name", "arguments"], "additionalProperties": False,
         } for t in self._tools.values()]
@@ -1398,6 +1398,41 @@ class _Schema:
         memo[key] = (value, seen)
         return seen
 
+    # Copying the schema into the schema of a whole reply (ToolRegistry.action_schema)
+
+    def rewritten(self, node: Any, defs: dict, names: dict) -> Any:
+        """node, of this schema, as a copy whose references point into defs: what a reference
+        points to is copied there once, named in ``names`` (id -> name). The name ends in a number,
+        unique even as llama.cpp's grammar converter spells it: it names a rule by the last part of
+        a reference, [^A-Za-z0-9-] as -."""
+        if not isinstance(node, dict):
+            return node
+        copy = {}
+        for keyword, value in node.items():
+            if keyword in ("$defs", "definitions", "discriminator", "$id", "$anchor"):
+                # what is referred to moves to defs, and every reference is to it from the root; a
+                # discriminator's mapping would point nowhere
+                continue
+            kind = _SCHEMA_KEYWORDS.get(keyword)
+            if keyword == "$ref":
+                target = self.targets[id(node)]
+                if id(target) not in names:
+                    last = re.sub(r"[^A-Za-z0-9-]+", "-",
+                                  node["$ref"].rsplit("/", 1)[-1]).strip("-") or "root"
+                    names[id(target)] = name = f"{last}-{len(defs)}"
+                    # taken before the copy: a schema that refers to itself finds its name
+                    defs[name] = {}
+                    defs[name] = self.rewritten(target, defs, names)
+                value = "#/$defs/" + names[id(target)]
+            elif kind == "schema" or (kind == "items" and not isinstance(value, list)):
+                value = self.rewritten(value, defs, names)
+            elif kind in ("schemas", "patterns", "dependencies"):
+                value = {name: self.rewritten(sub, defs, names) for name, sub in value.items()}
+            elif kind in ("schema_list", "items"):
+                value = [self.rewritten(sub, defs, names) for sub in value]
+            copy[keyword] = value
+        return copy
+
 
 def _rebuilt(value: Any, changed: dict) -> Any:
     """value with the items changed (by key or place) that differ; value itself when none does,
@@ -1616,39 +1651,6 @@ def _json_key(value: Any) -> str:
     # keys that do not sort: one Python caller's value, not a model's
     except (TypeError, ValueError):
         return repr(value)
-
-
-def _rewritten(node: Any, schema: _Schema, defs: dict, names: dict) -> Any:
-    """node, of schema, as a copy whose references point into defs (``action_schema``): what a
-    reference points to is copied there once, named in ``names`` (id -> name). The name ends in a
-    number, unique even as llama.cpp's grammar converter spells it: it names a rule by the last
-    part of a reference, [^A-Za-z0-9-] as -."""
-    if not isinstance(node, dict):
-        return node
-    copy = {}
-    for keyword, value in node.items():
-        if keyword in ("$defs", "definitions", "discriminator", "$id", "$anchor"):
-            # what is referred to moves to defs, and every reference is to it from the root; a
-            # discriminator's mapping would point nowhere
-            continue
-        kind = _SCHEMA_KEYWORDS.get(keyword)
-        if keyword == "$ref":
-            target = schema.targets[id(node)]
-            if id(target) not in names:
-                last = re.sub(r"[^A-Za-z0-9-]+", "-",
-                              node["$ref"].rsplit("/", 1)[-1]).strip("-") or "root"
-                names[id(target)] = name = f"{last}-{len(defs)}"
-                defs[name] = {}   # taken before the copy: a schema that refers to itself finds it
-                defs[name] = _rewritten(target, schema, defs, names)
-            value = "#/$defs/" + names[id(target)]
-        elif kind == "schema" or (kind == "items" and not isinstance(value, list)):
-            value = _rewritten(value, schema, defs, names)
-        elif kind in ("schemas", "patterns", "dependencies"):
-            value = {name: _rewritten(sub, schema, defs, names) for name, sub in value.items()}
-        elif kind in ("schema_list", "items"):
-            value = [_rewritten(sub, schema, defs, names) for sub in value]
-        copy[keyword] = value
-    return copy
 
 
 # -- Tools, the worker pool (skip on first read) ---------------------------------------
