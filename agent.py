@@ -1308,33 +1308,27 @@ class _Schema:
                                      f"match {shown}, and holds {count}")
         return _rebuilt(value, changed)
 
-    # the bounds of numbers, strings, lists and objects: (applies to the value, what is measured,
-    # the comparison, the rule)
+    # the bounds of numbers, strings, lists and objects: (the values it applies to, what is
+    # measured, the comparison, the rule); a bool is never a number here
     BOUNDS = {
-        "minimum": (_is_number, None, operator.ge, "at least {}"),
-        "maximum": (_is_number, None, operator.le, "at most {}"),
-        "exclusiveMinimum": (_is_number, None, operator.gt, "more than {}"),
-        "exclusiveMaximum": (_is_number, None, operator.lt, "less than {}"),
-        "minLength": (lambda v: isinstance(v, str), len, operator.ge,
-                      "at least {} characters long"),
-        "maxLength": (lambda v: isinstance(v, str), len, operator.le,
-                      "at most {} characters long"),
-        "minItems": (lambda v: isinstance(v, list), len, operator.ge,
-                     "a list of at least {} items"),
-        "maxItems": (lambda v: isinstance(v, list), len, operator.le,
-                     "a list of at most {} items"),
-        "minProperties": (lambda v: isinstance(v, dict), len, operator.ge,
-                          "an object of at least {} keys"),
-        "maxProperties": (lambda v: isinstance(v, dict), len, operator.le,
-                          "an object of at most {} keys"),
+        "minimum": ((int, float), None, operator.ge, "at least {}"),
+        "maximum": ((int, float), None, operator.le, "at most {}"),
+        "exclusiveMinimum": ((int, float), None, operator.gt, "more than {}"),
+        "exclusiveMaximum": ((int, float), None, operator.lt, "less than {}"),
+        "minLength": (str, len, operator.ge, "at least {} characters long"),
+        "maxLength": (str, len, operator.le, "at most {} characters long"),
+        "minItems": (list, len, operator.ge, "a list of at least {} items"),
+        "maxItems": (list, len, operator.le, "a list of at most {} items"),
+        "minProperties": (dict, len, operator.ge, "an object of at least {} keys"),
+        "maxProperties": (dict, len, operator.le, "an object of at most {} keys"),
     }
 
     def _bounds(self, value: Any, schema: dict, path: str) -> None:
         """The bounds (BOUNDS), multipleOf, pattern and uniqueItems."""
         problem = None
-        for keyword, (applies, measure, passes, rule) in self.BOUNDS.items():
-            if keyword in schema and applies(value) and not passes(
-                    measure(value) if measure else value, schema[keyword]):
+        for keyword, (kinds, measure, passes, rule) in self.BOUNDS.items():
+            if (keyword in schema and isinstance(value, kinds) and not isinstance(value, bool)
+                    and not passes(measure(value) if measure else value, schema[keyword])):
                 problem = f"be {rule.format(schema[keyword])}"
                 break
         step = schema.get("multipleOf")
