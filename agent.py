@@ -40,16 +40,20 @@ is machinery the rest can be read without:
   ``action_schema`` describes every valid reply. Then the schema keywords that are enforced:
   ``_Schema`` checks a schema once and validates arguments against it, ``_regex`` runs a pattern as
   ECMA-262 means it. The worker pool that runs a call under its time limit (skip on first read).
-- Protocol: ``SYSTEM_PROMPT`` and ``Action``; ``parse_action`` reads a reply, with its steps after
-  it (``_unwrap``, ``_drop_think``, ``_locate``, ``_check_rest``, ``_interpret``); ``_refuse`` and
-  ``_observation`` write what goes back; ``_repeating_tail`` detects a looping reply; the near-JSON
-  lexer, ``_ActionScanner`` and ``_read_value`` (skip on first read).
-- Transport (skip on first read): deadlines, bodies, server-sent events and the opener, shared by
-  ``OpenAICompatLLM`` and MCP over HTTP.
-- Models: the ``LLM`` protocol and ``MockLLM``; ``OpenAICompatLLM`` talks HTTP (``chat``,
-  ``from_env``), then its helpers: what a request sends and what an answer means.
+- Protocol: ``SYSTEM_PROMPT`` and ``Action``; ``parse_action`` reads a reply in commented steps,
+  then ``_interpret`` turns the object into an ``Action`` by ``_Keys``, the one reading of an
+  action's keys; ``_refuse`` and ``_observation`` write what goes back; ``_repeating_tail`` detects
+  a looping reply. Skip on first read: the packaging (think tags, a quoted action) and the
+  near-JSON lexer, ``_ActionScanner`` and ``_read_value``.
+- Transport (skip on first read): deadlines, bodies, server-sent events, and ``_request``, the one
+  HTTP request under a deadline, shared by ``OpenAICompatLLM`` and MCP over HTTP.
+- Models: the ``LLM`` protocol and ``MockLLM`` (``from_trace`` replays a run); ``OpenAICompatLLM``
+  talks HTTP (``chat``, ``from_env``), then its helpers: what a request sends and what an answer
+  means. Then (skip on first read) the adaptations to a server, reading a streamed reply, and
+  reading a trace.
 - MCP: ``_add_mcp`` (what ``ToolRegistry.add_mcp`` calls) registers an MCP server's tools;
-  ``_McpSession`` routes answers by id over ``_McpStdio`` (a command) or ``_McpHttp`` (a URL).
+  ``_McpSession`` routes answers by id. Then (skip on first read) the transports: ``_McpStdio``
+  (a command) and ``_McpHttp`` (a URL).
 - Loop: ``_STOPS``, the stop-reason table; ``Agent.run`` is the loop; ``Step`` and ``AgentResult``
   are its trace; ``_RunState.trim`` drops old steps for the context budget, and a digest or a
   summary stands in for them.
@@ -1898,6 +1902,13 @@ class Action:
 # -- Protocol, reading a reply: parse_action -------------------------------------------
 # find the action in a reply, read it, and refuse anything whose meaning is unsure
 
+_ACTION_START = re.compile(r"\{|\[\s{0,64}\{")   # an object, or an array whose first element is one
+_ESCAPED_QUOTE_START = re.compile(r'[\[{](?:\s|\\[nrt])*\\"')   # every quote escaped once too often
+# What ends a reply that made up its own observation: the marker, or a line that starts as one.
+_OBSERVATION_TAIL = re.compile(rf"{re.escape(_OBSERVATION)}|\bObservation\s*:|^[ "
+                               r"\t>*#]*(?i:observation)\s*:", re.M)
+
+
 def parse_action(text: str) -> Action:
     """Read one action from a model reply: strict about meaning, tolerant about packaging.
 
@@ -1924,62 +1935,81 @@ def parse_action(text: str) -> Action:
         raise ActionFormatError(f"expected the reply as text, got {type(text).__name__}", "")
     try:
         repairs: list = []
-        body = _unwrap(text, repairs)
+        # 1. Unwrap: refuse a reply too long to scan; strip BOM and whitespace; decode a reply
+        # whose every quote was escaped once too often.
+        if len(text) > 200_000:
+            raise _refuse(f"the reply is {len(text):,} characters long (limit {200_000:,}); "
+                          "send a short one")
+        body = text
+        if body.lstrip().startswith("\ufeff"):
+            body = body.lstrip().lstrip("\ufeff")
+            _note(repairs, "bom")
+        if body != body.strip():
+            body = body.strip()
+            _note(repairs, "whitespace")
+        if not body:
+            raise _refuse("the reply was empty")
+        if _ESCAPED_QUOTE_START.match(body):
+            try:
+                body = json.loads(f'"{body}"', strict=False).strip()
+                _note(repairs, "escaped_twice")
+            except ValueError:
+                pass
+        # 2. The action of a reply that opens with it, also after think blocks: read up to where
+        # it ends.
         found = _opening_action(body, repairs)
         if found is None:
             thought_out = _drop_think(body, repairs)
             found = _opening_action(thought_out, repairs) if thought_out != body else None
             body = thought_out
         opened = found is not None
-        if not opened:   # the action of a reply that does not open with it, and the text after
-            located, start = _locate(body, repairs)
-            value, end = _read_value(located, start, repairs)
-            found = value, located[end:]
+        if not opened:
+            # 3. After prose, locate the action: the first object, in the first code fence if one
+            # opens before it; read it, and the text after it.
+            first = _ACTION_START.search(body)
+            fence = body.find("```")
+            if fence != -1 and (first is None or fence < first.start()):
+                if body[:fence].strip():
+                    _note(repairs, "prose")
+                body = body[fence:]
+                body = body[re.match(r"```[\w+.-]*[ \t]*\n?", body).end():]
+                _note(repairs, "code_fence")
+                first = _ACTION_START.search(body)
+            if first is not None and body[first.start() - 1:first.start()] == '"':
+                body, first = _unquote_action(body, first, repairs)
+            if first is None:
+                raise _refuse("your reply contains no JSON object")
+            if body[:first.start()].strip():
+                _note(repairs, "prose")
+            value, end = _read_value(body, first.start(), repairs)
+            found = value, body[end:]
         value, rest = found
-        _check_rest(rest, value, opened, repairs)
-        if isinstance(value, list):   # the first of an array of objects, the others judged by
-            if not value or not isinstance(value[0], dict):   # _check_others, as those after it
+        # 4. Check the rest: prose and an invented observation are ignored; other objects are
+        # judged by _check_others. After prose, an observation ends the reply but hides no object
+        # from that judgement: a mention of the marker between an example call and the real action
+        # never makes the example run.
+        tail = _OBSERVATION_TAIL.search(rest)
+        before = rest[:tail.start()] if tail else rest
+        if tail:
+            _note(repairs, "observation_tail")
+        _check_others(value, _objects(before if opened else rest), opened, repairs)
+        if before.strip().strip("`").strip():
+            _note(repairs, "trailing_prose")
+        # 5. An array: its first object is the action, and the others are judged as the objects
+        # after it are (a string in it is read as text after the action is: for the objects in it).
+        if isinstance(value, list):
+            if not value or not isinstance(value[0], dict):
                 raise _refuse("expected one JSON object, found an array")
             _note(repairs, "array")
-            # a string in the array is read as text after the action is: for the objects in it
             others = itertools.chain.from_iterable(
                 _objects(item) if isinstance(item, str) else [("", item)] for item in value[1:])
             _check_others(value[0], others, opened, repairs)
             value = value[0]
+        # 6. Interpret: what the object's keys mean, refused where that is unsure.
         return _interpret(value, repairs)
     except ActionFormatError as exc:
         exc.text = text
         raise
-
-
-_MAX_REPLY_CHARS = 200_000   # a longer reply is refused before any scanning
-_ESCAPED_QUOTE_START = re.compile(r'[\[{](?:\s|\\[nrt])*\\"')
-
-
-def _unwrap(text: str, repairs: list) -> str:
-    """Strip BOM and whitespace; decode a reply whose every quote was escaped once too often."""
-    if len(text) > _MAX_REPLY_CHARS:
-        raise _refuse(f"the reply is {len(text):,} characters long (limit {_MAX_REPLY_CHARS:,}); "
-                      "send a short one")
-    if text.lstrip().startswith("\ufeff"):
-        text = text.lstrip().lstrip("\ufeff")
-        _note(repairs, "bom")
-    if text != text.strip():
-        text = text.strip()
-        _note(repairs, "whitespace")
-    if not text:
-        raise _refuse("the reply was empty")
-    if _ESCAPED_QUOTE_START.match(text):  # every quote escaped once too often
-        try:
-            text = json.loads(f'"{text}"', strict=False).strip()
-            _note(repairs, "escaped_twice")
-        except ValueError:
-            pass
-    return text
-
-
-_ACTION_OPENER = r"\{|\[\s{0,64}\{"   # an object, or an array whose first element is one
-_ACTION_START = re.compile(_ACTION_OPENER)
 
 
 def _opening_action(body: str, repairs: list) -> Optional[tuple]:
@@ -2003,129 +2033,6 @@ def _opening_action(body: str, repairs: list) -> Optional[tuple]:
     return _decode(body[scanner.start:end], repairs), body[end:]
 
 
-_STRING_DECODER = json.JSONDecoder(strict=False)
-
-
-def _unquote_action(text: str, first: Any, repairs: list) -> tuple:
-    """The reply is one JSON string holding a whole action (encoded once more): decode it in place.
-
-    Otherwise the quote before the action is packaging, as in ``"{"type": …}"``.
-    """
-    try:
-        inner, end = _STRING_DECODER.raw_decode(text, first.start() - 1)
-    except ValueError:
-        return text, first
-    inner = inner.strip() if isinstance(inner, str) else ""
-    # else decoding the string could only change its backslashes
-    encoded = '\\"' in text[first.start():end]
-    if not encoded or not _ACTION_START.match(inner) or _ActionScanner._at(inner, 0).end is None:
-        return text, first
-    _note(repairs, "json_string")
-    text = text[:first.start() - 1] + inner + text[end:]
-    return text, _ACTION_START.search(text, first.start() - 1)
-
-
-# The one table of reasoning blocks: (opening tag, closing tag), each matched in any case. Every
-# think pattern below, and what the streaming scanner keeps of an open block, comes from it: a
-# spelling is one line.
-_THINK_BLOCKS = (("<think>", "</think>"), ("<thinking>", "</thinking>"),
-                 ("<reasoning>", "</reasoning>"),
-                 ("[THINK]", "[/THINK]"))    # the last: Mistral's reasoning models' spelling
-_THINK_CLOSING = {opening.lower(): closing for opening, closing in _THINK_BLOCKS}
-_THINK_OPENS = "|".join(re.escape(opening) for opening, _ in _THINK_BLOCKS)
-_THINK_OPEN = re.compile(_THINK_OPENS, re.I)
-
-
-def _drop_think(text: str, repairs: list) -> str:
-    """Remove reasoning blocks that open before the action, and the reasoning before a lone closing
-    tag.
-
-    A block that never closes holds no action (a draft in it is never run): refused.
-    """
-    kept, pos = [], 0
-    brace = text.find("{")
-    while True:
-        opening = _THINK_OPEN.search(text, pos)
-        if brace != -1 and brace < pos:
-            brace = text.find("{", pos)  # that brace was inside a removed block
-        if opening is None or (brace != -1 and brace < opening.start()):
-            break
-        kept.append(text[pos:opening.start()])
-        pos, depth = _think_end(text, opening.end(), 1)
-        if depth:
-            raise _refuse(f"your reply opens a {opening.group()} block that never closes, so it "
-                          "holds no action; close it with "
-                          f"{_THINK_CLOSING[opening.group().lower()]} and put the action after it")
-        _note(repairs, "think")
-    text = ("".join(kept) + text[pos:]).strip()
-    closing = _lone_closing_tag(text)
-    if closing:
-        # the server dropped the opening tag: all before it is reasoning
-        text = text[closing.end():].strip()
-        _note(repairs, "think")
-    return text
-
-
-_THINK_CLOSES = "|".join(re.escape(closing) for _, closing in _THINK_BLOCKS)
-_THINK_CLOSE = re.compile(_THINK_CLOSES, re.I)
-
-
-def _lone_closing_tag(text: str) -> Any:
-    """The closing think tag that ends reasoning whose opening tag the server dropped: the first one
-    outside the objects before it (a draft may quote a tag in a string), whatever the reasoning
-    mentions. None if none."""
-    end = 0   # where the last object read ends; one that never closes runs to the end of the text
-    for closing in _THINK_CLOSE.finditer(text):
-        while end <= closing.start():
-            first = _ACTION_START.search(text, end)
-            if first is None or first.start() >= closing.start():
-                return closing
-            scanner = _ActionScanner._at(text, first.start())
-            end = scanner.end or scanner.broken_at or len(text)
-    return None
-
-
-_FENCE_OPEN = re.compile(r"```[\w+.-]*[ \t]*\n?")
-
-
-def _locate(text: str, repairs: list) -> tuple[str, int]:
-    """After prose: the text to search (the first code fence's body, if one opens before the action)
-    and the action's start."""
-    first = _ACTION_START.search(text)
-    fence = text.find("```")
-    if fence != -1 and (first is None or fence < first.start()):
-        if text[:fence].strip():
-            _note(repairs, "prose")
-        text = text[_FENCE_OPEN.match(text, fence).end():]
-        _note(repairs, "code_fence")
-        first = _ACTION_START.search(text)
-    if first is not None and text[first.start() - 1:first.start()] == '"':
-        text, first = _unquote_action(text, first, repairs)
-    if first is None:
-        raise _refuse("your reply contains no JSON object")
-    if text[:first.start()].strip():
-        _note(repairs, "prose")
-    return text, first.start()
-
-
-_OBSERVATION_TAIL = re.compile(rf"{re.escape(_OBSERVATION)}|\bObservation\s*:|^[ "
-                               r"\t>*#]*(?i:observation)\s*:", re.M)
-
-
-def _check_rest(rest: str, action: Any, opened: bool, repairs: list) -> None:
-    """Read what follows the action: prose and an invented observation are ignored; other objects
-    are judged by _check_others. After prose, an observation ends the reply but hides no object from
-    that judgement: a mention of the marker between an example call and the real action never makes
-    the example run."""
-    tail = _OBSERVATION_TAIL.search(rest)
-    before = rest[:tail.start()] if tail else rest
-    if tail:
-        _note(repairs, "observation_tail")
-    _check_others(action, _objects(before if opened else rest), opened, repairs)
-    if before.strip().strip("`").strip():
-        _note(repairs, "trailing_prose")
-
-
 def _check_others(action: Any, others: Iterable, opened: bool, repairs: list) -> None:
     """Judge the objects beside the action, each (its text, its value or None): one that is not an
     action is ignored, a copy of the action is dropped, and a different action is refused after
@@ -2133,7 +2040,7 @@ def _check_others(action: Any, others: Iterable, opened: bool, repairs: list) ->
     (``extra_actions``)."""
     first = None
     for chunk, value in others:
-        if not _is_action(chunk, value):
+        if not _Keys.is_action(chunk, value):
             continue  # braces in prose, or data beside the action: not an action
         first = first or _canonical(action)
         if value is not None and _canonical(value) == first:
@@ -2148,191 +2055,39 @@ def _check_others(action: Any, others: Iterable, opened: bool, repairs: list) ->
                           f"wait for its {_OBSERVATION}")
 
 
-# The one table of an action's keys: each spelling a model writes for one (compared as _spelling
-# makes it) and the key it means. A spelling of the key itself ("Name", "arguments ") must agree
-# with the key; another word ("tool", "args", "final_answer") is a look-alike. Neither is read as
-# the key: where the key holds nothing, either is refused, naming the key. OpenAI's call metadata
-# stands for no key, and is no argument in the wrong place: ignored.
-_OWN_KEYS = ("type", "name", "arguments", "answer", "thought")
-_CALL_METADATA = ("id", "index", "call_id")
-_KEY_TABLE = {
-    **{key: key for key in _OWN_KEYS},
-    **dict.fromkeys(("action", "tool", "tool_name", "function"), "name"),
-    **dict.fromkeys(("args", "argument", "kwargs", "parameters", "params", "input", "inputs",
-                     "action_input", "tool_input", "tool_args"), "arguments"),
-    **dict.fromkeys(("final_answer", "response", "output"), "answer"),
-    **dict.fromkeys(_CALL_METADATA, None),
-}
-_KEY_WORDS = "|".join(sorted((word for word, key in _KEY_TABLE.items()
-                              if key not in (None, "thought")), key=len, reverse=True))
-# An action's key written in an object that cannot be read, also quoted as \" or \\\" (an action
-# written as a JSON string, or escaped once too often) or after a literal \n. The key is found first
-# and its quoting checked after it (bounded), so the search stays linear on long runs of quotes.
-_ACTION_KEY_TEXT = re.compile(r"(?:(?<![\w-])|(?<=\\[nrt]))"
-                              rf"""(?:{_KEY_WORDS})(?:[\\"']|\s){{0,64}}:""", re.I)
-
-
-def _is_action(chunk: str, value: Any) -> bool:
-    """Whether an object found after the action is another action: it has an action's keys or
-    look-alikes, whatever key it opens with. One that cannot be read is judged by the keys written
-    in it."""
-    if isinstance(value, list):
-        return any(_is_action("", item) for item in value)
-    if isinstance(value, dict):
-        return any(_meant_key(key) not in (None, "thought") for key in value)
-    return bool(_ACTION_KEY_TEXT.search(chunk))
-
-
-def _meant_key(key: Any) -> Optional[str]:
-    """The action key that key stands for (by _KEY_TABLE): the key itself, another spelling of it
-    (case, spaces), or a look-alike's."""
-    return _KEY_TABLE.get(_spelling(key))
-
-
-def _spelling(word: Any) -> Optional[str]:
-    """A key or a "type" as the parser compares it: lower-cased, stripped, inner spaces and hyphens
-    as underscores (``"Name "`` is ``name``, ``"Final Answer"`` is ``final_answer``, ``"tool-call"``
-    is ``tool_call``)."""
-    return (word.strip().lower().replace(" ", "_").replace("-", "_") if isinstance(word, str)
-            else None)
+_CALL_IN_NAME = re.compile(r"[()\[\]{}\"'=\n\r]")   # a call written into a tool's name
 
 
 def _interpret(obj: dict, repairs: list) -> Action:
-    """Turn the action object into an Action, refusing anything whose meaning is not certain."""
-    keys = _read_keys(obj, repairs)
+    """Turn the action object into an Action, refusing anything whose meaning is not certain.
+
+    A key is missing when it is absent or null, or holds nothing ("", {}, []) while another key
+    stands for it. When a call's arguments are missing or empty, a look-alike of "arguments", or
+    any key other than the action's own or OpenAI's call metadata holding a value, is an argument
+    in the wrong place: dropping it would run the tool on its defaults, so it is refused, naming
+    "arguments".
+    """
+    keys = _Keys.read(obj, repairs)
+
+    def unheld(key: str) -> bool:
+        return obj.get(key) is None or (key in keys.stand_ins and obj.get(key) in _Keys.EMPTY)
+
     thought = obj.get("thought")
     if thought is not None and not isinstance(thought, str):
         thought = json.dumps(thought, ensure_ascii=False)
+    # 1. a final answer: its text
     if keys.kind == "final":
-        return Action("final", answer=_answer(obj, keys, repairs), thought=thought,
-                      repairs=tuple(repairs))
-    name = _tool_name(obj, keys, repairs)
-    return Action("tool_call", name=name, arguments=_arguments(obj, keys, repairs),
-                  thought=thought, repairs=tuple(repairs))
-
-
-class _Keys(typing.NamedTuple):
-    """What one action object's keys mean, as _read_keys reads them."""
-    kind: str          # "tool_call" or "final"
-    stand_ins: dict    # action key -> the other keys that stand for it and hold a value, in order
-    strays: list       # keys holding a value that spell no action key and are no call metadata
-
-
-_EMPTY = (None, "", {}, [])    # a key holding one of these holds no value
-
-
-def _read_keys(obj: dict, repairs: list) -> _Keys:
-    """The one reading of an action's keys (by _KEY_TABLE): what each stands for, and the kind.
-
-    An action key under two spellings (``name`` and ``Name``), both holding a value, must hold the
-    same value. A call (a name or arguments, under any spelling of the key) beside an answer (under
-    any spelling, or a look-alike such as "final_answer" or "output"), each holding a value, is
-    refused whatever "type" says. A look-alike of a call's key beside an answer ("input" echoing
-    the question) runs nothing, so it is left to the answer.
-    """
-    held = set()           # the action keys that hold a value, under any spelling of the key
-    stand_ins: dict = {}
-    strays = []
-    for key, value in obj.items():
-        if value in _EMPTY:
-            continue
-        if key in _OWN_KEYS:
-            held.add(key)
-            continue
-        spelling = _spelling(key)
-        meant = _KEY_TABLE.get(spelling)
-        if meant is not None:
-            stand_ins.setdefault(meant, []).append(key)
-        if meant is not None and meant == spelling:
-            held.add(meant)
-        elif spelling not in _CALL_METADATA or isinstance(value, (dict, list)):
-            strays.append(key)   # OpenAI's metadata is text or a number, never an object
-    if held.intersection(stand_ins):   # some key is spelled two ways, both holding a value
-        _check_spellings(obj, repairs)
-    answer = "answer" in held or "answer" in stand_ins
-    if answer and ("name" in held or "arguments" in held):
-        raise _refuse("your reply has both an answer and a tool call; send one of them")
-    return _Keys(_action_kind(obj, answer, stand_ins, repairs), stand_ins, strays)
-
-
-def _present(obj: dict, key: str) -> bool:
-    return obj.get(key) not in _EMPTY
-
-
-def _check_spellings(obj: dict, repairs: list) -> None:
-    """Two spellings of one action key (``name`` and ``Name``) holding different values: one would
-    silently win. Refused, naming the key; the same value twice is read once."""
-    spelled: dict = {}
-    for key in obj:
-        meant = _spelling(key)
-        if meant in _OWN_KEYS and meant != "thought" and _present(obj, key):
-            spelled.setdefault(meant, []).append(key)
-    for meant, keys in spelled.items():
-        if len(keys) < 2:
-            continue
-        if len({_canonical(obj[key]) for key in keys}) > 1:
-            shown = " and ".join(json.dumps(key, ensure_ascii=False) for key in keys)
-            raise _refuse(f'the key "{meant}" appears twice with different values (as '
-                          f'{_cut(shown, 80)}); write each key once')
-        _note(repairs, "duplicate_key")
-
-
-def _action_kind(obj: dict, answer: bool, stand_ins: dict, repairs: list) -> str:
-    """"tool_call" or "final": from "type", else from the keys a call or an answer has (answer:
-    whether any key standing for the answer holds one, as the answer-and-call check counts it)."""
-    if "type" in obj:
-        kind = obj["type"]
-        normal = _spelling(kind)
-        if normal not in ("tool_call", "final"):
-            raise _refuse(f'unknown "type" {_cut(json.dumps(kind, ensure_ascii=False), 40)}: use '
-                          '"tool_call" or "final"')
-        if normal != kind:
-            _note(repairs, "type_spelling")
-        return normal
-    is_call = "name" in obj or "arguments" in obj
-    if is_call or "answer" in obj:
-        if "type" in stand_ins:   # "Type" is not read as "type", as "Name" is not "name"
-            raise _refuse(_missing("type", stand_ins))
-        _note(repairs, "missing_type")
-        return "final" if answer or not is_call else "tool_call"
-    names = [key for key in obj if _meant_key(key) not in (None, "thought", key)]
-    if names:
-        fixes = "; ".join(f'use "{_meant_key(key)}" instead of '
-                          f'{json.dumps(key, ensure_ascii=False)}' for key in names)
-        raise _refuse(f'"type" is missing and the keys are wrong: {fixes}')
-    raise _refuse('the object has no "type", "name" or "answer" (keys: '
-                  f'{_cut(", ".join(map(str, obj)), 80) or "none"})')
-
-
-def _answer(obj: dict, keys: _Keys, repairs: list) -> str:
-    answer = obj.get("answer")
-    if _unheld(obj, keys, "answer"):
-        raise _refuse(_missing("answer", keys.stand_ins), _FINAL_SHAPE)
-    if not isinstance(answer, str):
-        _note(repairs, "answer_not_text")
-        answer = json.dumps(answer, ensure_ascii=False)
-    return answer
-
-
-def _unheld(obj: dict, keys: _Keys, key: str) -> bool:
-    """Whether key is missing, or holds nothing ("", {}, []) while another key stands for it."""
-    return obj.get(key) is None or (key in keys.stand_ins and not _present(obj, key))
-
-
-def _missing(key: str, stand_ins: dict) -> str:
-    """What the model is told of a missing key: the key it wrote instead, if there is one."""
-    if key not in stand_ins:
-        return f'"{key}" is missing'
-    return f'use "{key}" instead of {json.dumps(stand_ins[key][0], ensure_ascii=False)}'
-
-
-_CALL_IN_NAME = re.compile(r"[()\[\]{}\"'=\n\r]")
-
-
-def _tool_name(obj: dict, keys: _Keys, repairs: list) -> str:
+        answer = obj.get("answer")
+        if unheld("answer"):
+            raise _refuse(keys.missing("answer"), _FINAL_SHAPE)
+        if not isinstance(answer, str):
+            _note(repairs, "answer_not_text")
+            answer = json.dumps(answer, ensure_ascii=False)
+        return Action("final", answer=answer, thought=thought, repairs=tuple(repairs))
+    # 2. a call: the tool's name, alone
     name = obj.get("name")
-    if _unheld(obj, keys, "name"):
-        raise _refuse(f"{_missing('name', keys.stand_ins)} for the tool to call", _CALL_SHAPE)
+    if unheld("name"):
+        raise _refuse(f"{keys.missing('name')} for the tool to call", _CALL_SHAPE)
     if not isinstance(name, str) or not name.strip():
         raise _refuse(f'"name" must be the tool name as text, got {_shown(name)}', _CALL_SHAPE)
     if _CALL_IN_NAME.search(name.strip()):
@@ -2341,11 +2096,7 @@ def _tool_name(obj: dict, keys: _Keys, repairs: list) -> str:
                       _CALL_SHAPE)
     if name != name.strip():
         _note(repairs, "name_whitespace")
-    return name.strip()
-
-
-def _arguments(obj: dict, keys: _Keys, repairs: list) -> dict:
-    """The call's arguments; when they are missing or empty, no other key may hold any."""
+    # 3. its arguments: an object, or the JSON text of one
     arguments = obj.get("arguments")
     if isinstance(arguments, str):
         _note(repairs, "arguments_string")
@@ -2357,27 +2108,161 @@ def _arguments(obj: dict, keys: _Keys, repairs: list) -> dict:
         if text[end:].strip():
             raise _refuse('"arguments" holds text after its JSON object', _CALL_SHAPE)
     if arguments is None or arguments == {}:
-        _check_stray_arguments(obj, keys)
+        # 4. none: then no other key may hold any
+        stray = (keys.stand_ins.get("arguments") or keys.strays or [None])[0]
+        if stray is not None:
+            shown = _cut(json.dumps(stray, ensure_ascii=False), 60)
+            if stray in keys.stand_ins.get("arguments", ()) or isinstance(obj[stray], dict):
+                raise _refuse(f'use "arguments" instead of {shown}', _CALL_SHAPE)
+            raise _refuse(f'the tool call has no "arguments" but has {shown} beside them; put the '
+                          f'tool\'s arguments inside "arguments", as in "arguments": {{{shown}: '
+                          '...}}', _CALL_SHAPE)
         if arguments is None:
             _note(repairs, "missing_arguments")
-        return {}
-    if not isinstance(arguments, dict):
+        arguments = {}
+    elif not isinstance(arguments, dict):
         raise _refuse(f'"arguments" must be a JSON object, got {_shown(arguments)}', _CALL_SHAPE)
-    return arguments
+    return Action("tool_call", name=name.strip(), arguments=arguments, thought=thought,
+                  repairs=tuple(repairs))
 
 
-def _check_stray_arguments(obj: dict, keys: _Keys) -> None:
-    """In a call whose arguments are missing or empty, a look-alike of "arguments", or any key other
-    than the action's own or OpenAI's call metadata holding a value, is an argument in the wrong
-    place: dropping it would run the tool on its defaults. Refused, naming "arguments"."""
-    stray = (keys.stand_ins.get("arguments") or keys.strays or [None])[0]
-    if stray is None:
-        return
-    shown = _cut(json.dumps(stray, ensure_ascii=False), 60)
-    if stray in keys.stand_ins.get("arguments", ()) or isinstance(obj[stray], dict):
-        raise _refuse(f'use "arguments" instead of {shown}', _CALL_SHAPE)
-    raise _refuse(f'the tool call has no "arguments" but has {shown} beside them; put the tool\'s '
-                  f'arguments inside "arguments", as in "arguments": {{{shown}: ...}}', _CALL_SHAPE)
+class _Keys(typing.NamedTuple):
+    """What one action object's keys mean, as ``_Keys.read`` reads them by the one table of an
+    action's keys (``_Keys.TABLE``)."""
+
+    kind: str          # "tool_call" or "final"
+    stand_ins: dict    # action key -> the other keys that stand for it and hold a value, in order
+    strays: list       # keys holding a value that spell no action key and are no call metadata
+
+    # The one table of an action's keys: each spelling a model writes for one (compared as
+    # spelling() makes it) and the key it means. A spelling of the key itself ("Name", "arguments ")
+    # must agree with the key; another word ("tool", "args", "final_answer") is a look-alike.
+    # Neither is read as the key: where the key holds nothing, either is refused, naming the key.
+    # OpenAI's call metadata stands for no key, and is no argument in the wrong place: ignored.
+    OWN = ("type", "name", "arguments", "answer", "thought")
+    CALL_METADATA = ("id", "index", "call_id")
+    TABLE = {
+        **{key: key for key in OWN},
+        **dict.fromkeys(("action", "tool", "tool_name", "function"), "name"),
+        **dict.fromkeys(("args", "argument", "kwargs", "parameters", "params", "input", "inputs",
+                         "action_input", "tool_input", "tool_args"), "arguments"),
+        **dict.fromkeys(("final_answer", "response", "output"), "answer"),
+        **dict.fromkeys(CALL_METADATA, None),
+    }
+    EMPTY = (None, "", {}, [])    # a key holding one of these holds no value
+    # An action's key written in an object that cannot be read, also quoted as \" or \\\" (an
+    # action written as a JSON string, or escaped once too often) or after a literal \n. The key is
+    # found first and its quoting checked after it (bounded), so the search stays linear on long
+    # runs of quotes.
+    KEY_TEXT = re.compile(r"(?:(?<![\w-])|(?<=\\[nrt]))(?:" + "|".join(sorted(
+        (word for word, key in TABLE.items() if key not in (None, "thought")), key=len,
+        reverse=True)) + r""")(?:[\\"']|\s){0,64}:""", re.I)
+
+    @staticmethod
+    def spelling(word: Any) -> Optional[str]:
+        """A key or a "type" as the parser compares it: lower-cased, stripped, inner spaces and
+        hyphens as underscores (``"Name "`` is ``name``, ``"Final Answer"`` is ``final_answer``,
+        ``"tool-call"`` is ``tool_call``)."""
+        return (word.strip().lower().replace(" ", "_").replace("-", "_") if isinstance(word, str)
+                else None)
+
+    @classmethod
+    def meant(cls, key: Any) -> Optional[str]:
+        """The action key that key stands for: the key itself, another spelling of it (case,
+        spaces), or a look-alike's."""
+        return cls.TABLE.get(cls.spelling(key))
+
+    @classmethod
+    def is_action(cls, chunk: str, value: Any) -> bool:
+        """Whether an object found beside the action is another action: it has an action's keys or
+        look-alikes, whatever key it opens with. One that cannot be read (value None) is judged by
+        the keys written in its text, chunk."""
+        if isinstance(value, list):
+            return any(cls.is_action("", item) for item in value)
+        if isinstance(value, dict):
+            return any(cls.meant(key) not in (None, "thought") for key in value)
+        return bool(cls.KEY_TEXT.search(chunk))
+
+    @classmethod
+    def read(cls, obj: dict, repairs: list) -> _Keys:
+        """The one reading of an action's keys: what each stands for, and the kind.
+
+        An action key under two spellings (``name`` and ``Name``), both holding a value, must hold
+        the same value (one would silently win): refused, naming the key; the same value twice is
+        read once. A call (a name or arguments, under any spelling of the key) beside an answer
+        (under any spelling, or a look-alike such as "final_answer" or "output"), each holding a
+        value, is refused whatever "type" says. A look-alike of a call's key beside an answer
+        ("input" echoing the question) runs nothing, so it is left to the answer. The kind comes
+        from "type", else from the keys a call or an answer has.
+        """
+        # 1. what each key stands for
+        held = set()           # the action keys that hold a value, under any spelling of the key
+        stand_ins: dict = {}
+        strays = []
+        for key, value in obj.items():
+            if value in cls.EMPTY:
+                continue
+            if key in cls.OWN:
+                held.add(key)
+                continue
+            spelling = cls.spelling(key)
+            meant = cls.TABLE.get(spelling)
+            if meant is not None:
+                stand_ins.setdefault(meant, []).append(key)
+            if meant is not None and meant == spelling:
+                held.add(meant)
+            elif spelling not in cls.CALL_METADATA or isinstance(value, (dict, list)):
+                strays.append(key)   # OpenAI's metadata is text or a number, never an object
+        # 2. one key spelled two ways, both holding a value: one value, or refused
+        if held.intersection(stand_ins):
+            spelled: dict = {}
+            for key in obj:
+                meant = cls.spelling(key)
+                if meant in cls.OWN and meant != "thought" and obj.get(key) not in cls.EMPTY:
+                    spelled.setdefault(meant, []).append(key)
+            for meant, keys in spelled.items():
+                if len(keys) < 2:
+                    continue
+                if len({_canonical(obj[key]) for key in keys}) > 1:
+                    shown = " and ".join(json.dumps(key, ensure_ascii=False) for key in keys)
+                    raise _refuse(f'the key "{meant}" appears twice with different values (as '
+                                  f'{_cut(shown, 80)}); write each key once')
+                _note(repairs, "duplicate_key")
+        # 3. never both an answer and a call
+        answer = "answer" in held or "answer" in stand_ins
+        if answer and ("name" in held or "arguments" in held):
+            raise _refuse("your reply has both an answer and a tool call; send one of them")
+        # 4. the kind: from "type", else from the keys a call or an answer has (an answer counted
+        # as step 3 counts it)
+        if "type" in obj:
+            kind = obj["type"]
+            normal = cls.spelling(kind)
+            if normal not in ("tool_call", "final"):
+                raise _refuse(f'unknown "type" {_cut(json.dumps(kind, ensure_ascii=False), 40)}: '
+                              'use "tool_call" or "final"')
+            if normal != kind:
+                _note(repairs, "type_spelling")
+            return cls(normal, stand_ins, strays)
+        is_call = "name" in obj or "arguments" in obj
+        if is_call or "answer" in obj:
+            if "type" in stand_ins:   # "Type" is not read as "type", as "Name" is not "name"
+                raise _refuse(f'use "type" instead of '
+                              f'{json.dumps(stand_ins["type"][0], ensure_ascii=False)}')
+            _note(repairs, "missing_type")
+            return cls("final" if answer or not is_call else "tool_call", stand_ins, strays)
+        names = [key for key in obj if cls.meant(key) not in (None, "thought", key)]
+        if names:
+            fixes = "; ".join(f'use "{cls.meant(key)}" instead of '
+                              f'{json.dumps(key, ensure_ascii=False)}' for key in names)
+            raise _refuse(f'"type" is missing and the keys are wrong: {fixes}')
+        raise _refuse('the object has no "type", "name" or "answer" (keys: '
+                      f'{_cut(", ".join(map(str, obj)), 80) or "none"})')
+
+    def missing(self, key: str) -> str:
+        """What the model is told of a missing key: the key it wrote instead, if there is one."""
+        if key not in self.stand_ins:
+            return f'"{key}" is missing'
+        return f'use "{key}" instead of {json.dumps(self.stand_ins[key][0], ensure_ascii=False)}'
 
 
 # -- Protocol, what goes back: refusals, repair notes, observations --------------------
@@ -2405,23 +2290,32 @@ def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-_UNLISTED = ("title", "examples", "$schema", "$comment")  # annotations a model does not need to see
+def _listed(schema: Any, top: bool = True, depth: int = 0) -> Any:
+    """A parameter schema as the prompt lists it, the one trimmer: without annotations (a model
+    needs none: they describe and never constrain), and at the top without what every tool's
+    schema says (``"type": "object"``, ``"additionalProperties": false``, an empty ``required``);
+    ``top=False`` keeps those, for an MCP tool's schema as it is registered.
 
-
-def _listed(schema: Any, top: bool = True) -> Any:
-    """A parameter schema as the prompt lists it: without annotations, and at the top without what
-    every tool's schema says (``"type": "object"``, ``"additionalProperties": false``, an empty
-    ``required``)."""
+    The keys of a map of names to schemas (properties, $defs) are names, kept whatever they are,
+    and the values of enum, const and default are values, kept whole. ToolError past twice
+    _MAX_SCHEMA_DEPTH levels (a schema level is a map and a schema), which the schema check
+    refuses anyway, before the stack runs out.
+    """
+    if depth > 2 * _MAX_SCHEMA_DEPTH + 2:
+        raise ToolError(f"the schema is nested more than {_MAX_SCHEMA_DEPTH} levels deep")
     if isinstance(schema, list):
-        return [_listed(item, False) for item in schema]
+        return [_listed(item, False, depth + 1) for item in schema]
     if not isinstance(schema, dict):
         return schema
     listed = {}
     for key, value in schema.items():
-        if key in ("properties", "$defs") and isinstance(value, dict):   # names, not keywords
-            listed[key] = {name: _listed(item, False) for name, item in value.items()}
-        elif key not in _UNLISTED:
-            listed[key] = _listed(value, False)
+        if (key in ("properties", "$defs", "definitions", "patternProperties")
+                and isinstance(value, dict)):
+            listed[key] = {name: _listed(item, False, depth + 2) for name, item in value.items()}
+        elif key in ("enum", "const", "default"):
+            listed[key] = value
+        elif key not in ("title", "examples", "$schema", "$comment"):
+            listed[key] = _listed(value, False, depth + 1)
     if top:
         for key, plain in (("type", "object"), ("additionalProperties", False), ("required", [])):
             if listed.get(key) == plain:
@@ -2490,17 +2384,6 @@ def _repeating_tail(text: str) -> bool:
     return False
 
 
-_ROW_SEPARATORS = re.compile(r"[,;|\n\t]")
-_WORD = re.compile(r"[^\W\d_]{2,}")                            # two or more letters, in any script
-_LITERALS = {"null", "true", "false", "None", "True", "False", "NaN"}
-_TOKEN = re.compile(r"[A-Za-z0-9+/=_-]+")  # digits, base64, a banner: one unspaced token
-_MEMBER, _OPENING, _CLOSING = re.compile(r'"\s*:'), re.compile(r"[{\[]"), re.compile(r"[]}]")
-# ...unless it is lowercase words joined by "_" or "-", 8 characters or more, as a model writes
-# names ("greeting_to_"): base64 of one colour has 4-character units
-_NAME_UNIT = re.compile(r"[a-z_-]{8,}")
-_JOINED_WORDS = re.compile(r"[a-z]{2}[_-][a-z]{2}")
-
-
 def _lists_values(unit: str) -> bool:
     """True when a repeated unit is data, not something the model says: a row or an unspaced token.
 
@@ -2514,12 +2397,13 @@ def _lists_values(unit: str) -> bool:
     2,000; of one colour, never). Units of whitespace, prose, and arithmetic (``= 24*3 + 40``,
     ``.000000000``) are not data.
     """
-    if _TOKEN.fullmatch(unit):
+    if re.fullmatch(r"[A-Za-z0-9+/=_-]+", unit):   # digits, base64, a banner: one unspaced token
         # a name written again and again ("greeting_to_") is a loop that runs to the context's
         # end (docs/NOTES.md, "Streaming"); the unit may start inside a word: its two copies
-        # hold the join
-        return not (_NAME_UNIT.fullmatch(unit) and _JOINED_WORDS.search(unit + unit))
-    separator = _ROW_SEPARATORS.search(unit)
+        # hold the join. Base64 of one colour has 4-character units.
+        return not (re.fullmatch(r"[a-z_-]{8,}", unit)
+                    and re.search(r"[a-z]{2}[_-][a-z]{2}", unit + unit))
+    separator = re.search(r"[,;|\n\t]", unit)
     if not unit.strip() or not separator:
         return False
     # start after a separator, so no word is cut
@@ -2528,44 +2412,109 @@ def _lists_values(unit: str) -> bool:
     readings = (unit, '"' + unit) if '"' in unit else (unit,)
     for reading in readings:
         outside = "".join(reading.split('"')[::2])
-        if not all(word in _LITERALS for word in _WORD.findall(outside)):
+        words = re.findall(r"[^\W\d_]{2,}", outside)   # two or more letters, in any script
+        if not all(word in ("null", "true", "false", "None", "True", "False", "NaN")
+                   for word in words):
             continue
-        opens = len(_OPENING.findall(outside))
+        opens = len(re.findall(r"[{\[]", outside))
         # A unit that opens more than it closes nests deeper with each copy, and a member with no
         # bracket is the same key again in one object: neither is data, and a looping model
         # writes both to the context's end (docs/NOTES.md, "Streaming").
-        if opens <= len(_CLOSING.findall(outside)) and not (opens == 0 and _MEMBER.search(reading)):
+        if (opens <= len(re.findall(r"[]}]", outside))
+                and not (opens == 0 and re.search(r'"\s*:', reading))):
             return True
     return False
+
+
+# -- Protocol, packaging: think tags, a quoted action (skip on first read) -------------
+# what may wrap the action: reasoning blocks before it, a quote around it
+
+# The one table of reasoning blocks: (opening tag, closing tag), each matched in any case. Every
+# think pattern below, and what the streaming scanner keeps of an open block, comes from it: a
+# spelling is one line.
+_THINK_BLOCKS = (("<think>", "</think>"), ("<thinking>", "</thinking>"),
+                 ("<reasoning>", "</reasoning>"),
+                 ("[THINK]", "[/THINK]"))    # the last: Mistral's reasoning models' spelling
+_THINK_OPEN = re.compile("|".join(re.escape(opening) for opening, _ in _THINK_BLOCKS), re.I)
+_THINK_CLOSE = re.compile("|".join(re.escape(closing) for _, closing in _THINK_BLOCKS), re.I)
+
+
+def _drop_think(text: str, repairs: list) -> str:
+    """Remove reasoning blocks that open before the action, and the reasoning before a lone closing
+    tag.
+
+    A block that never closes holds no action (a draft in it is never run): refused. A lone closing
+    tag ends reasoning whose opening tag the server dropped: the first one outside the objects
+    before it (a draft may quote a tag in a string), whatever the reasoning mentions.
+    """
+    # 1. the blocks that open before the first brace outside them
+    kept, pos = [], 0
+    brace = text.find("{")
+    while True:
+        opening = _THINK_OPEN.search(text, pos)
+        if brace != -1 and brace < pos:
+            brace = text.find("{", pos)  # that brace was inside a removed block
+        if opening is None or (brace != -1 and brace < opening.start()):
+            break
+        kept.append(text[pos:opening.start()])
+        pos, depth = _think_end(text, opening.end(), 1)
+        if depth:
+            tag = opening.group().lower()
+            closer = next(close for open_, close in _THINK_BLOCKS if open_.lower() == tag)
+            raise _refuse(f"your reply opens a {opening.group()} block that never closes, so it "
+                          f"holds no action; close it with {closer} and put the action after it")
+        _note(repairs, "think")
+    text = ("".join(kept) + text[pos:]).strip()
+    # 2. a lone closing tag: all before it is reasoning
+    end = 0   # where the last object read ends; one that never closes runs to the end of the text
+    for closing in _THINK_CLOSE.finditer(text):
+        while end <= closing.start():
+            first = _ACTION_START.search(text, end)
+            if first is None or first.start() >= closing.start():
+                _note(repairs, "think")
+                return text[closing.end():].strip()
+            scanner = _ActionScanner._at(text, first.start())
+            end = scanner.end or scanner.broken_at or len(text)
+    return text
+
+
+_THINK_TAG = re.compile(f"(?P<close>{_THINK_CLOSE.pattern})|{_THINK_OPEN.pattern}", re.I)
+
+
+def _think_end(text: str, pos: int, depth: int) -> tuple[int, int]:
+    """Read reasoning from text[pos], inside depth open think blocks; blocks nest, so a closing tag
+    ends only its own block. Returns (just past the tag that closes the outermost block, 0), or,
+    when text ends first, (just past the last tag read, the depth still open)."""
+    for tag in _THINK_TAG.finditer(text, pos):
+        depth += -1 if tag.group("close") else 1
+        pos = tag.end()
+        if not depth:
+            break
+    return pos, depth
+
+
+def _unquote_action(text: str, first: Any, repairs: list) -> tuple:
+    """The reply is one JSON string holding a whole action (encoded once more): decode it in place.
+
+    Otherwise the quote before the action is packaging, as in ``"{"type": …}"``.
+    """
+    try:
+        inner, end = json.JSONDecoder(strict=False).raw_decode(text, first.start() - 1)
+    except ValueError:
+        return text, first
+    inner = inner.strip() if isinstance(inner, str) else ""
+    # else decoding the string could only change its backslashes
+    encoded = '\\"' in text[first.start():end]
+    if not encoded or not _ACTION_START.match(inner) or _ActionScanner._at(inner, 0).end is None:
+        return text, first
+    _note(repairs, "json_string")
+    text = text[:first.start() - 1] + inner + text[end:]
+    return text, _ACTION_START.search(text, first.start() - 1)
 
 
 # -- Protocol, reading near-JSON: the lexer (skip on first read) -----------------------
 # _ActionScanner finds where a reply's action ends (the streaming client uses it too); _read_value
 # reads it
-
-_MAX_JSON_DEPTH = 100        # brackets nested deeper are refused
-# what an open block keeps between pieces
-_THINK_TAIL = max(len(tag) for block in _THINK_BLOCKS for tag in block) - 1
-# The only tags that are packaging: tokens of chat templates and tool-call wrappers. Any other
-# tag (<draft>, <example>, <reflection>) is prose, so a reply that opens with it is read whole.
-_SPECIAL_TOKEN = rf"""<\|/?[\w.-]{{1,40}}\|> | <｜[^｜<>]{{0,40}}｜> | \[/?(?:TOOL_CALLS|INST)\]
-                   | </?(?:s|tool_calls?|function_?calls?)> | (?i:{_THINK_CLOSES})"""
-_STRUCTURE = re.compile(r"[][{}\"']")
-_STRING_REST = {'"': re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.S),
-                "'": re.compile(r"[^'\\]*(?:\\.[^'\\]*)*", re.S)}
-_LABELS = ("json", "JSON", "assistant")
-_LEAD_TOKEN = re.compile(rf"""
-    (?P<space>[\s\ufeff]+)
-  | (?P<action>{_ACTION_OPENER})
-  | (?P<quote>"(?={_ACTION_OPENER}))                   # a stray quote right before the action
-  | (?P<think>(?i:{_THINK_OPENS}))
-  | (?P<fence>```[\w+.-]{{0,20}})
-  | (?P<token>{_SPECIAL_TOKEN})
-  | (?P<label>(?:{"|".join(_LABELS)})\b)
-""", re.X)
-_PACKAGING_TAGS = {"fence": "code_fence", "token": "special_tokens", "label": "special_tokens",
-                   "quote": "stray_quote"}
-
 
 class _ActionScanner:
     """Reads a reply piece by piece and finds where its first action ends.
@@ -2578,6 +2527,35 @@ class _ActionScanner:
     block, so the work per piece is proportional to the piece.
     """
 
+    # What it looks for: the packaging before the action, and the brackets and strings in it.
+    MAX_DEPTH = 100        # brackets nested deeper are refused
+    # what an open think block keeps between pieces
+    THINK_TAIL = max(len(tag) for block in _THINK_BLOCKS for tag in block) - 1
+    LABELS = ("json", "JSON", "assistant")
+    # What may come before the action. The only tags that are packaging: tokens of chat templates
+    # and tool-call wrappers. Any other tag (<draft>, <example>, <reflection>) is prose, so a reply
+    # that opens with it is read whole.
+    LEAD_TOKEN = re.compile(rf"""
+        (?P<space>[\s\ufeff]+)
+      | (?P<action>{_ACTION_START.pattern})
+      | (?P<quote>"(?={_ACTION_START.pattern}))        # a stray quote right before the action
+      | (?P<think>(?i:{_THINK_OPEN.pattern}))
+      | (?P<fence>```[\w+.-]{{0,20}})
+      | (?P<token><\|/?[\w.-]{{1,40}}\|> | <｜[^｜<>]{{0,40}}｜> | \[/?(?:TOOL_CALLS|INST)\]
+                 | </?(?:s|tool_calls?|function_?calls?)> | (?i:{_THINK_CLOSE.pattern}))
+      | (?P<label>(?:{"|".join(LABELS)})\b)
+    """, re.X)
+    PACKAGING_TAGS = {"fence": "code_fence", "token": "special_tokens", "label": "special_tokens",
+                      "quote": "stray_quote"}
+    # the start of a lead token or of the action, cut at a piece's end: wait for the next piece
+    LEAD_PARTIAL = re.compile(r"""<\|?/?[\w.-]{0,40}\|? | <｜[^｜<>]{0,40}｜? | \[\s{0,64}
+                                  | \[/?[A-Z_]{0,20} | "(?:\[\s{0,64})? | `{1,2}""", re.X)
+    STRUCTURE = re.compile(r"[][{}\"']")
+    STRING_REST = {'"': re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.S),
+                   "'": re.compile(r"[^'\\]*(?:\\.[^'\\]*)*", re.S)}
+
+    # Reading, piece by piece; open_string says where an unclosed string began.
+
     def __init__(self) -> None:
         # None while undecided; False once prose came first
         self.opens_with_action: Optional[bool] = None
@@ -2586,7 +2564,7 @@ class _ActionScanner:
         # why the action can never close: a mismatched or too deep bracket
         self.problem: Optional[str] = None
         self.broken_at: Optional[int] = None   # just past the bracket that made the problem
-        self.too_deep = False                  # the problem is nesting past _MAX_JSON_DEPTH
+        self.too_deep = False                  # the problem is nesting past MAX_DEPTH
         self.packaging: list = []  # repair tags of the packaging skipped before the action
         self._fed = 0                          # characters fed so far
         self._pending = ""  # fed text not decided yet: a partial token, an open think block's tail
@@ -2630,17 +2608,17 @@ class _ActionScanner:
             if self._think_depth:
                 pos, self._think_depth = _think_end(text, pos, self._think_depth)
                 if self._think_depth:  # keep only what may be the start of the next tag
-                    self._pending = text[max(pos, len(text) - _THINK_TAIL):]
+                    self._pending = text[max(pos, len(text) - self.THINK_TAIL):]
                     return None
                 continue
-            token = _LEAD_TOKEN.match(text, pos)
+            token = self.LEAD_TOKEN.match(text, pos)
             if token is None or (token.end() == len(text)
                                  and token.lastgroup in ("fence", "label")):
                 # wait: the next piece decides
                 # or when the end may still grow into packaging or the action's start
                 rest = text[pos:]
-                if (token is not None or _LEAD_PARTIAL.fullmatch(rest)
-                        or any(label.startswith(rest) for label in _LABELS)
+                if (token is not None or self.LEAD_PARTIAL.fullmatch(rest)
+                        or any(label.startswith(rest) for label in self.LABELS)
                         or any(tag.lower().startswith(rest.lower()) for block in _THINK_BLOCKS
                                for tag in block)):
                     self._pending = text[pos:]
@@ -2653,7 +2631,7 @@ class _ActionScanner:
                 return pos
             self._think_depth = int(kind == "think")
             tag = ("think" if kind == "think" or _THINK_CLOSE.fullmatch(token.group())
-                   else _PACKAGING_TAGS.get(kind))
+                   else self.PACKAGING_TAGS.get(kind))
             if tag:
                 _note(self.packaging, tag)
         return None
@@ -2668,7 +2646,7 @@ class _ActionScanner:
                     if pos >= len(text):
                         return None
                     pos, self._escaped = pos + 1, False
-                pos = _STRING_REST[self._quote].match(text, pos).end()
+                pos = self.STRING_REST[self._quote].match(text, pos).end()
                 if pos >= len(text):
                     return None
                 # a lone backslash ends the piece: it escapes the next one's first character
@@ -2677,7 +2655,7 @@ class _ActionScanner:
                     return None
                 self._quote, pos = "", pos + 1
                 continue
-            match = _STRUCTURE.search(text, pos)
+            match = self.STRUCTURE.search(text, pos)
             if match is None:
                 return None
             char, pos = match.group(), match.end()
@@ -2685,9 +2663,9 @@ class _ActionScanner:
                 self._quote = char
             elif char in "{[":
                 closers.append("}" if char == "{" else "]")
-                if len(closers) > _MAX_JSON_DEPTH:
+                if len(closers) > self.MAX_DEPTH:
                     self.too_deep = True
-                    return self._broken(f"the JSON is nested more than {_MAX_JSON_DEPTH} levels "
+                    return self._broken(f"the JSON is nested more than {self.MAX_DEPTH} levels "
                                         "deep", base + pos)
             elif closers.pop() != char:
                 return self._broken(f"the JSON has a mismatched {char!r} at character "
@@ -2715,25 +2693,6 @@ class _ActionScanner:
     def _broken(self, problem: str, at: int) -> None:
         self.problem, self.broken_at = problem, at
         return None
-
-
-_THINK_TAG = re.compile(f"(?P<close>{_THINK_CLOSES})|{_THINK_OPENS}", re.I)
-
-
-def _think_end(text: str, pos: int, depth: int) -> tuple[int, int]:
-    """Read reasoning from text[pos], inside depth open think blocks; blocks nest, so a closing tag
-    ends only its own block. Returns (just past the tag that closes the outermost block, 0), or,
-    when text ends first, (just past the last tag read, the depth still open)."""
-    for tag in _THINK_TAG.finditer(text, pos):
-        depth += -1 if tag.group("close") else 1
-        pos = tag.end()
-        if not depth:
-            break
-    return pos, depth
-
-
-_LEAD_PARTIAL = re.compile(r"""<\|?/?[\w.-]{0,40}\|? | <｜[^｜<>]{0,40}｜? | \[\s{0,64}
-                               | \[/?[A-Z_]{0,20} | "(?:\[\s{0,64})? | `{1,2}""", re.X)
 
 
 def _read_value(text: str, start: int, repairs: list) -> tuple[Any, int]:
@@ -2780,8 +2739,26 @@ def _decode(chunk: str, repairs: list) -> Any:
     A key written twice with different values, at any depth, and a number that is not
     finite are refused.
     """
-    hooks = {"object_pairs_hook": lambda pairs: _unique_keys(pairs, repairs),
-             "parse_constant": _not_finite, "parse_float": _finite}
+    def unique_keys(pairs: list) -> dict:   # a key written twice must hold one value
+        obj: dict = {}
+        for key, value in pairs:
+            if key in obj:
+                if _canonical(obj[key]) != _canonical(value):
+                    shown = _cut(json.dumps(key, ensure_ascii=False), 60)
+                    raise _refuse(f"the key {shown} appears twice with different values; write "
+                                  "each key once")
+                _note(repairs, "duplicate_key")
+            obj[key] = value
+        return obj
+
+    def finite(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            _not_finite(text)
+        return value
+
+    hooks = {"object_pairs_hook": unique_keys, "parse_constant": _not_finite,
+             "parse_float": finite}
     try:
         return json.loads(chunk, **hooks)
     except ActionFormatError:
@@ -2800,9 +2777,60 @@ def _decode(chunk: str, repairs: list) -> Any:
         raise _refuse(f"the JSON is invalid: {exc}") from None
 
 
+def _not_finite(text: str) -> None:
+    raise _refuse(f"the number {text[:40]} is not finite; send a finite number, or text in double "
+                  "quotes")
+
+
+# One token of near-JSON, as _normalize_json reads it.
+_JSON_TOKEN = re.compile(r"""
+    (?P<space>\s+)
+  | (?P<escaped>(?:\\[nrt])+)                         # a literal \\n between tokens: escaped twice
+  | (?P<punct>[][{}:,])
+  | (?P<string>"[^"\\]*(?:\\.[^"\\]*)*"|'[^'\\]*(?:\\.[^'\\]*)*')
+  | (?P<number>-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.]))
+  | (?P<word>-?[A-Za-z_][\w.-]*)
+""", re.X | re.S)
+# One escape or raw control character inside a string.
+_STRING_PIECE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|u[0-9a-fA-F]{4}|[0-7]{1,3}|.)"
+                           r"|[\x00-\x1f]", re.S)
+
+
 def _normalize_json(chunk: str, repairs: list) -> str:
     """Rewrite near-JSON as JSON, token by token: Python literals, raw control characters,
-    invalid escapes, trailing commas, escaped-twice whitespace. Unquoted words are refused."""
+    invalid escapes, trailing commas, escaped-twice whitespace. Unquoted words are refused.
+
+    In a string, ``\\_`` and ``\\'`` read as the character (Markdown and Python habits).
+    Otherwise a double-quoted string keeps JSON's escapes and a single-quoted one Python's
+    (for ``ast.literal_eval``); any other backslash is refused, since it may be a path's
+    backslash or an escape.
+    """
+    python_words = {"True": "true", "False": "false", "None": "null"}
+
+    def fix_piece(piece: str, single: bool) -> str:   # one match of _STRING_PIECE
+        if piece[0] != "\\":
+            _note(repairs, "raw_control_characters")
+            return json.dumps(piece)[1:-1]
+        code = piece[1:]
+        if code == "_" or (code == "'" and not single):
+            _note(repairs, "invalid_escape")
+            return code
+        # past 0o377 Python warns; the same character without a warning
+        if single and code[0] in "01234567":
+            return f"\\U{int(code, 8):08x}"
+        if single:   # a backslash and a line break is a line continuation
+            allowed = code[0] in "\\'\"abfnrtv01234567xNuU\n"
+        else:
+            allowed = code in ('"', "\\", "/", "b", "f", "n", "r", "t") or (
+                code[0] == "u" and len(code) == 5)
+        if not allowed:
+            char = code[0]
+            shown = (f"'\\{char}'" if char.isprintable() and not char.isspace()
+                     else f"a backslash before U+{ord(char):04X}")
+            raise _refuse(f"a string holds {shown}, which may be a literal backslash (as in "
+                          "C:\\Users) or an escape; write a literal backslash as \\\\")
+        return piece
+
     tokens, pos = [], 0
     while pos < len(chunk):
         token = _JSON_TOKEN.match(chunk, pos)
@@ -2819,7 +2847,7 @@ def _normalize_json(chunk: str, repairs: list) -> str:
         elif kind == "string":   # a double- or single-quoted string, as a JSON string literal
             single = value[0] == "'"
             body = _STRING_PIECE.sub(
-                lambda m, single=single: _fix_piece(m.group(), single, repairs), value[1:-1])
+                lambda m, single=single: fix_piece(m.group(), single), value[1:-1])
             value = f'"{body}"'
             if single:
                 _note(repairs, "python_literal")
@@ -2831,15 +2859,15 @@ def _normalize_json(chunk: str, repairs: list) -> str:
         elif kind == "word" and value not in ("true", "false", "null"):
             if value in ("NaN", "Infinity", "-Infinity"):
                 _not_finite(value)
-            if value not in _PYTHON_WORDS and last[1] >= 0 and out[last[1]][:1] == '"':
+            if value not in python_words and last[1] >= 0 and out[last[1]][:1] == '"':
                 # as in "echo "hi"": the string ended early
                 raise _refuse(f'the text {value[:40]!r} follows a string: a quote inside a string '
                               'must be escaped as \\"')
-            if value not in _PYTHON_WORDS:
+            if value not in python_words:
                 raise _refuse(f"the value {value[:40]!r} is not quoted: put text values in double "
                               "quotes")
             _note(repairs, "python_literal")
-            value = _PYTHON_WORDS[value]
+            value = python_words[value]
         elif (value in "]}" and min(last) >= 0 and out[last[1]] == ","
               and out[last[0]] not in ("[", "{", ",", ":")):
             out[last[1]] = ""  # whatever whitespace, line breaks or indentation follow the comma
@@ -2850,89 +2878,9 @@ def _normalize_json(chunk: str, repairs: list) -> str:
     return "".join(out)
 
 
-_JSON_TOKEN = re.compile(r"""
-    (?P<space>\s+)
-  | (?P<escaped>(?:\\[nrt])+)                         # a literal \\n between tokens: escaped twice
-  | (?P<punct>[][{}:,])
-  | (?P<string>"[^"\\]*(?:\\.[^"\\]*)*"|'[^'\\]*(?:\\.[^'\\]*)*')
-  | (?P<number>-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.]))
-  | (?P<word>-?[A-Za-z_][\w.-]*)
-""", re.X | re.S)
-
-
-_STRING_PIECE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|u[0-9a-fA-F]{4}|[0-7]{1,3}|.)"
-                           r"|[\x00-\x1f]", re.S)
-
-
-_JSON_ESCAPES = set('"\\/bfnrt')
-# a backslash and a line break is a line continuation
-_PYTHON_ESCAPES = set("\\'\"abfnrtv01234567xNuU\n")
-
-
-def _fix_piece(piece: str, single: bool, repairs: list) -> str:
-    """One escape or raw control character of a string, rewritten for JSON or, in a single-quoted
-    string, for ``ast.literal_eval``.
-
-    ``\\_`` and ``\\'`` read as the character (Markdown and Python habits). Otherwise a
-    double-quoted string keeps JSON's escapes and a single-quoted one Python's; any
-    other backslash is refused, since it may be a path's backslash or an escape.
-    """
-    if piece[0] != "\\":
-        _note(repairs, "raw_control_characters")
-        return json.dumps(piece)[1:-1]
-    code = piece[1:]
-    if code == "_" or (code == "'" and not single):
-        _note(repairs, "invalid_escape")
-        return code
-    # past 0o377 Python warns; the same character without a warning
-    if single and code[0] in "01234567":
-        return f"\\U{int(code, 8):08x}"
-    if single:
-        allowed = code[0] in _PYTHON_ESCAPES
-    else:
-        allowed = code in _JSON_ESCAPES or (code[0] == "u" and len(code) == 5)
-    if not allowed:
-        char = code[0]
-        shown = (f"'\\{char}'" if char.isprintable() and not char.isspace()
-                 else f"a backslash before U+{ord(char):04X}")
-        raise _refuse(f"a string holds {shown}, which may be a literal backslash (as in C:\\Users) "
-                      "or an escape; write a literal backslash as \\\\")
-    return piece
-
-
-_PYTHON_WORDS = {"True": "true", "False": "false", "None": "null"}
-
-
-def _unique_keys(pairs: list, repairs: list) -> dict:
-    """An object from its key-value pairs; a key written twice must hold the same value both
-    times."""
-    obj: dict = {}
-    for key, value in pairs:
-        if key in obj:
-            if _canonical(obj[key]) != _canonical(value):
-                shown = _cut(json.dumps(key, ensure_ascii=False), 60)
-                raise _refuse(f"the key {shown} appears twice with different values; write each "
-                              "key once")
-            _note(repairs, "duplicate_key")
-        obj[key] = value
-    return obj
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        _not_finite(text)
-    return value
-
-
-def _not_finite(text: str) -> None:
-    raise _refuse(f"the number {text[:40]} is not finite; send a finite number, or text in double "
-                  "quotes")
-
-
-# -- Transport: deadlines, bodies, server-sent events, the opener (skip on first read) ----
+# -- Transport: deadlines, bodies, server-sent events, _request (skip on first read) ---
 # every read is bounded by the request's deadline, events are read as they arrive, no redirect is
-# followed; used by OpenAICompatLLM and by MCP over HTTP
+# followed; _request is the one HTTP request, of OpenAICompatLLM and of MCP over HTTP
 
 class _Deadline:
     """When one request must be over: max_request_seconds after it starts, or the call's own end
@@ -2966,9 +2914,6 @@ class _Deadline:
                         f"{self.name}={self.request_seconds:g}")
 
 
-_READ_CHUNK = 65536  # bytes asked of the socket at a time; a stream gives back what has arrived
-
-
 class _Body:
     """Reads a response in pieces as they arrive, under the size cap (internal).
 
@@ -2992,7 +2937,8 @@ class _Body:
         self._deadline.left()
         self._deadline.waiting = self.size == 0
         try:
-            piece = self._read(_READ_CHUNK)
+            # 64 KiB at most: a stream gives back what has arrived
+            piece = self._read(65536)
         except socket.timeout:
             if self._deadline.passed():
                 raise self._deadline.expired() from None
@@ -3020,32 +2966,6 @@ class _Retryable(Exception):
         self.kind = kind
 
 
-_MAX_ERROR_BYTES = 65536    # bytes of an error body read to quote its message
-
-
-def _read_error_body(exc: Any, deadline: Any, timeout: float) -> bytes:
-    """Up to _MAX_ERROR_BYTES of an error answer's body, read under the deadlines: a drip cannot
-    hold the call."""
-    body, pieces, size = _Body(exc, deadline, math.inf, timeout), [], 0
-    try:
-        while size < _MAX_ERROR_BYTES:
-            piece = body.read()
-            if not piece:
-                break
-            pieces.append(piece)
-            size += len(piece)
-    except LLMError:
-        raise                                   # the request's deadline passed
-    except Exception:
-        pass                                    # a stall or a break: quote what came
-    finally:
-        exc.close()
-    return b"".join(pieces)[:_MAX_ERROR_BYTES]
-
-
-_LINE_END = re.compile(rb"\r\n|\r|\n")   # server-sent events end lines in any of the three
-
-
 class _EventStream:
     """Server-sent events out of bytes as they arrive: gives the data of each complete event
     (internal)."""
@@ -3066,7 +2986,8 @@ class _EventStream:
             self._partial.append(chunk)
             return []
         # a UTF-8 character never holds \r or \n
-        lines = _LINE_END.split(b"".join(self._partial + [chunk]))
+        # server-sent events end lines in any of the three
+        lines = re.split(rb"\r\n|\r|\n", b"".join(self._partial + [chunk]))
         self._partial = [] if end else [lines.pop()]
         events: list = []
         for line in lines + ([b""] if end else []):  # at the end, a blank line dispatches the rest
@@ -3078,77 +2999,6 @@ class _EventStream:
                 self._data.append(value.decode("utf-8", errors="replace"))
             # comments (":") and the event, id and retry fields carry nothing the client needs
         return events
-
-
-# the end of a streamed reply that the loop check looks at
-_TAIL_CHARS = _REPEAT_WINDOW
-
-
-class _StreamState:
-    """A streamed reply as its pieces arrive: the text, where to stop reading, what the server
-    reported (internal)."""
-
-    def __init__(self, on_delta: Optional[Callable], scanner: Any, repetition: bool,
-                 stops: list) -> None:
-        self.pieces: list = []
-        self.chars = 0
-        self.tail = ""  # the last characters of the reply: all the loop check looks at
-        self.reasoning: list = []
-        self.finish_reason: Optional[str] = None
-        self.usage: Optional[dict] = None
-        self.ended = False              # [DONE] or a finish_reason came: the stream ended cleanly
-        self.stopped_early = False
-        self.dropped = 0                # characters after the action's end, left out of the reply
-        self.model: Optional[str] = None   # the model a chunk names
-        self._on_delta, self._scanner = on_delta, scanner
-        self._repetition, self._stops = repetition, stops
-
-    def add(self, piece: str) -> bool:
-        """Take the next piece of the reply; True when reading should stop here."""
-        if not piece:
-            return False
-        cut = self._scanner.feed(piece) if self._scanner is not None else None
-        if cut is None and self._scanner is not None and self._scanner.too_deep:
-            # the parser refuses such a reply whatever follows, and a looping model nests on for
-            # minutes (docs/NOTES.md, "Streaming"). (A mismatched bracket is read on: it may be a
-            # draft in reasoning whose <think> the server dropped, which a later </think> ends.)
-            cut = self._scanner.broken_at
-        # the first action just closed or nested too deep: the rest is not needed
-        if cut is not None:
-            self.dropped = len(piece) - max(0, cut - self.chars)
-            piece = piece[:max(0, cut - self.chars)]
-            self.stopped_early, self.finish_reason = True, "stop"
-        self.pieces.append(piece)
-        self.chars += len(piece)
-        self.tail = (self.tail + piece)[-_TAIL_CHARS:]
-        if self._on_delta is not None and piece:
-            self._on_delta(piece)
-        if cut is None and self._repetition and _repeating_tail(self.tail):
-            self.finish_reason = "repetition"
-            return True
-        if cut is None and any(stop in self.tail for stop in self._stops):
-            # a stop sequence the server would not take: cut client-side
-            self.finish_reason = "stop"
-            return True
-        return cut is not None
-
-    def reply(self) -> _Reply:
-        # a reply cut early never saw the usage chunk
-        usage = None if self.stopped_early else self.usage
-        return _Reply("".join(self.pieces), "".join(self.reasoning), self.finish_reason, usage,
-                      self.stopped_early, self.model)
-
-
-@dataclass
-class _Reply:
-    """What one request brought back (internal)."""
-
-    text: str = ""
-    reasoning: str = ""
-    finish_reason: Optional[str] = None
-    usage: Optional[dict] = None
-    stopped_early: bool = False
-    model: Optional[str] = None       # the model the server says answered
 
 
 class _TimedReader(io.RawIOBase):
@@ -3194,75 +3044,54 @@ class _TimedReader(io.RawIOBase):
         super().close()
 
 
-class _TimedResponse:
-    """Mixed into http.client's response: read through a _TimedReader, past informational answers
-    (internal)."""
-
-    def __init__(self, sock: Any, *args: Any, timing: Optional[tuple] = None,
-                 **kwargs: Any) -> None:
-        # timing: (timeout, deadline) of the request
-        self.deadline = timing[1] if timing else None
-        super().__init__(_TimedReader(sock, *timing) if timing else sock, *args, **kwargs)
-
-    def _read_status(self) -> tuple:
-        """The status line after any informational ones (http.client skips only 100)."""
-        import http.client
-
-        while True:
-            version, status, reason = super()._read_status()
-            if not 101 < status < 200:  # 101 switches protocols, which agent.py never asks for
-                return version, status, reason
-            http.client.parse_headers(self.fp)  # a 102's or 103's headers: not needed
-            if self.deadline is not None:
-                self.deadline.waiting = True  # the real answer may still wait for prompt processing
-
-
-class _TimedConnection:
-    """Mixed into http.client's connections: every answer is read through a _TimedReader (internal).
-
-    That is the response and also a proxy's answer to CONNECT, which http.client reads
-    with the same response class before the tunnel's TLS starts.
-    """
-
-    def __init__(self, *args: Any, timing: Optional[tuple] = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        if timing is not None:
-            self.response_class = functools.partial(type(self).response_class, timing=timing)
-
-
-class _TimedHandler:
-    """Mixed into urllib's HTTP(S) handlers: the timing its connections read with (internal)."""
-
-    def __init__(self, timing: Optional[tuple]) -> None:
-        super().__init__()
-        self.timing = timing  # (timeout, deadline) of the one request this opener sends, or None
-
-
-# urllib handler classes, made on first use: importing urllib costs more than agent.py
-_HANDLERS: list = []
-
-
-def _handler_classes() -> list:
-    """urllib handlers that bound every read, skip informational answers and follow no redirect."""
-    if _HANDLERS:
-        return _HANDLERS
+@functools.cache
+def _handler_classes() -> tuple:
+    """urllib's HTTP and HTTPS handlers made to read every answer through a _TimedReader, past
+    informational answers, and a redirect handler that follows none; made on first use, since
+    importing urllib costs more than agent.py."""
     import http.client
     import urllib.request
 
-    class Response(_TimedResponse, http.client.HTTPResponse):
-        pass
+    class Response(http.client.HTTPResponse):
+        def __init__(self, sock: Any, *args: Any, timing: Optional[tuple] = None,
+                     **kwargs: Any) -> None:
+            # timing: (timeout, deadline) of the request
+            self.deadline = timing[1] if timing else None
+            super().__init__(_TimedReader(sock, *timing) if timing else sock, *args, **kwargs)
 
-    class HTTPConnection(_TimedConnection, http.client.HTTPConnection):
+        def _read_status(self) -> tuple:
+            """The status line after any informational ones (http.client skips only 100)."""
+            while True:
+                version, status, reason = super()._read_status()
+                if not 101 < status < 200:  # 101 switches protocols, which agent.py never asks for
+                    return version, status, reason
+                http.client.parse_headers(self.fp)  # a 102's or 103's headers: not needed
+                if self.deadline is not None:
+                    # the real answer may still wait for prompt processing
+                    self.deadline.waiting = True
+
+    class Timed:
+        """Every answer a connection reads goes through a _TimedReader: the response, and also a
+        proxy's answer to CONNECT, which http.client reads with the same response class before
+        the tunnel's TLS starts. A handler keeps the timing its connections read with."""
+
+        def __init__(self, *args: Any, timing: Optional[tuple] = None, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.timing = timing  # (timeout, deadline) of the one request sent, or None
+            if timing is not None and hasattr(self, "response_class"):
+                self.response_class = functools.partial(Response, timing=timing)
+
+    class HTTPConnection(Timed, http.client.HTTPConnection):
         response_class = Response
 
-    class HTTPSConnection(_TimedConnection, http.client.HTTPSConnection):
+    class HTTPSConnection(Timed, http.client.HTTPSConnection):
         response_class = Response
 
-    class HTTPHandler(_TimedHandler, urllib.request.HTTPHandler):
+    class HTTPHandler(Timed, urllib.request.HTTPHandler):
         def http_open(self, req: Any) -> Any:
             return self.do_open(functools.partial(HTTPConnection, timing=self.timing), req)
 
-    class HTTPSHandler(_TimedHandler, urllib.request.HTTPSHandler):
+    class HTTPSHandler(Timed, urllib.request.HTTPSHandler):
         def https_open(self, req: Any) -> Any:
             connection = functools.partial(HTTPSConnection, timing=self.timing)
             return self.do_open(connection, req, context=self._context)
@@ -3271,24 +3100,54 @@ def _handler_classes() -> list:
         def redirect_request(self, *args: Any, **kwargs: Any) -> None:
             return None  # following would carry the key to another host; a 3xx is an HTTPError
 
-    _HANDLERS[:] = [HTTPHandler, HTTPSHandler, NoRedirect]
-    return _HANDLERS
+    return HTTPHandler, HTTPSHandler, NoRedirect
 
 
-def _build_opener(url: str, timeout: Optional[float] = None,
-                  deadline: Optional[_Deadline] = None) -> Any:
-    """A urllib opener for one request to url; a loopback server is never reached through
-    HTTP(S)_PROXY.
+def _request(url: str, deadline: _Deadline, timeout: float, data: Optional[bytes],
+             headers: dict, *, method: Optional[str] = None, opener: Any = None) -> tuple:
+    """Send one request to url under deadline, the one way agent.py makes an HTTP request (for
+    OpenAICompatLLM and MCP over HTTP): (the response, None) for a 2xx, (the HTTPError, the
+    start of its body) for an error status.
 
-    With a deadline, every receive must come within timeout and the deadline (see _TimedReader);
-    without, only the socket timeout given to ``open`` bounds each.
+    Every receive must come within timeout and the deadline (see _TimedReader); a
+    loopback server is never reached through HTTP(S)_PROXY; no redirect is followed
+    (a 3xx is an error status). ``opener``, anything with ``open(request,
+    timeout=...)``, replaces urllib's. The method is a POST of data, or a GET when
+    data is None. Raises OSError or http.client.HTTPException when the server cannot
+    be reached, and LLMError when the deadline passes.
     """
+    import urllib.error
     import urllib.request
 
-    proxies = urllib.request.ProxyHandler({} if _is_loopback(url) else None)
-    http, https, no_redirect = _handler_classes()
-    timing = None if deadline is None else (timeout, deadline)
-    return urllib.request.build_opener(proxies, http(timing), https(timing), no_redirect())
+    # a fresh Request (and opener) per attempt: urllib's proxy code edits the request
+    request = urllib.request.Request(url, data=data, headers=headers,
+                                     method=method or ("GET" if data is None else "POST"))
+    if opener is None:
+        proxies = urllib.request.ProxyHandler({} if _is_loopback(url) else None)
+        http, https, no_redirect = _handler_classes()
+        opener = urllib.request.build_opener(proxies, http(timing=(timeout, deadline)),
+                                             https(timing=(timeout, deadline)), no_redirect())
+    try:
+        return opener.open(request, timeout=min(timeout, deadline.left(),
+                                                threading.TIMEOUT_MAX)), None
+    except urllib.error.HTTPError as exc:
+        # up to 64 KiB of the body, to quote its message, read under the deadlines: a drip cannot
+        # hold the call
+        body, pieces, size, most = _Body(exc, deadline, math.inf, timeout), [], 0, 65536
+        try:
+            while size < most:
+                piece = body.read()
+                if not piece:
+                    break
+                pieces.append(piece)
+                size += len(piece)
+        except LLMError:
+            raise                                   # the request's deadline passed
+        except Exception:
+            pass                                    # a stall or a break: quote what came
+        finally:
+            exc.close()
+        return exc, b"".join(pieces)[:most]
 
 
 def _http_url(url: str) -> Any:
@@ -3338,7 +3197,7 @@ class LLM(Protocol):
         a separate reasoning field the server sent, kept in ``Step.reasoning`` and never parsed
       temperature
         read once a failed reply repeats an earlier one: that call asks for at least
-        ``_HOT_TEMPERATURE``
+        ``Agent._HOT_TEMPERATURE``
 
     The CLI reads more, of the ``OpenAICompatLLM`` it builds itself: ``model`` and ``url`` for
     its banner, ``last_model`` to warn when the server answered as another model; and it sets
@@ -3347,9 +3206,6 @@ class LLM(Protocol):
     """
 
     def chat(self, messages: list[dict]) -> str: ...
-
-
-_Scripted = Union[str, Callable[[list[dict]], str], BaseException]   # one reply of MockLLM's script
 
 
 class MockLLM:
@@ -3363,7 +3219,8 @@ class MockLLM:
     arithmetic expression in the task, then a final answer from the observations.
     """
 
-    def __init__(self, replies: Optional[Iterable[_Scripted]] = None) -> None:
+    def __init__(self, replies: Optional[Iterable[Union[str, Callable[[list[dict]], str],
+                                                      BaseException]]] = None) -> None:
         self.replies = None if replies is None else list(replies)
         self.calls: list[list[dict]] = []    # a copy of the messages of each call
         self.options: list[dict] = []  # the per-call options of each call, e.g. response_schema
@@ -3392,8 +3249,37 @@ class MockLLM:
         no reply of the model. A trace written before a field existed replays without it.
         Raises OSError when the file cannot be read and ValueError when it holds no run.
         """
-        calls = [call for step in _trace_steps(path) if isinstance(step, dict)
-                 for call in _recorded_calls(step)]
+        steps = [step for record in _trace_records(path) for step in _record_steps(record)]
+        if not steps:
+            raise ValueError(f"{path} holds no steps to replay")
+        # the model calls each step made, in order, from its declared fields alone: (reply to
+        # script, finish_reason, whether it is a summary call)
+        calls: list = []
+        for step in steps:
+            if not isinstance(step, dict):
+                continue
+            budget = step.get("overflow_budget")
+            if _is_int(budget) and budget > 0:
+                def overflow(messages: list[dict], budget: int = budget) -> str:
+                    # counts that make the agent set the same budget: sent * n_ctx / n_prompt_tokens
+                    raise LLMError("replayed: the request exceeds the available context size", 400,
+                                   "context_overflow", n_ctx=budget,
+                                   n_prompt_tokens=sum(len(m["content"]) for m in messages))
+                calls.append((overflow, None, False))
+            summaries = step.get("summary_calls")
+            for record in summaries if isinstance(summaries, list) else ():
+                if isinstance(record, dict) and isinstance(record.get("raw"), str):
+                    reason = record.get("finish_reason")
+                    calls.append((record["raw"], reason if isinstance(reason, str) else None, True))
+                elif isinstance(record, dict):
+                    calls.append((LLMError(_text(record.get("error") or "the summary call failed")),
+                                  None, True))
+            discarded = step.get("discarded_raw")
+            calls += [(raw, None, False) for raw in (discarded if isinstance(discarded, list)
+                                                     else ()) if isinstance(raw, str)]
+            if isinstance(step.get("raw"), str):
+                reason = step.get("finish_reason")
+                calls.append((step["raw"], reason if isinstance(reason, str) else None, False))
         llm = cls([reply for reply, _, summary in calls if not summary])
         llm._finish_reasons = [reason for _, reason, summary in calls if not summary]
         llm._summaries = [(reply, reason) for reply, reason, summary in calls if summary]
@@ -3421,115 +3307,6 @@ class MockLLM:
         if isinstance(reply, BaseException):
             raise reply
         return reply(messages) if callable(reply) else reply
-
-
-def _trace_steps(path: str) -> list:
-    """The step records of a saved result (JSON) or a trace (JSON Lines); ValueError when there are
-    none."""
-    steps = [step for record in _trace_records(path) for step in _record_steps(record)]
-    if not steps:
-        raise ValueError(f"{path} holds no steps to replay")
-    return steps
-
-
-def _trace_records(path: str) -> list:
-    """The records of a saved result (one JSON value, a UTF-8 BOM allowed) or a trace (JSON Lines).
-
-    A trace's last line cut short (a write that failed half-way) is left out, with a warning;
-    ValueError for any other line that is not JSON.
-    """
-    with open(path, "rb") as handle:
-        data = handle.read()
-    problem: Any = None
-    try:
-        return [json.loads(data.decode("utf-8-sig", "replace"))]
-    except RecursionError:  # nested too deeply for the json module
-        problem = "nested too deeply"
-    except ValueError:
-        records, end = [], 0
-        for end, number, value in _json_lines(io.BytesIO(data)):  # noqa: B007 (read after)
-            if isinstance(value, ValueError):
-                problem = f"line {number}: {value}"
-                break
-            records.append(value)
-        else:
-            if not data[end:].strip():
-                return records
-            if records:
-                _log.warning("%s: its last line is cut short (%d bytes, no end): left out", path,
-                             len(data) - end)
-                return records
-            problem = "its one line is cut short"
-    raise ValueError(f"{path} is neither a saved result (JSON) nor a trace (JSON Lines): {problem}")
-
-
-def _json_lines(handle: Any) -> Iterable[tuple]:
-    """Each non-blank line of a JSON Lines file open in binary mode: (the offset it ends at, its
-    number, its value, or the ValueError that says why it is not JSON).
-
-    A last line without its line break is whole when it is JSON, else a write cut short, left out:
-    the one reader of traces (replay) and of batch results files.
-    """
-    end = 0
-    for number, line in enumerate(handle, 1):
-        end += len(line)
-        if not line.strip():
-            continue
-        try:
-            # not splitlines: U+2028 is text; a BOM may start the file
-            value = json.loads(line.decode("utf-8-sig" if number == 1 else "utf-8", "replace"))
-        except (ValueError, RecursionError) as exc:
-            if not line.endswith(b"\n"):
-                return
-            value = exc if isinstance(exc, ValueError) else ValueError("nested too deeply")
-        yield end, number, value
-
-
-def _record_steps(record: Any) -> list:
-    """The steps one record holds: a saved result's, or the step a trace line is."""
-    if isinstance(record, dict) and isinstance(record.get("steps"), list):
-        return record["steps"]
-    if isinstance(record, dict) and record.get("event") == "step":
-        return [record]
-    return []
-
-
-def _recorded_calls(step: dict) -> list[tuple]:
-    """The model calls a recorded step made, in order, as (reply to script, finish_reason, whether
-    it is a summary call) triples, from its declared fields alone."""
-    calls: list[tuple] = []
-    budget = step.get("overflow_budget")
-    if _is_int(budget) and budget > 0:
-        calls.append((_overflow_again(budget), None, False))
-    summaries = step.get("summary_calls")
-    for record in summaries if isinstance(summaries, list) else ():
-        if isinstance(record, dict) and isinstance(record.get("raw"), str):
-            calls.append((record["raw"], _recorded_reason(record), True))
-        elif isinstance(record, dict):
-            calls.append((LLMError(_text(record.get("error") or "the summary call failed")), None,
-                          True))
-    discarded = step.get("discarded_raw")
-    calls += [(raw, None, False) for raw in (discarded if isinstance(discarded, list) else ())
-              if isinstance(raw, str)]
-    if isinstance(step.get("raw"), str):
-        calls.append((step["raw"], _recorded_reason(step), False))
-    return calls
-
-
-def _overflow_again(budget: int) -> Callable[[list[dict]], str]:
-    """A scripted reply that overflows as a recorded call did, with counts that make the agent set
-    the same budget."""
-    def reply(messages: list[dict]) -> str:
-        # the agent's budget is sent * n_ctx / n_prompt_tokens
-        raise LLMError("replayed: the request exceeds the available context size", 400,
-                       "context_overflow", n_ctx=budget,
-                       n_prompt_tokens=sum(len(m["content"]) for m in messages))
-    return reply
-
-
-def _recorded_reason(record: dict) -> Optional[str]:
-    reason = record.get("finish_reason")
-    return reason if isinstance(reason, str) else None
 
 
 # -- Models, the client: OpenAICompatLLM -----------------------------------------------
@@ -3563,123 +3340,6 @@ class _PerThread:
         # setdefault: two threads that both make one keep the same
         return values if values is not None else vars(client).setdefault(self._SLOT,
                                                                           threading.local())
-
-
-_RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504}
-
-
-@dataclass(frozen=True)
-class _Adaptation:
-    """A part of the request that a server may reject by name, how its refusal reads, and what
-    every later request does instead (internal)."""
-
-    rejected: str                       # what the server rejected, as the log names it
-    refusal: re.Pattern                 # the server's message (without the URL) names it
-    held: Callable[[dict], bool]        # the refused body held it: the refusal is about that body
-    instead: Callable[[dict], None]     # changes a body, in place, to do without it
-    statuses: tuple = (400, 422)        # the HTTP statuses such a refusal comes with
-    cuts_stops: bool = False            # the client cuts each reply at its stop strings itself
-
-
-def _holds(key: str) -> Callable[[dict], bool]:
-    return lambda body: key in body
-
-
-def _without(*keys: str) -> Callable[[dict], None]:
-    def instead(body: dict) -> None:
-        for key in keys:
-            body.pop(key, None)
-    return instead
-
-
-def _quoted(name: str) -> re.Pattern:
-    """A parameter named in quotes ('stop', "stream", `temperature`): bare, the word is common."""
-    return re.compile(rf"['\"`]{name}['\"`]")
-
-
-def _renamed(body: dict) -> None:
-    if "max_tokens" in body:
-        body["max_completion_tokens"] = body.pop("max_tokens")
-
-
-def _as_json_object(body: dict) -> None:
-    if "response_format" in body:
-        body["response_format"] = {"type": "json_object"}
-
-
-def _fold_system(body: dict) -> None:
-    """Fold the system messages into the first user message, for chat templates without a system
-    role."""
-    messages = body["messages"]
-    system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system"
-                         and m.get("content"))
-    rest = [dict(m) for m in messages if m.get("role") != "system"]
-    for message in rest:
-        if message.get("role") == "user":
-            message["content"] = (f"{system}\n\n{message.get('content') or ''}" if system
-                                  else message.get("content"))
-            body["messages"] = rest
-            return
-    body["messages"] = [{"role": "user", "content": system}] + rest
-
-
-_FORMAT_REJECTED = re.compile(r"response_format|json_schema|json_object", re.I)
-# Every adaptation to a server, in the order a refusal is matched: the first row whose refusal the
-# message shows, about a part the refused body held, is adapted to once and remembered; every
-# later body then does without that part, whatever extra_body says.
-_ADAPTATIONS = (
-    _Adaptation("stream_options", re.compile(r"\bstream_options\b"), _holds("stream_options"),
-                _without("stream_options")),
-    _Adaptation("stream", _quoted("stream"), _holds("stream"),
-                _without("stream", "stream_options")),
-    _Adaptation("stop", _quoted("stop"), _holds("stop"), _without("stop"), cuts_stops=True),
-    _Adaptation("temperature", _quoted("temperature"), _holds("temperature"),
-                _without("temperature")),
-    # "'max_tokens' is not supported ... Use 'max_completion_tokens' instead"
-    _Adaptation("max_tokens (renamed max_completion_tokens)",
-                re.compile(r"(?s)^(?=.*max_completion_tokens).*['\"`]max_tokens['\"`]"),
-                _holds("max_tokens"), _renamed),
-    _Adaptation("max_tokens", _quoted("max_tokens"), _holds("max_tokens"), _without("max_tokens")),
-    _Adaptation("frequency_penalty", re.compile(r"\bfrequency_penalty\b"),
-                _holds("frequency_penalty"), _without("frequency_penalty")),
-    # first json_schema falls back to json_object, then any format to none
-    _Adaptation("response_format json_schema", _FORMAT_REJECTED,
-                lambda body: isinstance(body.get("response_format"), dict)
-                and body["response_format"].get("type") == "json_schema", _as_json_object),
-    _Adaptation("response_format", _FORMAT_REJECTED, _holds("response_format"),
-                _without("response_format")),
-    # a chat template without a system role: often llama.cpp's 500 "Jinja exception", or "roles
-    # must alternate" (docs/NOTES.md, "The client")
-    _Adaptation("the system role", re.compile(
-        r"system[ _](?:role|message|prompt)s?\b[^.]{0,40}\b"
-        r"(?:not supported|unsupported|not allowed)"
-        r"|roles must alternate|(?:not supported|unsupported|invalid)\b[^.]{0,20}\brole[ "
-        r":'\"`]+system\b", re.I),
-                lambda body: any(isinstance(m, dict) and m.get("role") == "system"
-                                 for m in body["messages"]),
-                _fold_system, statuses=(400, 422, 500)),
-)
-
-
-def _refused(status: Optional[int], message: str, body: Optional[dict] = None
-             ) -> Optional[_Adaptation]:
-    """The row of _ADAPTATIONS a refusal asks for (with body: about a part that body held), or
-    None."""
-    return next((row for row in _ADAPTATIONS if status in row.statuses
-                 and row.refusal.search(message) and (body is None or row.held(body))), None)
-
-
-# http.client refuses these, quoting the whole header value
-_HEADER_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_BOM = b"\xef\xbb\xbf"         # UTF-8's byte-order mark, which a few servers send before an answer
-_STATUS_HINTS = {
-    400: "the server rejected the request",
-    401: "check OPENAI_API_KEY",
-    403: "check OPENAI_API_KEY and that it may use this model",
-    404: "check that the base URL ends in /v1 (e.g. http://localhost:11434/v1) and that the model "
-         "name exists",
-    422: "the server could not process the request; check the model name and options",
-}
 
 
 class OpenAICompatLLM:
@@ -3747,6 +3407,17 @@ class OpenAICompatLLM:
         sent as the ``OpenAI-Project`` header (``OPENAI_PROJECT_ID`` for from_env)
     """
 
+    _RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504}
+    # what an error status's message adds, when nothing more precise applies
+    _STATUS_HINTS = {
+        400: "the server rejected the request",
+        401: "check OPENAI_API_KEY",
+        403: "check OPENAI_API_KEY and that it may use this model",
+        404: "check that the base URL ends in /v1 (e.g. http://localhost:11434/v1) and that the "
+             "model name exists",
+        422: "the server could not process the request; check the model name and options",
+    }
+
     last_finish_reason = _PerThread()      # "stop", "length", "repetition", ... or None
     # True when reading stopped at the end of the first action
     last_stopped_early = _PerThread(False)
@@ -3754,6 +3425,7 @@ class OpenAICompatLLM:
     last_usage = _PerThread()  # this call's prompt_tokens/completion_tokens, None when not reported
     # the model the server says answered this call, None when it names none
     last_model = _PerThread()
+    last_error = _PerThread()   # the LLMError this thread's last call raised, None when it answered
 
     def __init__(self, model: str, base_url: str = "https://api.openai.com/v1",
                  api_key: Optional[str] = None, *, temperature: Optional[float] = 0.0,
@@ -3775,7 +3447,8 @@ class OpenAICompatLLM:
                             "max_response_bytes": max_response_bytes}.items():
             # temperature, max_tokens: None is the server's default
             _check_setting(name, value, optional=name in ("temperature", "max_tokens"))
-        base_url, self.base_url, self._basic = _userinfo(base_url)  # base_url: the password as ***
+        # base_url: the password as ***
+        base_url, self.base_url, self._basic = self._userinfo(base_url)
         try:
             parts = _http_url(base_url.strip() if isinstance(base_url, str) else "")
         except ValueError as exc:
@@ -3848,6 +3521,7 @@ class OpenAICompatLLM:
         only; a client built with its own ``response_schema`` keeps it. ``max_seconds``
         caps the whole call, retries included.
         """
+        self.last_error = None
         # the agent passes what is left of its budget
         if _is_number(max_seconds) and max_seconds <= 0:
             raise LLMError(f"no time left for a model call (max_seconds={max_seconds!r})")
@@ -3862,6 +3536,7 @@ class OpenAICompatLLM:
                 return self._keep(self._post(body, call_end))
             except LLMError as exc:
                 if not self._adapt(exc, body):
+                    self.last_error = exc
                     raise
             # anything unforeseen may carry the key: scrub it and say what it was
             except Exception as exc:
@@ -4004,7 +3679,8 @@ class OpenAICompatLLM:
             if attempt == self.max_retries:
                 raise LLMError(f"{failure} (gave up after {attempt + 1} attempts)", failure.status,
                                failure.kind)
-            delay = failure.retry_after if failure.retry_after is not None else _backoff(attempt)
+            delay = (failure.retry_after if failure.retry_after is not None
+                     else self._backoff(attempt))
             if time.monotonic() + delay >= call_end:
                 raise LLMError(f"{failure} (no time left to retry within max_seconds)",
                                failure.status, failure.kind)
@@ -4069,23 +3745,16 @@ class OpenAICompatLLM:
         by ``timeout`` and the deadline, and no redirect is followed.
         """
         import http.client
-        import urllib.error
-        import urllib.request
 
-        request = urllib.request.Request(deadline.url, data=data,
-                                         headers=self._request_headers(stream),
-                                         method="GET" if data is None else "POST")
-        # a fresh Request (and opener) per attempt: urllib's proxy code edits the request
-        opener = self._opener or _build_opener(deadline.url, self.timeout, deadline)
         try:
-            return opener.open(request, timeout=min(self.timeout, deadline.left(),
-                                                    threading.TIMEOUT_MAX))
-        except urllib.error.HTTPError as exc:
-            body = _read_error_body(exc, deadline, self.timeout)
-            text = body.decode("utf-8-sig", errors="replace")
-            self._fail(exc.code, text, exc.headers, deadline.url)
+            response, error = _request(deadline.url, deadline, self.timeout, data,
+                                       self._request_headers(stream), opener=self._opener)
         except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out, cut short
             raise self._unreachable(exc, deadline) from None
+        if error is not None:
+            self._fail(response.code, error.decode("utf-8-sig", errors="replace"),
+                       response.headers, deadline.url)
+        return response
 
     def _unreachable(self, exc: Exception, deadline: _Deadline) -> Exception:
         import socket
@@ -4229,10 +3898,10 @@ class OpenAICompatLLM:
                 500 if details.get("type") == "server_error" else None)
         url = url or self.url
         where = f"HTTP {status} from {url}" if status else f"{url} returned an error"
-        if (_CONTEXT_OVERFLOW.search(message)
+        if (self._CONTEXT_OVERFLOW.search(message)
                 or details.get("type") == "exceed_context_size_error"):
             counts = []     # n_ctx, n_prompt_tokens: each None when not reported
-            for key, pattern in (("n_ctx", _N_CTX), ("n_prompt_tokens", _N_PROMPT)):
+            for key, pattern in (("n_ctx", self._N_CTX), ("n_prompt_tokens", self._N_PROMPT)):
                 value, match = details.get(key), pattern.search(message)
                 if not _is_int(value):
                     value = next((int(group) for group in match.groups() if group),
@@ -4247,8 +3916,8 @@ class OpenAICompatLLM:
                            "no redirect, which would carry the API key elsewhere; fix the "
                            "base URL)", status)
         # a refusal that an adaptation answers is not retried as it is
-        if status in _RETRY_STATUSES and _refused(status, message) is None:
-            retry_after = _retry_after(headers.get("Retry-After") if headers else None)
+        if status in self._RETRY_STATUSES and _refused(status, message) is None:
+            retry_after = self._retry_after(headers.get("Retry-After") if headers else None)
             raise _Retryable(f"{where}: {message}", status, retry_after)
         raise LLMError(f"{where}: {message}" + (f" ({self._hint(status, message)})" if status
                                                 else ""), status)
@@ -4259,7 +3928,7 @@ class OpenAICompatLLM:
                     "allow_http_key=True (CLI --allow-http-key) to send it")
         if status == 404 and _names_model(message, self.model):
             return f"unknown model {self.model!r}: check the model name"
-        return _STATUS_HINTS.get(status, "the request was refused")
+        return self._STATUS_HINTS.get(status, "the request was refused")
 
     def _keep(self, reply: _Reply) -> str:
         """Record what the call left behind (per thread), add its usage to the total; return the
@@ -4283,44 +3952,84 @@ class OpenAICompatLLM:
                    *(_basic_secrets(self._basic) + [self._basic] if self._basic else [])]
         return _scrubbed(text, secrets + _header_secrets(self.headers))
 
+    # Method group: the patterns an error is read with, retry timing, the base URL's credential
+
+    # a context overflow in llama.cpp's, OpenAI's, vLLM's (two wordings) and Anthropic-style
+    # proxies' words, and the counts it reports
+    _CONTEXT_OVERFLOW = re.compile(
+        r"exceeds? the available context size|maximum context length|context length exceeded"
+        r"|longer than the maximum model length|prompt is too long", re.I)
+    _N_CTX = re.compile(r"maximum context length is (\d+)|available context size \((\d+)"
+                        r"|maximum model length of (\d+)")
+    _N_PROMPT = re.compile(r"request \((\d+) tokens\)|resulted in (\d+) tokens"
+                           r"|(\d+) in the messages|has (\d+) input tokens|prompt \(length (\d+)\)")
+    _MAX_RETRY_AFTER = 60.0     # seconds; a longer Retry-After is capped
+
+    @staticmethod
+    def _backoff(attempt: int) -> float:
+        """Seconds before retry number attempt+1: exponential (0.5 s doubling, capped at 30 s),
+        half of it jitter."""
+        base = min(30.0, 0.5 * 2 ** attempt)
+        return base / 2 + random.uniform(0, base / 2)
+
+    @staticmethod
+    def _retry_after(value: Any) -> Optional[float]:
+        """Seconds to wait from a Retry-After header (seconds or an HTTP date), capped; None when
+        unreadable."""
+        if not value:
+            return None
+        try:
+            seconds = float(value)
+        except ValueError:
+            import email.utils
+
+            try:
+                seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+            except (TypeError, ValueError, IndexError, OverflowError):
+                return None
+        if not math.isfinite(seconds):
+            return None
+        return min(max(seconds, 0.0), OpenAICompatLLM._MAX_RETRY_AFTER)
+
+    @staticmethod
+    def _userinfo(base_url: Any) -> tuple:
+        """(the base URL without a user name and password, the URL as shown, the Basic credential or
+        None).
+
+        A user name and password in the URL (``http://alice:S3cret@host/v1``) are sent as
+        Basic auth, as curl does: urllib would send nothing. The URL as shown has the
+        password as ``***``. Read by hand, so that no parse error can quote the password.
+        """
+        if not isinstance(base_url, str) or "://" not in base_url:
+            return base_url, base_url, None
+        scheme, _, rest = base_url.strip().partition("://")
+        end = min((at for at in map(rest.find, "/?#") if at >= 0), default=len(rest))
+        userinfo, at, host = rest[:end].rpartition("@")
+        if not at:
+            return base_url, base_url, None
+        import base64
+        from urllib.parse import unquote
+
+        user, colon, password = userinfo.partition(":")
+        shown = f"{scheme}://{user}{':***' if colon else ''}@{host}{rest[end:]}"
+        credential = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode())
+        credential = credential.decode("ascii")
+        return f"{scheme}://{host}{rest[end:]}", shown, credential
+
+
 
 # -- Models, the client's helpers: what a request sends and what an answer means -------
 
-def _backoff(attempt: int) -> float:
-    """Seconds before retry number attempt+1: exponential (0.5 s doubling, capped at 30 s), half of
-    it jitter."""
-    base = min(30.0, 0.5 * 2 ** attempt)
-    return base / 2 + random.uniform(0, base / 2)
+# http.client refuses these, quoting the whole header value
+_HEADER_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_BOM = b"\xef\xbb\xbf"         # UTF-8's byte-order mark, which a few servers send before an answer
+
 
 
 def _models_url(chat_url: str) -> str:
     """The GET /models URL beside a chat-completions URL, any query kept."""
     parts = urlsplit(chat_url)
     return urlunsplit(parts._replace(path=parts.path[:-len("/chat/completions")] + "/models"))
-
-
-def _userinfo(base_url: Any) -> tuple:
-    """(the base URL without a user name and password, the URL as shown, the Basic credential or
-    None).
-
-    A user name and password in the URL (``http://alice:S3cret@host/v1``) are sent as
-    Basic auth, as curl does: urllib would send nothing. The URL as shown has the
-    password as ``***``. Read by hand, so that no parse error can quote the password.
-    """
-    if not isinstance(base_url, str) or "://" not in base_url:
-        return base_url, base_url, None
-    scheme, _, rest = base_url.strip().partition("://")
-    end = min((at for at in map(rest.find, "/?#") if at >= 0), default=len(rest))
-    userinfo, at, host = rest[:end].rpartition("@")
-    if not at:
-        return base_url, base_url, None
-    import base64
-    from urllib.parse import unquote
-
-    user, colon, password = userinfo.partition(":")
-    shown = f"{scheme}://{user}{':***' if colon else ''}@{host}{rest[end:]}"
-    credential = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode("ascii")
-    return f"{scheme}://{host}{rest[end:]}", shown, credential
 
 
 def _quoted_body(text: str, scrub: Callable[[str], str]) -> str:
@@ -4330,68 +4039,56 @@ def _quoted_body(text: str, scrub: Callable[[str], str]) -> str:
     return repr(scrub(text)[:200]) if text else "(empty body)"
 
 
-# JSON's \uXXXX and \/, URLs' %XX
-_ESCAPED = re.compile(r"\\u([0-9a-fA-F]{4})|\\(/)|%([0-9a-fA-F]{2})")
-
-
-# shorter keys ("x", "none") are placeholders; scrubbing them would mangle every message
-_MIN_SECRET_CHARS = 8
-
-
 def _scrubbed(text: str, secrets: Iterable[Optional[str]]) -> str:
     """text with every secret shown as ``***``: the one scrubber, for keys, passwords and header
     credentials.
 
-    A run of ``_MIN_SECRET_CHARS`` or more characters that starts or ends a secret is
-    hidden too (a server that echoes all but the last 4 characters of a key). A server
-    may echo a secret escaped (``\\u0073k-...``, PHP's ``\\/``, ``%2F`` in a Location,
-    escaped twice): when an unescaped reading of the text holds one, that reading is
-    shown, scrubbed. Shorter secrets are placeholders (``"x"``, ``"none"``) and are
-    left alone.
+    A run of 8 or more characters that starts or ends a secret is hidden too (a
+    server that echoes all but the last 4 characters of a key). A server may echo a
+    secret escaped (``\\u0073k-...``, PHP's ``\\/``, ``%2F`` in a Location, escaped
+    twice): when an unescaped reading of the text holds one, that reading is shown,
+    scrubbed. Secrets shorter than 8 characters are placeholders (``"x"``, ``"none"``)
+    and are left alone: scrubbing them would mangle every message.
 
     >>> _scrubbed("bad key sk-abcdefghij12345678 (sk-abcdefghij1234...)", ["sk-abcdefghij12345678"])
     'bad key *** (***...)'
     """
-    secrets = [secret for secret in secrets if isinstance(secret, str)
-               and len(secret) >= _MIN_SECRET_CHARS]
+    size = 8
+    secrets = [secret for secret in secrets if isinstance(secret, str) and len(secret) >= size]
     readings = [text]
     # an escape escaped again (\\u005cu0073, %252F) takes another pass
     for _ in range(3 if secrets else 0):
         # JSON's \uXXXX and \/ escapes and URL percent-escapes decoded, so an escaped secret shows
-        readings.append(_ESCAPED.sub(lambda m: m.group(2) or chr(int(m.group(1) or m.group(3), 16)),
-                                     readings[-1]))
+        readings.append(re.sub(r"\\u([0-9a-fA-F]{4})|\\(/)|%([0-9a-fA-F]{2})",
+                               lambda m: m.group(2) or chr(int(m.group(1) or m.group(3), 16)),
+                               readings[-1]))
     for reading in reversed(readings):
-        spans = sorted(span for secret in secrets for span in _secret_spans(reading, secret))
+        spans = []      # (start, end) of each run of the reading that is a secret, or part of one
+        for secret in secrets:
+            at = reading.find(secret[:size])
+            while at >= 0:  # from a match of its first characters, as far as it goes on
+                end = at + size
+                while (end < len(reading) and end - at < len(secret)
+                       and reading[end] == secret[end - at]):
+                    end += 1
+                spans.append((at, end))
+                at = reading.find(secret[:size], at + 1)
+            end = reading.find(secret[-size:]) + size
+            while end >= size:  # from a match of its last characters, as far back as it goes
+                start = end - size
+                while (start > 0 and end - start < len(secret)
+                       and reading[start - 1] == secret[-(end - start) - 1]):
+                    start -= 1
+                spans.append((start, end))
+                end = reading.find(secret[-size:], end - size + 1) + size
         if spans:
             shown, end = [], 0
-            for start, stop in spans:       # overlapping spans merge into one ***
+            for start, stop in sorted(spans):       # overlapping spans merge into one ***
                 if start > end or not shown:
                     shown += [reading[end:start], "***"]
                 end = max(end, stop)
             return "".join(shown) + reading[end:]
     return text
-
-
-def _secret_spans(text: str, secret: str) -> list:
-    """(start, end) of each run of text that is secret, or _MIN_SECRET_CHARS or more characters
-    that start or end it."""
-    spans, size = [], _MIN_SECRET_CHARS
-    at = text.find(secret[:size])
-    while at >= 0:  # from a match of its first characters, as far as it goes on
-        end = at + size
-        while end < len(text) and end - at < len(secret) and text[end] == secret[end - at]:
-            end += 1
-        spans.append((at, end))
-        at = text.find(secret[:size], at + 1)
-    end = text.find(secret[-size:]) + size
-    while end >= size:  # from a match of its last characters, as far back as it goes
-        start = end - size
-        while (start > 0 and end - start < len(secret)
-               and text[start - 1] == secret[-(end - start) - 1]):
-            start -= 1
-        spans.append((start, end))
-        end = text.find(secret[-size:], end - size + 1) + size
-    return spans
 
 
 _CREDENTIAL_HEADER = re.compile(
@@ -4400,7 +4097,6 @@ _CREDENTIAL_HEADER = re.compile(
     # PGPASS, DB_PASSWD, MYSQL_PWD, GH_PAT, CREDENTIALS, --creds, and the flag -t
     r"|(?<![a-z])(?:pg)?pass(?:wd|phrase)?(?![a-z])|[_-]pwd(?![a-z])"
     r"|(?<![a-z])(?:pat|creds?|credentials?)(?![a-z])|^-t$", re.I)
-_CREDENTIAL_PARTS = re.compile(r"[\s,;]+")   # "Bearer <token>", "a=<value>; b=<value>"
 
 
 def _header_secrets(headers: dict) -> list:
@@ -4418,7 +4114,8 @@ def _header_secrets(headers: dict) -> list:
             continue
         secrets.append(str(value).strip())
         if _CREDENTIAL_HEADER.search(str(name)):
-            for part in _CREDENTIAL_PARTS.split(str(value)):
+            # "Bearer <token>", "a=<value>; b=<value>"
+            for part in re.split(r"[\s,;]+", str(value)):
                 secrets += [part, part.partition("=")[2], *_basic_secrets(part)]  # a cookie's value
     return secrets
 
@@ -4445,35 +4142,8 @@ def _names_model(message: str, model: Any) -> bool:
     return re.search(rf"(?<![\w.:/-]){re.escape(model)}(?![\w/-]|[.:][\w/-])", message) is not None
 
 
-_CONTEXT_OVERFLOW = re.compile(   # llama.cpp, OpenAI, vLLM (two wordings), Anthropic-style proxies
-    r"exceeds? the available context size|maximum context length|context length exceeded"
-    r"|longer than the maximum model length|prompt is too long", re.I)
-_N_CTX = re.compile(r"maximum context length is (\d+)|available context size \((\d+)|maximum model "
-                    r"length of (\d+)")
-_N_PROMPT = re.compile(r"request \((\d+) tokens\)|resulted in (\d+) tokens|(\d+) in the messages"
-                       r"|has (\d+) input tokens|prompt \(length (\d+)\)")
 
 
-_MAX_RETRY_AFTER = 60.0     # seconds; a longer Retry-After is capped
-
-
-def _retry_after(value: Any) -> Optional[float]:
-    """Seconds to wait from a Retry-After header (seconds or an HTTP date), capped; None when
-    unreadable."""
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        import email.utils
-
-        try:
-            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
-        except (TypeError, ValueError, IndexError, OverflowError):
-            return None
-    if not math.isfinite(seconds):
-        return None
-    return min(max(seconds, 0.0), _MAX_RETRY_AFTER)
 
 
 def _text_of(content: Any) -> str:
@@ -4495,24 +4165,252 @@ def _reasoning_of(message: dict) -> str:
     return ""
 
 
-_MAX_USAGE_COUNT = 10 ** 9  # tokens in one call's usage; a larger count is no count (it reads as 0)
-
-
 def _reported_usage(usage: Any) -> Optional[dict]:
     """prompt_tokens and completion_tokens from a usage object; None when it reports neither.
 
-    A count that is not a whole number from 0 to _MAX_USAGE_COUNT (a float, a bool, a
+    A count that is not a whole number from 0 to 10**9 (a float, a bool, a
     negative, a number thousands of digits long) is not a count any server can mean: it
     reads as 0.
     """
     if not isinstance(usage, dict):
         return None
     counts = {key: usage.get(key) for key in ("prompt_tokens", "completion_tokens")}
-    counts = {key: v if _is_int(v) and 0 <= v <= _MAX_USAGE_COUNT else None for key,
+    counts = {key: v if _is_int(v) and 0 <= v <= 10 ** 9 else None for key,
               v in counts.items()}
     if all(v is None for v in counts.values()):
         return None
     return {key: v or 0 for key, v in counts.items()}
+
+
+# -- Models, adaptations to a server (skip on first read) ------------------------------
+# the table of what a server may refuse by name, and what every later request does instead
+
+@dataclass(frozen=True)
+class _Adaptation:
+    """A part of the request that a server may reject by name, how its refusal reads, and what
+    every later request does instead (internal)."""
+
+    rejected: str                       # what the server rejected, as the log names it
+    key: str                            # the body's key it is about
+    # the server's message (without the URL) names it; None: the key in quotes ('stop', "stream",
+    # `temperature`), since bare, the word is common
+    refusal: Optional[re.Pattern] = None
+    # the refused body held it, so the refusal is about that body; None: the body holds the key
+    holds: Optional[Callable[[dict], bool]] = None
+    # changes a body, in place, to do without it; None: the body drops ``dropped``, or the key
+    change: Optional[Callable[[dict], None]] = None
+    dropped: tuple = ()
+    statuses: tuple = (400, 422)        # the HTTP statuses such a refusal comes with
+    cuts_stops: bool = False            # the client cuts each reply at its stop strings itself
+
+    def refused(self, message: str) -> bool:
+        refusal = self.refusal or re.compile(rf"['\"`]{self.key}['\"`]")
+        return refusal.search(message) is not None
+
+    def held(self, body: dict) -> bool:
+        return self.holds(body) if self.holds is not None else self.key in body
+
+    def instead(self, body: dict) -> None:
+        if self.change is not None:
+            self.change(body)
+        for key in self.dropped or (() if self.change else (self.key,)):
+            body.pop(key, None)
+
+
+def _fold_system(body: dict) -> None:
+    """Fold the system messages into the first user message, for chat templates without a system
+    role."""
+    messages = body["messages"]
+    system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system"
+                         and m.get("content"))
+    rest = [dict(m) for m in messages if m.get("role") != "system"]
+    for message in rest:
+        if message.get("role") == "user":
+            message["content"] = (f"{system}\n\n{message.get('content') or ''}" if system
+                                  else message.get("content"))
+            body["messages"] = rest
+            return
+    body["messages"] = [{"role": "user", "content": system}] + rest
+
+
+_FORMAT_REJECTED = re.compile(r"response_format|json_schema|json_object", re.I)
+# Every adaptation to a server, in the order a refusal is matched: the first row whose refusal the
+# message shows, about a part the refused body held, is adapted to once and remembered; every
+# later body then does without that part, whatever extra_body says.
+_ADAPTATIONS = (
+    _Adaptation("stream_options", "stream_options", re.compile(r"\bstream_options\b")),
+    _Adaptation("stream", "stream", dropped=("stream", "stream_options")),
+    _Adaptation("stop", "stop", cuts_stops=True),
+    _Adaptation("temperature", "temperature"),
+    # "'max_tokens' is not supported ... Use 'max_completion_tokens' instead"
+    _Adaptation("max_tokens (renamed max_completion_tokens)", "max_tokens",
+                re.compile(r"(?s)^(?=.*max_completion_tokens).*['\"`]max_tokens['\"`]"),
+                change=lambda body: body.update(max_completion_tokens=body.pop("max_tokens"))
+                if "max_tokens" in body else None),
+    _Adaptation("max_tokens", "max_tokens"),
+    _Adaptation("frequency_penalty", "frequency_penalty", re.compile(r"\bfrequency_penalty\b")),
+    # first json_schema falls back to json_object, then any format to none
+    _Adaptation("response_format json_schema", "response_format", _FORMAT_REJECTED,
+                lambda body: isinstance(body.get("response_format"), dict)
+                and body["response_format"].get("type") == "json_schema",
+                lambda body: body.update(response_format={"type": "json_object"})
+                if "response_format" in body else None),
+    _Adaptation("response_format", "response_format", _FORMAT_REJECTED),
+    # a chat template without a system role: often llama.cpp's 500 "Jinja exception", or "roles
+    # must alternate" (docs/NOTES.md, "The client")
+    _Adaptation("the system role", "messages", re.compile(
+        r"system[ _](?:role|message|prompt)s?\b[^.]{0,40}\b"
+        r"(?:not supported|unsupported|not allowed)"
+        r"|roles must alternate|(?:not supported|unsupported|invalid)\b[^.]{0,20}\brole[ "
+        r":'\"`]+system\b", re.I),
+                lambda body: any(isinstance(m, dict) and m.get("role") == "system"
+                                 for m in body["messages"]),
+                _fold_system, statuses=(400, 422, 500)),
+)
+
+
+def _refused(status: Optional[int], message: str, body: Optional[dict] = None
+             ) -> Optional[_Adaptation]:
+    """The row of _ADAPTATIONS a refusal asks for (with body: about a part that body held), or
+    None."""
+    return next((row for row in _ADAPTATIONS if status in row.statuses
+                 and row.refused(message) and (body is None or row.held(body))), None)
+
+
+# -- Models, reading a streamed reply (skip on first read) -----------------------------
+# what one request brought back, and a streamed reply as its pieces arrive
+
+@dataclass
+class _Reply:
+    """What one request brought back (internal)."""
+
+    text: str = ""
+    reasoning: str = ""
+    finish_reason: Optional[str] = None
+    usage: Optional[dict] = None
+    stopped_early: bool = False
+    model: Optional[str] = None       # the model the server says answered
+
+
+class _StreamState:
+    """A streamed reply as its pieces arrive: the text, where to stop reading, what the server
+    reported (internal)."""
+
+    def __init__(self, on_delta: Optional[Callable], scanner: Any, repetition: bool,
+                 stops: list) -> None:
+        self.pieces: list = []
+        self.chars = 0
+        self.tail = ""  # the last characters of the reply: all the loop check looks at
+        self.reasoning: list = []
+        self.finish_reason: Optional[str] = None
+        self.usage: Optional[dict] = None
+        self.ended = False              # [DONE] or a finish_reason came: the stream ended cleanly
+        self.stopped_early = False
+        self.dropped = 0                # characters after the action's end, left out of the reply
+        self.model: Optional[str] = None   # the model a chunk names
+        self._on_delta, self._scanner = on_delta, scanner
+        self._repetition, self._stops = repetition, stops
+
+    def add(self, piece: str) -> bool:
+        """Take the next piece of the reply; True when reading should stop here."""
+        if not piece:
+            return False
+        cut = self._scanner.feed(piece) if self._scanner is not None else None
+        if cut is None and self._scanner is not None and self._scanner.too_deep:
+            # the parser refuses such a reply whatever follows, and a looping model nests on for
+            # minutes (docs/NOTES.md, "Streaming"). (A mismatched bracket is read on: it may be a
+            # draft in reasoning whose <think> the server dropped, which a later </think> ends.)
+            cut = self._scanner.broken_at
+        # the first action just closed or nested too deep: the rest is not needed
+        if cut is not None:
+            self.dropped = len(piece) - max(0, cut - self.chars)
+            piece = piece[:max(0, cut - self.chars)]
+            self.stopped_early, self.finish_reason = True, "stop"
+        self.pieces.append(piece)
+        self.chars += len(piece)
+        self.tail = (self.tail + piece)[-_REPEAT_WINDOW:]
+        if self._on_delta is not None and piece:
+            self._on_delta(piece)
+        if cut is None and self._repetition and _repeating_tail(self.tail):
+            self.finish_reason = "repetition"
+            return True
+        if cut is None and any(stop in self.tail for stop in self._stops):
+            # a stop sequence the server would not take: cut client-side
+            self.finish_reason = "stop"
+            return True
+        return cut is not None
+
+    def reply(self) -> _Reply:
+        # a reply cut early never saw the usage chunk
+        usage = None if self.stopped_early else self.usage
+        return _Reply("".join(self.pieces), "".join(self.reasoning), self.finish_reason, usage,
+                      self.stopped_early, self.model)
+
+
+# -- Models, replaying a trace (skip on first read) ------------------------------------
+# the records of a saved run, read by MockLLM.from_trace; _json_lines also reads batch results
+
+def _trace_records(path: str) -> list:
+    """The records of a trace (JSON Lines) or a saved result (one JSON value, a UTF-8 BOM allowed),
+    read in one pass: when not one line is JSON, the file is one value over many lines.
+
+    A trace's last line cut short (a write that failed half-way) is left out, with a warning;
+    ValueError for any other line that is not JSON.
+    """
+    with open(path, "rb") as handle:
+        data = handle.read()
+    records: list = []
+    end, problem = 0, None
+    for end, number, value in _json_lines(io.BytesIO(data)):  # noqa: B007 (read after)
+        if isinstance(value, ValueError):
+            problem = f"line {number}: {value}"
+            break
+        records.append(value)
+    if not records:
+        try:
+            records, problem = [json.loads(data.decode("utf-8-sig", "replace"))], None
+        except RecursionError:  # nested too deeply for the json module
+            problem = "nested too deeply"
+        except ValueError:
+            problem = problem or ("its one line is cut short" if data[end:].strip() else None)
+    elif problem is None and data[end:].strip():
+        _log.warning("%s: its last line is cut short (%d bytes, no end): left out", path,
+                     len(data) - end)
+    if problem is not None:
+        raise ValueError(f"{path} is neither a saved result (JSON) nor a trace (JSON Lines): "
+                         f"{problem}")
+    return records
+
+
+def _json_lines(handle: Any) -> Iterable[tuple]:
+    """Each non-blank line of a JSON Lines file open in binary mode: (the offset it ends at, its
+    number, its value, or the ValueError that says why it is not JSON).
+
+    A last line without its line break is whole when it is JSON, else a write cut short, left out:
+    the one reader of traces (replay) and of batch results files.
+    """
+    end = 0
+    for number, line in enumerate(handle, 1):
+        end += len(line)
+        if not line.strip():
+            continue
+        try:
+            # not splitlines: U+2028 is text; a BOM may start the file
+            value = json.loads(line.decode("utf-8-sig" if number == 1 else "utf-8", "replace"))
+        except (ValueError, RecursionError) as exc:
+            if not line.endswith(b"\n"):
+                return
+            value = exc if isinstance(exc, ValueError) else ValueError("nested too deeply")
+        yield end, number, value
+
+
+def _record_steps(record: Any) -> list:
+    """The steps one record holds: a saved result's, or the step a trace line is."""
+    if isinstance(record, dict) and isinstance(record.get("steps"), list):
+        return record["steps"]
+    if isinstance(record, dict) and record.get("event") == "step":
+        return [record]
+    return []
 
 
 # -- MCP -------------------------------------------------------------------------------
@@ -4520,34 +4418,7 @@ def _reported_usage(usage: Any) -> Optional[dict]:
 # Streamable HTTP (a URL); one connection per server, shared by every caller, a reader routing
 # answers by id
 
-_MCP_VERSION = "2026-07-28"       # the current revision: no handshake, every request carries _meta
-# the handshake era (initialize, notifications/initialized), which most servers speak
-_MCP_OLD_VERSION = "2025-11-25"
-_MCP_OLD_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-# a modern server's answer to a version it does not speak: still a modern server
-_MCP_UNSUPPORTED_VERSION = -32022
-_MCP_META = "io.modelcontextprotocol/"
-_MCP_CLIENT = {"name": "agent.py", "version": __version__}
 _MCP_DEFAULT_TIMEOUT = 30.0   # seconds per request when neither add_mcp nor the registry sets one
-# stdio: a server silent this long after server/discover is sent initialize too
-_MCP_PROBE_SECONDS = 5.0
-# a tool's limit in the registry is its request's, plus this: the request ends first
-_MCP_GRACE_SECONDS = 1.0
-# one message (a stdio line, an HTTP body); a larger one ends the connection
-_MCP_MAX_MESSAGE_BYTES = 32 * 2**20
-_MCP_MAX_PAGES = 100          # pages of tools/list read at most
-_MCP_STDERR_LINES = 20        # lines of a server's stderr kept, to quote when it dies
-_MCP_CLOSE_SECONDS = 2.0  # after stdin is closed, the wait before SIGTERM, and again before SIGKILL
-_MCP_SKIPPED_LOGGED = 5       # non-JSON stdout lines logged as warnings; later ones at debug level
-# replies to a server's requests sent in a row when each reply's answer holds another request
-_MCP_CHAINED_REPLIES = 10
-# a first paragraph longer than this is cut to its first sentence in the prompt
-_MCP_SUMMARY_CHARS = 300
-# schema annotations the prompt leaves out
-_MCP_PROMPT_DROPS = frozenset({"title", "$schema", "examples"})
-_MCP_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ", "TMPDIR",
-            "TEMP", "TMP", "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "APPDATA",
-            "LOCALAPPDATA", "USERPROFILE")
 
 
 def _add_mcp(registry: ToolRegistry, server: Any, *, name: Optional[str] = None,
@@ -4571,7 +4442,7 @@ def _add_mcp(registry: ToolRegistry, server: Any, *, name: Optional[str] = None,
     registered: list = []
     try:
         session.open()
-        specs = _mcp_list_tools(session)
+        specs = session.list_tools()
         if wanted is not None:
             offered = [spec["name"] for spec in specs]
             missing = [tool for tool in wanted if tool not in offered]
@@ -4618,73 +4489,42 @@ def _add_mcp(registry: ToolRegistry, server: Any, *, name: Optional[str] = None,
     return [spec["name"] for spec in specs]
 
 
-def _mcp_transport(server: Any, env: Optional[dict], cwd: Any, headers: Optional[dict],
-                   name: Optional[str] = None) -> Any:
-    """The transport for a command (a list, or a string split as a shell would, never run by one) or
-    a URL; ``name`` names it in messages, in place of a label made of the command or URL."""
-    label = None if name is None else repr(name)
-    if isinstance(server, str) and re.match(r"https?://", server.strip(), re.I):
-        if env or cwd:
-            raise ToolError("env= and cwd= are for a server started as a command, not for a URL")
-        return _McpHttp(server.strip(), headers or {}, label)
-    if headers:
-        raise ToolError("headers= are for a server at a URL; give a command's secrets with env=")
-    if isinstance(server, str):
-        import shlex
-
-        argv = shlex.split(server, posix=os.name != "nt")
-    elif isinstance(server, (list, tuple)) and all(isinstance(part, (str, os.PathLike))
-                                                   for part in server):
-        argv = [os.fspath(part) for part in server]
-    else:
-        raise ToolError("an MCP server is a command (a string or a list of strings) or an "
-                        f"http(s):// URL, got {type(server).__name__}")
-    if not argv:
-        raise ToolError("empty MCP server command")
-    # the server's environment: ours for PATH, HOME, locale and temp only, then what it is given
-    # (no secret of ours)
-    environment = {key: os.environ[key] for key in _MCP_ENV if key in os.environ}
-    environment.update({key: value for key, value in os.environ.items() if key.startswith("LC_")})
-    for key, value in (env or {}).items():
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise ToolError(f"env= of an MCP server maps names to strings; {key!r} does not")
-        environment[key] = value
-    return _McpStdio(argv, environment, cwd, env or {}, label)
-
-
-def _mcp_list_tools(session: _McpSession) -> list:
-    """Every tool the server lists, page by page; ToolError for a listing that is not one."""
-    specs: list = []
-    cursor = None
-    for _ in range(_MCP_MAX_PAGES):
-        try:
-            result = session.request("tools/list", {"cursor": cursor} if cursor else {})
-        except _McpFailure as exc:
-            raise ToolError(f"MCP server {session.label} could not list its tools: {exc}") from None
-        page = result.get("tools")
-        if not isinstance(page, list) or not all(isinstance(spec, dict)
-                                                 and isinstance(spec.get("name"), str)
-                                                 for spec in page):
-            raise ToolError(f"MCP server {session.label} answered tools/list without a list of "
-                            "named tools")
-        specs.extend(page)
-        cursor = result.get("nextCursor")
-        if not isinstance(cursor, str) or not cursor:
-            return specs
-    raise ToolError(f"MCP server {session.label} listed more than {_MCP_MAX_PAGES} pages of tools")
-
-
 def _mcp_built(session: _McpSession, specs: list, prefix: Optional[str], seconds: float) -> tuple:
     """The listed tools as [(its name on the server, Tool)], and {name: why} of those left out:
-    a schema that cannot be enforced, a name that is not valid or is another tool's."""
+    a schema that cannot be enforced, a name that is not valid or is another tool's.
+
+    A Tool has a short description, the schema without annotations, and asks to confirm when the
+    server marks it destructive.
+    """
     built: list = []
     left_out: dict = {}
     for spec in specs:
         remote = spec["name"]
+        schema = spec.get("inputSchema")
+        if not remote:
+            left_out[remote] = "its name is empty"
+            continue
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            left_out[remote] = "it has no inputSchema of \"type\": \"object\""
+            continue
+        annotations = spec.get("annotations") if isinstance(spec.get("annotations"), dict) else {}
+        local = _mcp_local_name(prefix, remote)
+        # the description's first paragraph, or its first sentence when that paragraph is over 300
+        # characters
+        description = spec.get("description")
+        summary = ""
+        if isinstance(description, str):
+            summary = " ".join(re.split(r"\n\s*\n", description.strip(), maxsplit=1)[0].split())
+            if len(summary) > 300:
+                summary = re.split(r"(?<=[.!?])\s", summary, maxsplit=1)[0][:300]
         try:
-            tool = _mcp_tool(session, spec, prefix, seconds)
+            tool = Tool(local, summary or remote, _listed(schema, False),
+                        _mcp_caller(session, remote, seconds),
+                        seconds + _McpSession.GRACE_SECONDS,
+                        annotations.get("destructiveHint") is True)
         except ToolError as exc:
-            left_out[remote] = _cut(str(exc), 500)
+            why = str(exc).replace(f"tool {local!r}: ", "", 1)
+            left_out[remote] = _cut(f"its inputSchema cannot be enforced: {why}", 500)
             continue
         if any(tool.name == other.name for _, other in built):
             left_out[remote] = f"its name as a tool, {tool.name!r}, is that of another of its tools"
@@ -4693,62 +4533,10 @@ def _mcp_built(session: _McpSession, specs: list, prefix: Optional[str], seconds
     return built, left_out
 
 
-def _mcp_tool(session: _McpSession, spec: dict, prefix: Optional[str], seconds: float) -> Tool:
-    """One listed tool as a Tool: a short description, the schema without annotations, confirm when
-    destructive; ToolError (saying why, for the left-out list) when it cannot be one."""
-    remote = spec["name"]
-    if not remote:
-        raise ToolError("its name is empty")
-    schema = spec.get("inputSchema")
-    if not isinstance(schema, dict) or schema.get("type") != "object":
-        raise ToolError("it has no inputSchema of \"type\": \"object\"")
-    annotations = spec.get("annotations") if isinstance(spec.get("annotations"), dict) else {}
-    local = _mcp_local_name(prefix, remote)
-    # the description's first paragraph, or its first sentence when that paragraph is long
-    description = spec.get("description")
-    summary = ""
-    if isinstance(description, str):
-        summary = " ".join(re.split(r"\n\s*\n", description.strip(), maxsplit=1)[0].split())
-        if len(summary) > _MCP_SUMMARY_CHARS:
-            summary = re.split(r"(?<=[.!?])\s", summary, maxsplit=1)[0][:_MCP_SUMMARY_CHARS]
-    try:
-        return Tool(local, summary or remote, _mcp_trimmed(schema),
-                    _mcp_caller(session, remote, seconds), seconds + _MCP_GRACE_SECONDS,
-                    annotations.get("destructiveHint") is True)
-    except ToolError as exc:
-        why = str(exc).replace(f"tool {local!r}: ", "", 1)
-        raise ToolError(f"its inputSchema cannot be enforced: {why}") from None
-
-
 def _mcp_local_name(prefix: Optional[str], remote: str) -> str:
     """The name a server's tool is registered under: prefixed, made of valid characters, cut to
     64."""
     return re.sub(r"[^A-Za-z0-9_-]", "_", f"{prefix}_{remote}" if prefix else remote)[:64]
-
-
-def _mcp_trimmed(schema: Any, names: bool = False, depth: int = 0) -> Any:
-    """The schema without the annotations in _MCP_PROMPT_DROPS (they describe, never constrain);
-    ``names``: a map of names to schemas (properties, $defs), whose keys are kept whatever they
-    are. ToolError past twice _MAX_SCHEMA_DEPTH levels (a schema level is a map and a schema),
-    which the schema check refuses anyway, before the stack runs out."""
-    if depth > 2 * _MAX_SCHEMA_DEPTH + 2:
-        raise ToolError(f"the schema is nested more than {_MAX_SCHEMA_DEPTH} levels deep")
-    if isinstance(schema, list):
-        return [_mcp_trimmed(item, depth=depth + 1) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    if names:
-        return {key: _mcp_trimmed(value, depth=depth + 1) for key, value in schema.items()}
-    kept = {}
-    for key, value in schema.items():
-        if key in _MCP_PROMPT_DROPS:
-            continue
-        if key in ("enum", "const", "default"):
-            kept[key] = value
-        else:
-            kept[key] = _mcp_trimmed(value, key in ("properties", "$defs", "definitions",
-                                                    "patternProperties"), depth + 1)
-    return kept
 
 
 def _mcp_caller(session: _McpSession, remote: str, seconds: float) -> Callable[..., str]:
@@ -4842,12 +4630,27 @@ class _McpSession:
 
     A transport (_McpStdio, _McpHttp) sends a message and hands every message that arrives to
     ``deliver``, from its reader thread or from the caller's. Each caller waits on its own queue, so
-    a hung request times out alone.
+        a hung request times out alone.
     """
+
+    VERSION = "2026-07-28"  # the current revision: no handshake, every request carries _meta
+    # the handshake era (initialize, notifications/initialized), which most servers speak
+    OLD_VERSION = "2025-11-25"
+    OLD_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+    # a modern server's answer to a version it does not speak: still a modern server
+    UNSUPPORTED_VERSION = -32022
+    META = "io.modelcontextprotocol/"
+    CLIENT = {"name": "agent.py", "version": __version__}
+    # a tool's limit in the registry is its request's, plus this: the request ends first
+    GRACE_SECONDS = 1.0
+    # one message (a stdio line, an HTTP body); a larger one ends the connection
+    MAX_MESSAGE_BYTES = 32 * 2**20
+    # replies to a server's requests sent in a row when each reply's answer holds another request
+    CHAINED_REPLIES = 10
 
     def __init__(self, transport: Any, seconds: float) -> None:
         self.transport, self.seconds, self.label = transport, seconds, transport.label
-        # the verdict of open(): True for _MCP_VERSION (no handshake), False for the older ones
+        # the verdict of open(): True for self.VERSION (no handshake), False for the older ones
         self.modern = False
         self.version: Optional[str] = None
         self._lock = threading.Lock()
@@ -4888,7 +4691,7 @@ class _McpSession:
                 raise _McpTimeout("no answer to server/discover or initialize within "
                                   f"{self.seconds:g} s")
             if answer.get("id") == discover and self._is_modern(answer):
-                self.modern, self.version = True, _MCP_VERSION
+                self.modern, self.version = True, self.VERSION
                 return
             if answer.get("id") == discover and initialize is None:
                 initialize = self._send_initialize(box, deadline)
@@ -4898,33 +4701,33 @@ class _McpSession:
             elif answer.get("id") == initialize and "failure" in answer:
                 raise answer["failure"]
             elif (answer.get("id") == initialize
-                  and _mcp_error_code(answer) != _MCP_UNSUPPORTED_VERSION):
-                raise _McpRpcError(f"initialize failed: {_mcp_error_text(answer)}")
+                  and self._error_code(answer) != self.UNSUPPORTED_VERSION):
+                raise _McpRpcError(f"initialize failed: {self._error_text(answer)}")
 
     def _is_modern(self, answer: dict) -> bool:
         """True for a discover result that offers our version; ToolError for a server that speaks
         none of ours."""
         result = answer.get("result")
         if isinstance(result, dict):
-            versions = result.get("supportedVersions") or [_MCP_VERSION]
-            return isinstance(versions, list) and _MCP_VERSION in versions
+            versions = result.get("supportedVersions") or [self.VERSION]
+            return isinstance(versions, list) and self.VERSION in versions
         supported = (answer.get("error", {}).get("data", {})
                      if isinstance(answer.get("error"), dict) else {})
         supported = supported.get("supported") if isinstance(supported, dict) else None
-        if _mcp_error_code(answer) == _MCP_UNSUPPORTED_VERSION and isinstance(supported, list) \
-                and not any(version in _MCP_OLD_VERSIONS for version in supported):
+        if self._error_code(answer) == self.UNSUPPORTED_VERSION and isinstance(supported, list) \
+                and not any(version in self.OLD_VERSIONS for version in supported):
             spoken = _cut(", ".join(map(_text, supported)), 200)
             raise _McpFailure(f"it speaks only protocol versions {spoken}; agent.py speaks "
-                              f"{_MCP_VERSION} and {_MCP_OLD_VERSION}")
+                              f"{self.VERSION} and {self.OLD_VERSION}")
         return False
 
     def _send_initialize(self, box: queue.SimpleQueue, deadline: float) -> Any:
-        return self._send("initialize", {"protocolVersion": _MCP_OLD_VERSION, "capabilities": {},
-                                         "clientInfo": _MCP_CLIENT}, box, deadline, modern=False)
+        return self._send("initialize", {"protocolVersion": self.OLD_VERSION, "capabilities": {},
+                                         "clientInfo": self.CLIENT}, box, deadline, modern=False)
 
     def _adopt_old(self, result: Any) -> None:
         version = result.get("protocolVersion") if isinstance(result, dict) else None
-        if version not in _MCP_OLD_VERSIONS:
+        if version not in self.OLD_VERSIONS:
             raise _McpFailure(f"initialize answered with protocol version "
                               f"{_cut(_text(version, repr), 100)}, which agent.py does not speak")
         self.modern, self.version = False, version
@@ -4948,19 +4751,41 @@ class _McpSession:
             raise answer["failure"]
         if "error" in answer:
             error = answer["error"] if isinstance(answer["error"], dict) else {}
-            raise _McpRpcError(_mcp_error_text(answer), error.get("code"), error.get("data"))
+            raise _McpRpcError(self._error_text(answer), error.get("code"), error.get("data"))
         result = answer.get("result")
         if not isinstance(result, dict):
             raise _McpFailure(f"the server answered {method} with a result that is not an object")
         return result
 
+    def list_tools(self) -> list:
+        """Every tool the server lists, page by page; ToolError for a listing that is not one."""
+        specs: list = []
+        cursor = None
+        for _ in range(100):     # pages read at most
+            try:
+                result = self.request("tools/list", {"cursor": cursor} if cursor else {})
+            except _McpFailure as exc:
+                raise ToolError(f"MCP server {self.label} could not list its tools: "
+                                f"{exc}") from None
+            page = result.get("tools")
+            if not isinstance(page, list) or not all(isinstance(spec, dict)
+                                                     and isinstance(spec.get("name"), str)
+                                                     for spec in page):
+                raise ToolError(f"MCP server {self.label} answered tools/list without a list of "
+                                "named tools")
+            specs.extend(page)
+            cursor = result.get("nextCursor")
+            if not isinstance(cursor, str) or not cursor:
+                return specs
+        raise ToolError(f"MCP server {self.label} listed more than 100 pages of tools")
+
     def _send(self, method: str, params: dict, box: queue.SimpleQueue, deadline: float,
               modern: bool) -> int:
         ident = next(self._ids)
         if modern:
-            params = {**params, "_meta": {_MCP_META + "protocolVersion": _MCP_VERSION,
-                                          _MCP_META + "clientCapabilities": {},
-                                          _MCP_META + "clientInfo": _MCP_CLIENT}}
+            params = {**params, "_meta": {self.META + "protocolVersion": self.VERSION,
+                                          self.META + "clientCapabilities": {},
+                                          self.META + "clientInfo": self.CLIENT}}
         with self._lock:
             self._pending[ident] = box
         try:
@@ -4997,14 +4822,14 @@ class _McpSession:
         try:
             self.transport.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                  "params": {"requestId": ident, "reason": "timed out"}},
-                                time.monotonic() + _MCP_GRACE_SECONDS / 2)
+                                time.monotonic() + self.GRACE_SECONDS / 2)
         except _McpFailure as exc:
             _log.debug("MCP server %s: could not cancel %s: %s", self.label, method, exc)
 
     def deliver(self, arrived: Any) -> None:
         """Route a message that arrived (or each of a batch): an answer to its caller (a stray or
         repeated id is ignored), the server's own request to _answer_server."""
-        # a batch (one of _MCP_OLD_VERSIONS allows them) holds messages, never another batch
+        # a batch (one of self.OLD_VERSIONS allows them) holds messages, never another batch
         for message in arrived if isinstance(arrived, list) else [arrived]:
             if not isinstance(message, dict):
                 _log.warning("MCP server %s sent a message that is not an object; ignored",
@@ -5066,7 +4891,7 @@ class _McpSession:
 
         Over HTTP a reply is a POST whose answer may hold the server's next request: that one is
         queued and sent by this loop, not by a call inside the send, so a server that answers
-        every reply with a new request gets _MCP_CHAINED_REPLIES replies within one deadline, not
+        every reply with a new request gets self.CHAINED_REPLIES replies within one deadline, not
         a deep stack.
         """
         if message.get("method") == "ping":
@@ -5081,7 +4906,7 @@ class _McpSession:
         self._replying.queue = queued = collections.deque([reply])
         deadline = time.monotonic() + min(self.seconds, 5.0)
         try:
-            for _ in range(_MCP_CHAINED_REPLIES):
+            for _ in range(self.CHAINED_REPLIES):
                 if not queued or time.monotonic() >= deadline:
                     break
                 self.transport.send(queued.popleft(), deadline)
@@ -5092,6 +4917,20 @@ class _McpSession:
             _log.debug("MCP server %s: could not answer its request: %s", self.label, exc)
         finally:
             self._replying.queue = None
+
+    @staticmethod
+    def _error_code(answer: dict) -> Any:
+        error = answer.get("error")
+        return error.get("code") if isinstance(error, dict) else None
+
+
+    @staticmethod
+    def _error_text(answer: dict) -> str:
+        error = answer.get("error")
+        if not isinstance(error, dict):
+            return "an error without a message"
+        return (f"{_text(error.get('message'))[:500]} "
+                f"(JSON-RPC error {_cut(_text(error.get('code')), 40)})")
 
     def fail_all(self, failure: _McpFailure) -> None:
         """Wake every waiting caller with failure (the connection is gone)."""
@@ -5105,19 +4944,62 @@ class _McpSession:
         self.transport.close()
 
 
+# -- MCP, the transports: a command's pipes, an HTTP URL (skip on first read) ----------
+# what carries the session's messages: a command's stdin and stdout, or POSTs to a URL
+
+def _mcp_transport(server: Any, env: Optional[dict], cwd: Any, headers: Optional[dict],
+                   name: Optional[str] = None) -> Any:
+    """The transport for a command (a list, or a string split as a shell would, never run by one) or
+    a URL; ``name`` names it in messages, in place of a label made of the command or URL."""
+    label = None if name is None else repr(name)
+    if isinstance(server, str) and re.match(r"https?://", server.strip(), re.I):
+        if env or cwd:
+            raise ToolError("env= and cwd= are for a server started as a command, not for a URL")
+        return _McpHttp(server.strip(), headers or {}, label)
+    if headers:
+        raise ToolError("headers= are for a server at a URL; give a command's secrets with env=")
+    if isinstance(server, str):
+        import shlex
+
+        argv = shlex.split(server, posix=os.name != "nt")
+    elif isinstance(server, (list, tuple)) and all(isinstance(part, (str, os.PathLike))
+                                                   for part in server):
+        argv = [os.fspath(part) for part in server]
+    else:
+        raise ToolError("an MCP server is a command (a string or a list of strings) or an "
+                        f"http(s):// URL, got {type(server).__name__}")
+    if not argv:
+        raise ToolError("empty MCP server command")
+    # the server's environment: ours for PATH, HOME, locale and temp only, then what it is given
+    # (no secret of ours)
+    environment = {key: os.environ[key] for key in (
+        "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ", "TMPDIR",
+        "TEMP", "TMP", "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "APPDATA",
+        "LOCALAPPDATA", "USERPROFILE") if key in os.environ}
+    environment.update({key: value for key, value in os.environ.items() if key.startswith("LC_")})
+    for key, value in (env or {}).items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise ToolError(f"env= of an MCP server maps names to strings; {key!r} does not")
+        environment[key] = value
+    return _McpStdio(argv, environment, cwd, env or {}, label)
+
+
 class _McpStdio:
     """A server started as a command: one JSON-RPC message per line on its stdin and stdout
     (internal).
 
     A reader thread hands every stdout line to the session; another keeps the last lines of stderr,
     the server's log, to quote when it dies. A line that is not JSON is skipped and logged; a line
-    over _MCP_MAX_MESSAGE_BYTES ends the connection (it cannot be skipped without reading it whole).
+    over _McpSession.MAX_MESSAGE_BYTES ends the connection (it cannot be skipped without reading
+    it whole).
     The server runs in a process group of its own, so that closing stops the children it started
     (npx, uvx, docker and shell wrappers), and no write or close waits on it past a deadline.
     """
 
-    probe_seconds = _MCP_PROBE_SECONDS
-    close_seconds = _MCP_CLOSE_SECONDS
+    probe_seconds = 5.0  # a server silent this long after server/discover is sent initialize too
+    close_seconds = 2.0  # after stdin is closed, the wait before SIGTERM, and again before SIGKILL
+    STDERR_LINES = 20    # lines of a server's stderr kept, to quote when it dies
+    SKIPPED_LOGGED = 5   # non-JSON stdout lines logged as warnings; later ones at debug level
 
     def __init__(self, argv: list, env: dict, cwd: Any, given_env: dict,
                  label: Optional[str] = None) -> None:
@@ -5142,7 +5024,7 @@ class _McpStdio:
         self.session: Any = None
         self._process: Any = None
         self._failure: Optional[_McpFailure] = None
-        self._stderr: collections.deque = collections.deque(maxlen=_MCP_STDERR_LINES)
+        self._stderr: collections.deque = collections.deque(maxlen=self.STDERR_LINES)
         self._write_lock = threading.Lock()
         self._threads: list = []
         self._skipped = 0
@@ -5221,13 +5103,13 @@ class _McpStdio:
         try:
             while True:
                 # bounded: never a whole flood at once
-                line = stdout.readline(_MCP_MAX_MESSAGE_BYTES + 1)
+                line = stdout.readline(_McpSession.MAX_MESSAGE_BYTES + 1)
                 if not line:
                     break
-                if len(line) > _MCP_MAX_MESSAGE_BYTES:
+                if len(line) > _McpSession.MAX_MESSAGE_BYTES:
                     self._end(_McpGone(f"MCP server {self.label} sent a message over "
-                                       f"{_MCP_MAX_MESSAGE_BYTES:,} bytes; the connection was "
-                                       "closed"))
+                                       f"{_McpSession.MAX_MESSAGE_BYTES:,} bytes; the connection "
+                                       "was closed"))
                     self._signal("kill")
                     return
                 self._take(line)
@@ -5248,7 +5130,7 @@ class _McpStdio:
             self.session.deliver(message)
             return
         self._skipped += 1
-        level = logging.WARNING if self._skipped <= _MCP_SKIPPED_LOGGED else logging.DEBUG
+        level = logging.WARNING if self._skipped <= self.SKIPPED_LOGGED else logging.DEBUG
         _log.log(level,
                  "MCP server %s printed a line that is not a JSON-RPC message; skipped: %r",
                  self.label, self.session.scrub(line[:200].decode("utf-8", errors="replace")))
@@ -5393,23 +5275,21 @@ class _McpHttp:
 
     def _open(self, message: dict, deadline: _Deadline) -> Any:
         import http.client
-        import urllib.error
-        import urllib.request
 
-        request = urllib.request.Request(self.url, data=json.dumps(message).encode("utf-8"),
-                                         headers=self._headers(message), method="POST")
+        headers = self._headers(message)
         try:
-            opener = _build_opener(self.url, deadline.left(), deadline)
-            return opener.open(request, timeout=min(deadline.left(), threading.TIMEOUT_MAX))
-        except urllib.error.HTTPError as exc:
-            self._http_error(exc, deadline)
+            response, error = _request(self.url, deadline, deadline.left(),
+                                       json.dumps(message).encode("utf-8"), headers)
         except (OSError, http.client.HTTPException) as exc:
             reason = getattr(exc, "reason", None) or exc
             if deadline.passed():
                 raise deadline.expired() from None
             raise _McpGone(f"could not reach MCP server {self.label}: "
                            f"{self.session.scrub(str(reason)) or type(exc).__name__}") from None
-        return None
+        if error is not None:
+            self._http_error(response, error.decode("utf-8", errors="replace"))
+            return None
+        return response
 
     def _headers(self, message: dict) -> dict:
         headers = {"Content-Type": "application/json",
@@ -5417,7 +5297,8 @@ class _McpHttp:
                    "User-Agent": f"agent.py/{__version__}"}
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
         if "_meta" in params:                # the modern era routes by these
-            headers.update({"Mcp-Protocol-Version": _MCP_VERSION, "Mcp-Method": message["method"]})
+            headers.update({"Mcp-Protocol-Version": _McpSession.VERSION,
+                            "Mcp-Method": message["method"]})
             if message["method"] == "tools/call":
                 # printable ASCII as it is, anything else in MCP's base64 form
                 text = params["name"]
@@ -5436,10 +5317,9 @@ class _McpHttp:
             headers[name] = value
         return headers
 
-    def _http_error(self, exc: Any, deadline: _Deadline) -> None:
+    def _http_error(self, exc: Any, text: str) -> None:
         """An error status: a JSON-RPC error in its body is delivered as the answer, anything else
         raised."""
-        text = _read_error_body(exc, deadline, deadline.left()).decode("utf-8", errors="replace")
         try:
             answer = json.loads(text)
         except (ValueError, RecursionError):
@@ -5459,7 +5339,7 @@ class _McpHttp:
         come."""
         if message.get("method") == "initialize":
             self.session_id = response.headers.get("Mcp-Session-Id") or self.session_id
-        body = _Body(response, deadline, _MCP_MAX_MESSAGE_BYTES, deadline.left())
+        body = _Body(response, deadline, _McpSession.MAX_MESSAGE_BYTES, deadline.left())
         pieces, head = iter(body.read, b""), b""
         for piece in pieces:           # enough to see a BOM, which some servers send first
             head += piece
@@ -5487,13 +5367,11 @@ class _McpHttp:
         self.session.deliver(answer)
         return answer.get("id") if isinstance(answer, dict) and "method" not in answer else None
 
-    close_seconds = _MCP_CLOSE_SECONDS
+    close_seconds = 2.0     # the DELETE's whole time
 
     def close(self) -> None:
         """End the session of a handshake-era server (DELETE, best effort, within close_seconds
         however slowly the server answers)."""
-        import urllib.request
-
         _MCP_OPEN.discard(self)
         if self.session_id is None:
             return
@@ -5502,8 +5380,7 @@ class _McpHttp:
         seconds = self.close_seconds
         deadline = _Deadline(seconds, time.monotonic() + seconds, self.label, name="timeout")
         try:
-            request = urllib.request.Request(self.url, headers=headers, method="DELETE")
-            _build_opener(self.url, seconds, deadline).open(request, timeout=seconds).close()
+            _request(self.url, deadline, seconds, None, headers, method="DELETE")[0].close()
         except Exception as exc:  # the server may be gone already; nothing is left running here
             _log.debug("MCP server %s: DELETE of the session failed: %s", self.label,
                        self.session.scrub(_text(exc)))
@@ -5523,28 +5400,10 @@ def _mcp_url_secrets(url: str) -> list:
               if len(segment) >= 16 and re.search(r"\d", segment))]
 
 
-def _mcp_error_code(answer: dict) -> Any:
-    error = answer.get("error")
-    return error.get("code") if isinstance(error, dict) else None
-
-
-def _mcp_error_text(answer: dict) -> str:
-    error = answer.get("error")
-    if not isinstance(error, dict):
-        return "an error without a message"
-    return (f"{_text(error.get('message'))[:500]} "
-            f"(JSON-RPC error {_cut(_text(error.get('code')), 40)})")
-
-
 _MCP_OPEN: set = set()   # transports still open, closed at interpreter exit
 
 
-def _mcp_close_all() -> None:
-    for transport in list(_MCP_OPEN):
-        transport.close()
-
-
-atexit.register(_mcp_close_all)
+atexit.register(lambda: [transport.close() for transport in list(_MCP_OPEN)])
 
 
 # -- Loop ------------------------------------------------------------------------------
@@ -5573,43 +5432,8 @@ _STOPS = {
     "llm_error": _Stop("the model endpoint failed: {error}", 3),
 }
 STOP_REASONS = tuple(_STOPS)
-_CONSTRAIN_MODES = ("auto", "always", "never")
-# per-call options it may pass
-_CHAT_OPTIONS = ("response_schema", "temperature", "max_seconds", "frequency_penalty")
-# at least this once a failed reply repeats: a deterministic loop needs sampling
-_HOT_TEMPERATURE = 0.7
-# Sent with the schema: under constrained decoding a small model may loop inside a string until the
-# token limit, which the penalty prevents (docs/NOTES.md, "The schema rung").
-_CONSTRAINED_PENALTY = 0.5
 # the loop's clock for max_seconds and step times (tests replace it); tools keep their own
 _now = time.monotonic
-_TRIM_TO = 0.6  # over budget, trim to this share of it, so later calls share their prefix
-# the end of the rung note of a tool rung's call that is not run; the CLI's live line starts again
-_ASKED_AGAIN = "not run and the model is asked again without the rung"
-# Memory: what stands in for the steps a context budget drops, joined to the task's message (a
-# message of its own after the task would break the alternation of roles); its texts are in the
-# table of Errors and settings.
-_MEMORY_MODES = ("digest", "summary", "none")
-_MEMORY_SHARE = 0.2  # the digest or the summary takes at most this share of the context budget
-_MIN_SUMMARY_CHARS = 100   # with less room than this, no summary is asked for: the digest is sent
-_DIGEST_CALL_CHARS = 60    # a digest line shows this much of the call ...
-_DIGEST_RESULT_CHARS = 100  # ... and this much of the start of its result
-
-
-@dataclass
-class _SummaryCall:
-    """A model call that summarised the steps a trim dropped (memory="summary"), kept on the step it
-    came before."""
-
-    raw: Optional[str] = None             # the reply; None if the call failed
-    # the client's finish_reason for this reply, when it reports one
-    finish_reason: Optional[str] = None
-    seconds: float = 0.0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    # why the digest was sent instead: the call's error, or what was wrong
-    error: Optional[str] = None
-                                          # with its reply; None when the summary was used
 
 
 @dataclass
@@ -5738,310 +5562,6 @@ class AgentResult:
             raise
 
 
-class _Earlier(typing.NamedTuple):
-    """A call already run in this run (internal): the step that ran it, its result, how often it
-    came again."""
-
-    step: int
-    result: str
-    failed: bool          # the call failed (its result is the ERROR text)
-    repeats: int = 0
-
-
-@dataclass
-class _RunState:
-    """What one run accumulates (internal)."""
-
-    messages: list[dict]
-    head: int                             # messages[:head] (system ... task) are always sent
-    head_chars: int
-    started: float
-    steps: list[Step] = field(default_factory=list)
-    tail_chars: int = 0                   # characters in messages[head + dropped:]
-    dropped: int = 0                      # messages after the head left out of what is sent
-    format_errors: int = 0                # unparseable replies in a row
-    calls: dict = field(default_factory=dict)   # (name, canonical arguments) -> _Earlier
-    usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0,
-                                                 "estimated": False, "estimated_steps": []})
-    answer: Optional[str] = None
-    budget: Optional[int] = None  # max_context_chars for this run; a context overflow may set one
-    overflows: int = 0                    # context overflows reported by the client
-    schema: Optional[dict] = None  # the action schema, sent once the ladder's first rung is taken
-    hot: bool = False                     # second rung: a raised temperature is sent
-    failed: set[str] = field(default_factory=set)    # raw replies that could not be parsed
-    answer_rung: int = 0                  # the step whose model call may send only a final answer
-    memory: str = "digest"  # what stands in for dropped steps: digest, summary or none
-    note: str = ""  # joined to the task while steps are dropped ("\n\n" and the digest,
-                                          # the summary or a count), counted in what is sent
-    digest: list[str] = field(default_factory=list)  # one line per dropped step
-    digest_chars: int = 0                 # characters in the digest's lines, line breaks included
-
-    def append(self, role: str, content: str) -> None:
-        """Add a message to the conversation and count its characters."""
-        self.messages.append({"role": role, "content": content})
-        self.tail_chars += len(content)
-
-    def user_text(self) -> str:
-        """The text of the conversation's user messages: what the model was given to work from."""
-        return "\n".join(m["content"] for m in self.messages if m["role"] == "user")
-
-    def answering(self) -> bool:
-        """Whether the next model call is the answer rung's (it may send only a final answer)."""
-        return self.answer_rung == len(self.steps) + 1
-
-    def estimated(self) -> None:
-        """Note that the step under way (not yet in steps) has token counts estimated, not
-        reported."""
-        self.usage["estimated"] = True
-        if len(self.steps) + 1 not in self.usage["estimated_steps"]:
-            self.usage["estimated_steps"].append(len(self.steps) + 1)
-
-    def over_budget(self) -> bool:
-        """Whether what the next call would send is longer than the context budget."""
-        return (self.budget is not None
-                and self.head_chars + len(self.note) + self.tail_chars > self.budget)
-
-    def trim(self) -> None:
-        """Drop the oldest step pairs down to about 60% of the budget, and write the note that
-        stands in for them.
-
-        Dropping well below the budget at once lets the calls until the next trim share
-        their prefix, so a server can reuse its processed prompt; each pair is dropped
-        once, and its digest line written once (amortised O(1) per step). The system
-        prompt, the task and the latest pair are always kept.
-        """
-        target = self.budget * _TRIM_TO
-        while (self.head_chars + self._note_room() + self.tail_chars > target
-               and len(self.messages) - self.head - self.dropped > 2):
-            first = self.head + self.dropped
-            self.tail_chars -= (len(self.messages[first]["content"])
-                                + len(self.messages[first + 1]["content"]))
-            if self.memory != "none":
-                line = _digest_line(self.steps[self.dropped // 2], self.calls, _DIGEST_RESULT_CHARS)
-                self.digest.append(line)
-                self.digest_chars += len(line) + 1
-            self.dropped += 2
-        self.note = (self.digest_note() if self.memory != "none"
-                     else f"\n\n{_DROPPED_NOTE.format(n=self.dropped // 2)}")
-
-    def _note_room(self) -> int:
-        """What the note will take once the pairs dropped so far are in it (the summary's room: the
-        digest's)."""
-        if self.memory == "none":
-            return len(_DROPPED_NOTE) + 2
-        return min(self.memory_limit(), len(_DIGEST_HEADER) + 3 + self.digest_chars)
-
-    def memory_limit(self) -> int:
-        """The most characters the note (the digest or the summary, with its header) may take.
-
-        A share of the budget, and no more than the budget leaves beside the head and the steps
-        still sent.
-        """
-        return max(0, min(int(self.budget * _MEMORY_SHARE),
-                          self.budget - self.head_chars - self.tail_chars))
-
-    def digest_note(self) -> str:
-        """The digest of every dropped step: one line each, bounded, the same for the same
-        history."""
-        header = _DIGEST_HEADER.format(n=self.dropped // 2)
-        lines, limit = self.digest, self.memory_limit() - len(header) - 3
-        if self.digest_chars <= limit:
-            return f"\n\n{header}\n" + "\n".join(lines)
-        # Over the limit, the first lines and the newest that fit: half the room goes to the first
-        # lines and the rest to the newest, as a long observation keeps its head and tail; a line
-        # longer than half the room is cut to it, so the first and the newest line show when
-        # anything does. One line between says how many were left out.
-        room = limit - len(_DIGEST_GAP.format(n=len(lines))) - 1
-        width = room // 2 - 1                 # a line and its line break in half the room
-        head = tail = used = 0
-        while head < len(lines) and used + min(len(lines[head]), width) + 1 <= room // 2:
-            used += min(len(lines[head]), width) + 1
-            head += 1
-        while head + tail < len(lines) and used + min(len(lines[-1 - tail]), width) + 1 <= room:
-            used += min(len(lines[-1 - tail]), width) + 1
-            tail += 1
-        kept = [_cut(line, width) for line in lines[:head] + lines[len(lines) - tail:]]
-        gap = _DIGEST_GAP.format(n=len(lines) - head - tail)
-        return f"\n\n{header}\n" + "\n".join(kept[:head] + [gap] + kept[head:])
-
-    def context(self, trimmed: bool = False) -> list[dict]:
-        """What is sent: the whole conversation, or, once steps are dropped, the note in their
-        place.
-
-        The note (the digest, the summary or a count) is joined to the task's message and
-        stays the same until the next trim, so the calls between two trims share their prefix.
-        ``trimmed``: this call trimmed, and a latest reply still over the trim's target is
-        shortened.
-        """
-        sent = self.messages
-        if self.dropped:
-            task = self.messages[self.head - 1]
-            joined = {"role": task["role"], "content": task["content"] + self.note}
-            sent = (self.messages[:self.head - 1] + [joined]
-                    + self.messages[self.head + self.dropped:])
-        return self._shorten_latest(sent) if trimmed else sent
-
-    def _shorten_latest(self, sent: list[dict]) -> list[dict]:
-        """A trim that left only the latest pair over its target: a reply that ran to the token
-        limit.
-
-        That reply is sent as its head and tail, cut to the trim's target; result.messages keeps it
-        whole.
-        """
-        over = self.head_chars + len(self.note) + self.tail_chars - int(self.budget * _TRIM_TO)
-        if over <= 0 or len(sent) <= self.head or sent[-2]["role"] != "assistant":
-            return sent
-        reply = sent[-2]["content"]
-        kept = _cut(reply, max(200, len(reply) - over), ends=True)
-        return sent[:-2] + [{"role": "assistant", "content": kept}, sent[-1]]
-
-
-def _digest_line(step: Step, calls: dict, result_chars: Optional[int]) -> str:
-    """A dropped step as ``index. name(arguments) → the start of its result``; a repeat or an unread
-    reply says so.
-
-    ``calls`` is the run's (name, canonical arguments) -> _Earlier: a call first run in another step
-    is a repeat. A tool's error shows as its result does, starting with ``ERROR:``.
-    """
-    action = step.action
-    if action is None or action.kind != "tool_call":
-        return f"{step.index}. {_DIGEST_UNREADABLE}"
-    arguments = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False, default=str)}"
-                          for key, value in action.arguments.items())
-    call = _cut(f"{action.name}({arguments})", _DIGEST_CALL_CHARS, one_line=True)
-    earlier = calls.get((action.name, _canonical(action.arguments)))
-    if earlier is not None and earlier.step != step.index:
-        return f"{step.index}. {call} → {_DIGEST_REPEAT.format(step=earlier.step)}"
-    result = _observation_result(step.observation or "") or ""
-    return f"{step.index}. {call} → {_cut(result, result_chars, one_line=True)}"
-
-
-def _copied(action: Action, example: Optional[_Example], seen: Callable[[], str], task: str
-            ) -> Optional[str]:
-    """What of the prompt a reply copied in place of its own content (placeholders, the worked
-    example), or None; ``seen()`` is the text of the conversation's user messages, ``task`` the
-    task's message.
-
-    A copied thought is let through: it runs nothing, and refusing it refused calls that were
-    right. A placeholder the task names (``echo "..."``) is the task's value, not a copy; the
-    task alone counts, since the refusals the model is sent quote the placeholders."""
-    arguments = [(f'argument "{key}"', value) for key, value in _leaves(action.arguments)]
-    for where, value in [("answer", action.answer), ("tool name", action.name)] + arguments:
-        if (isinstance(value, str) and _is_placeholder(value)
-                and value.strip().lower() not in task.lower()):
-            return _COPIED_PLACEHOLDER.format(where=where, value=value.strip())
-    if example is None:
-        return None
-    if action.kind == "final" and action.answer == example.final["answer"]:
-        return _COPIED_ANSWER
-    if any((action.name, action.arguments) == (c["name"], c["arguments"])
-           for c, _ in example.calls):
-        return _COPIED_CALL
-    # An example's argument in a registered tool runs a call about the example's task, not the
-    # model's (docs/NOTES.md, "The prompt"). It is one only when nothing the model was given
-    # names the example's subjects (a task, or a tool result, about the Louvre may ask for that).
-    queries = {v.strip().lower() for c, _ in example.calls for _, v in _leaves(c["arguments"])}
-    for where, value in arguments:
-        if (isinstance(value, str) and value.strip().lower() in queries
-                and not any(s.lower() in seen().lower() for s in example.subjects)):
-            return _COPIED_ARGUMENT.format(where=where)
-    return None
-
-
-# the value after "e.g." in a description: quoted, or one word without its final stop
-_EG = re.compile(r"""\be\.g\.,?\s+(?:"([^"]{1,100})"|'([^']{1,100})'|([^\s"']{1,100}?))
-                    [.,;:)]{0,3}(?:\s|\Z)""", re.X)
-
-
-def _description_copy(action: Action, registry: ToolRegistry, seen: Callable[[], str]
-                      ) -> Optional[str]:
-    """The examples of the called tool's description that a call's arguments only copy, each where
-    no user message names it (``'get_weather's example "Rome"'``), or None.
-
-    A model made to call a tool on a task that needs none copies it: get_weather({"city":
-    "Rome"}) for "thank you" in French (docs/NOTES.md, "The tool rung")."""
-    tool = registry.get(action.name) if action.kind == "tool_call" else None
-    if tool is None:
-        return None
-    texts = (next(g for g in m.groups() if g) for text in _descriptions(tool.parameters)
-             for m in _EG.finditer(text))
-    examples = {text.strip().lower(): text for text in texts}
-    # every argument must be one: a call with a value of its own (the task's city, and the
-    # example's unit) is the model's
-    values = [str(value).strip().lower() for _, value in _leaves(action.arguments)]
-    if not values or not all(v in examples and v not in seen().lower() for v in values):
-        return None
-    return " and ".join(f'{action.name}\'s example "{examples[v]}"' for v in dict.fromkeys(values))
-
-
-def _descriptions(schema: Any) -> Iterable[str]:
-    """Every description in a JSON Schema, and its examples' texts."""
-    if isinstance(schema, dict):
-        for key, value in schema.items():
-            if key == "description" and isinstance(value, str):
-                yield value
-            elif key == "examples" and isinstance(value, list):
-                yield from (f'e.g. "{v}"' for v in value if isinstance(v, (str, int, float)))
-            else:
-                yield from _descriptions(value)
-    elif isinstance(schema, list):
-        for item in schema:
-            yield from _descriptions(item)
-
-
-_DOTS = re.compile(r"[.\u2026]{2,}\Z")   # "...", "....", "…": an ellipsis however it is typed
-
-
-def _is_placeholder(text: str) -> bool:
-    """Whether a value is one of the prompt's placeholders, in any case, or an ellipsis."""
-    text = text.strip()
-    return text.lower() in _PLACEHOLDERS or bool(_DOTS.match(text))
-
-
-def _leaves(value: Any, key: str = "") -> Iterable:
-    """(key, value) for every text, number or boolean inside nested arguments."""
-    if isinstance(value, dict):
-        for name, item in value.items():
-            yield from _leaves(item, f"{key}.{name}" if key else str(name))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _leaves(item, f"{key}[{i}]")
-    else:
-        yield key, value
-
-
-def _spaced(text: str) -> str:
-    """A pattern of the text's words, whatever the spaces and line breaks between them."""
-    return r"\s+".join(map(re.escape, text.split()))
-
-
-# The answer rung's words before and after the result: a model that copies wraps its answer in
-# them (Qwen2.5-Coder-0.5B: "The result of your call is: 395. You already have it. Give the
-# final answer now, from this result."). The tail is searched for, then the spaces before it are
-# stripped: a pattern that starts with \s* retries from every space of a long run.
-_RUNG_HEAD = re.compile(r"\A\s*" + _spaced(_IN_HAND.split("{result}")[0]) + r"\s*", re.I)
-_RUNG_TAIL = re.compile(_spaced(_IN_HAND.split("{result}")[1]) + r"\s*\Z", re.I)
-
-
-def _without_rung_words(answer: str) -> str:
-    """The answer without the answer rung's own words around it; the answer as it is when nothing
-    would be left."""
-    left = _RUNG_HEAD.sub("", answer, count=1)
-    tail = _RUNG_TAIL.search(left)
-    left = left[:tail.start()].rstrip() if tail else left
-    return left if left.strip() else answer
-
-
-# The answer rung's schema: the final shape without its "thought". A model whose last reply copied
-# "thought": "<why>" goes on from that thought to "answer": "<the answer>"; with no thought to
-# write, it answers from the result (docs/NOTES.md, "The answer rung"). A new dict each call, as
-# the action schema is: a client may change what it is given.
-def _answer_only() -> dict:
-    return {"type": "object",
-            "properties": {"type": {"const": "final"}, "answer": {"type": "string"}},
-            "required": ["type", "answer"], "additionalProperties": False}
-
-
 class Agent:
     """The ReAct loop: ask the model, parse its action, run the tool, send the observation back.
 
@@ -6071,6 +5591,10 @@ class Agent:
         a run's token limit, as the server reports usage (else estimated)
       on_step (default: None)
         called with each Step as it ends
+      on_wait (default: None)
+        ``on_wait(step, what)``, called as a wait starts, with the step's index and what is awaited
+        ("waiting for the model", "running NAME (limit N s)"), and with ``what=None`` as it ends;
+        a tool registered with confirm=True is not announced, since its prompt needs the terminal
       confirm (default: None)
         ``confirm(name, arguments) -> bool``, asked before a tool registered with
         confirm=True; None declines every such call
@@ -6083,11 +5607,25 @@ class Agent:
         notes) or 'none'
     """
 
+    _CONSTRAIN_MODES = ("auto", "always", "never")
+    # Memory: what stands in for the steps a context budget drops, joined to the task's message (a
+    # message of its own after the task would break the alternation of roles); its texts are in
+    # the table of Errors and settings.
+    _MEMORY_MODES = ("digest", "summary", "none")
+    # per-call options it may pass
+    _CHAT_OPTIONS = ("response_schema", "temperature", "max_seconds", "frequency_penalty")
+    # at least this once a failed reply repeats: a deterministic loop needs sampling
+    _HOT_TEMPERATURE = 0.7
+    # Sent with the schema: under constrained decoding a small model may loop inside a string until
+    # the token limit, which the penalty prevents (docs/NOTES.md, "The schema rung").
+    _CONSTRAINED_PENALTY = 0.5
+
     def __init__(self, llm: LLM, tools: _Tools = None, *, system_prompt: Optional[str] = None,
                  max_steps: int = 10, max_repeats: int = 2, max_format_errors: int = 3,
                  max_observation_chars: int = 4000, max_context_chars: Optional[int] = None,
                  max_seconds: Optional[float] = None, max_total_tokens: Optional[int] = None,
                  on_step: Optional[Callable[[Step], None]] = None,
+                 on_wait: Optional[Callable[[int, Optional[str]], None]] = None,
                  confirm: Optional[Callable[[str, dict], bool]] = None, constrain: str = "auto",
                  memory: str = "digest") -> None:
         for name, value in {"max_steps": max_steps, "max_repeats": max_repeats,
@@ -6097,12 +5635,12 @@ class Agent:
         for name, value in {"max_context_chars": max_context_chars, "max_seconds": max_seconds,
                             "max_total_tokens": max_total_tokens}.items():
             _check_setting(name, value, optional=True)   # None: no such limit
-        if constrain not in _CONSTRAIN_MODES:
+        if constrain not in self._CONSTRAIN_MODES:
             raise ValueError(f"invalid constrain {constrain!r} (must be one of "
-                             f"{', '.join(_CONSTRAIN_MODES)})")
-        if memory not in _MEMORY_MODES:
+                             f"{', '.join(self._CONSTRAIN_MODES)})")
+        if memory not in self._MEMORY_MODES:
             raise ValueError(f"invalid memory {memory!r} (must be one of "
-                             f"{', '.join(_MEMORY_MODES)})")
+                             f"{', '.join(self._MEMORY_MODES)})")
         self.llm = llm
         if isinstance(tools, ToolRegistry):
             self.tools = tools
@@ -6119,6 +5657,7 @@ class Agent:
         self.max_seconds = max_seconds  # checked between steps; caps tool timeouts and model calls
         self.max_total_tokens = max_total_tokens    # reported by the server, else estimated
         self.on_step = on_step                      # called with each Step as it ends
+        self.on_wait = on_wait          # told when a model call or a tool starts, and ends
         self.confirm = confirm  # asked before tools registered with confirm=True
         self.constrain = constrain                  # the decoding ladder: auto, always or never
         self.memory = memory  # what stands in for steps a context budget drops
@@ -6128,10 +5667,10 @@ class Agent:
             parameters = inspect.signature(llm.chat).parameters.values()
         except (AttributeError, TypeError, ValueError):  # no chat, or a builtin without a signature
             parameters = []
-        self._accepts = frozenset(_CHAT_OPTIONS) if any(
+        self._accepts = frozenset(self._CHAT_OPTIONS) if any(
             p.kind is p.VAR_KEYWORD for p in parameters) else frozenset(
             p.name for p in parameters
-            if p.name in _CHAT_OPTIONS and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+            if p.name in self._CHAT_OPTIONS and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
         # the prompt's worked example
         self._example = _example(self.tools) if system_prompt is None else None
         if constrain == "always" and "response_schema" not in self._accepts:
@@ -6217,6 +5756,7 @@ class Agent:
         """Ask the model; record the reply, what the client reported and the tokens. "llm_error" if
         it raises."""
         started = _now()
+        self._wait(step, "waiting for the model")
         try:
             raw = self._chat(state, step)
         except Exception as exc:  # LLMError, or whatever a custom client raises
@@ -6225,6 +5765,8 @@ class Agent:
             spent = self.max_seconds is not None and self._time_left(state) < _MIN_START_SECONDS
             # the agent's own budget ended the call, not the server
             return "time_limit" if spent else "llm_error"
+        finally:
+            self._wait(step, None)
         step.llm_seconds = _now() - started
         step.raw = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
         finish_reason = getattr(self.llm, "last_finish_reason", None)
@@ -6284,8 +5826,9 @@ class Agent:
             return raw
         step.discarded_raw.append(raw if isinstance(raw, str) else str(raw))
         self._rung(step, f"the call only copied {copy}, which no user message names, so it is "
-                         f"{_ASKED_AGAIN}")
+                         "not run and the model is asked again without the rung")
         self._count_tokens(state, raw)
+        self._wait(step, "waiting for the model")   # the copy is not run: a new reply is awaited
         if state.schema is None:
             options = {k: v for k, v in options.items()
                        if k not in ("response_schema", "frequency_penalty")}
@@ -6310,8 +5853,8 @@ class Agent:
         """memory="summary": the model's notes on the dropped steps become the note; on any failure,
         the digest."""
         limit, text = state.memory_limit() - len(_SUMMARY_HEADER) - 3, ""
-        # no call: a summary that short would hold less than the digest
-        if limit < _MIN_SUMMARY_CHARS:
+        # no call with less room than this: a summary that short would hold less than the digest
+        if limit < 100:
             problem = (f"the context budget leaves no room for a summary ({max(0, limit)} "
                        "characters)")
         else:
@@ -6381,13 +5924,13 @@ class Agent:
         if schema is not None:
             options["response_schema"] = schema
             if "frequency_penalty" in self._accepts:
-                options["frequency_penalty"] = _CONSTRAINED_PENALTY
+                options["frequency_penalty"] = self._CONSTRAINED_PENALTY
         # A final answer does not loop, and sampled hot a small model's answer is a coin toss
         # (docs/NOTES.md, "The answer rung").
         if state.hot and not state.answering():
             configured = getattr(self.llm, "temperature", None)
-            options["temperature"] = (max(_HOT_TEMPERATURE, configured) if _is_number(configured)
-                                      else _HOT_TEMPERATURE)
+            options["temperature"] = (max(self._HOT_TEMPERATURE, configured)
+                                      if _is_number(configured) else self._HOT_TEMPERATURE)
         if self.max_seconds is not None and "max_seconds" in self._accepts:
             options["max_seconds"] = self._time_left(state)
         return options
@@ -6402,8 +5945,14 @@ class Agent:
         if not state.steps and len(self.tools) and self.max_steps > 1:
             schema = self.tools.action_schema()   # with its $defs: the calls may refer to them
             return dict(schema, anyOf=schema["anyOf"][:-1])
+        # The answer rung: the final shape without its "thought". A model whose last reply copied
+        # "thought": "<why>" goes on from that thought to "answer": "<the answer>"; with no thought
+        # to write, it answers from the result (docs/NOTES.md, "The answer rung"). A new dict each
+        # call, as the action schema is: a client may change what it is given.
         if state.answering():
-            return _answer_only()
+            return {"type": "object",
+                    "properties": {"type": {"const": "final"}, "answer": {"type": "string"}},
+                    "required": ["type", "answer"], "additionalProperties": False}
         return state.schema
 
     def _time_left(self, state: _RunState) -> Optional[float]:
@@ -6528,8 +6077,15 @@ class Agent:
         model wrapped it in them (checked for copies after that)."""
         if action.kind != "final" or not state.answer_rung or state.answer_rung > step.index:
             return action
-        own = _without_rung_words(action.answer)
-        if own == action.answer:
+        # The rung's words before and after the result, whatever the spaces between them: a model
+        # that copies wraps its answer in them. The tail is searched for, then the spaces before
+        # it stripped: a pattern that starts with \s* retries from every space of a long run.
+        head, tail = (r"\s+".join(map(re.escape, words.split()))
+                      for words in _IN_HAND.split("{result}"))
+        own = re.sub(r"\A\s*" + head + r"\s*", "", action.answer, count=1, flags=re.I)
+        found = re.search(tail + r"\s*\Z", own, re.I)
+        own = own[:found.start()].rstrip() if found else own
+        if own == action.answer or not own.strip():     # nothing would be left: the answer stays
             return action
         step.notes.append("the answer held the answer rung's own words around the result; they "
                           "were left out of it")
@@ -6537,10 +6093,20 @@ class Agent:
         return replace(action, answer=own)
 
     def _run_tool(self, state: _RunState, step: Step, action: Action) -> _ToolResult:
-        started = _now()
-        result = self.tools._loop_result(action.name, action.arguments, confirm=self.confirm,
-                                         max_chars=self.max_observation_chars,
-                                         timeout=self._time_left(state))
+        started, tool = _now(), self.tools.get(action.name)
+        if tool is not None and not tool.confirm:    # a confirmation prompt needs the terminal
+            limits = [limit for limit in (self.tools.default_timeout if tool.timeout is None
+                                          else tool.timeout, self._time_left(state))
+                      if limit is not None]
+            self._wait(step, f"running {action.name}"
+                             + (f" (limit {min(limits):.3g} s)" if limits else ""))
+        try:
+            result = self.tools._loop_result(action.name, action.arguments, confirm=self.confirm,
+                                             max_chars=self.max_observation_chars,
+                                             timeout=self._time_left(state))
+        finally:
+            if tool is not None and not tool.confirm:
+                self._wait(step, None)
         step.tool_seconds = _now() - started
         _log.debug("step %d: tool %s took %.3f s", step.index, action.name, step.tool_seconds)
         if result.failed:
@@ -6568,7 +6134,7 @@ class Agent:
         looped = state.schema is not None and step.finish_reason == "repetition"
         if state.schema is None and "response_schema" in self._accepts:
             state.schema = self.tools.action_schema()
-            penalty = (f" with frequency_penalty={_CONSTRAINED_PENALTY}"
+            penalty = (f" with frequency_penalty={self._CONSTRAINED_PENALTY}"
                        if "frequency_penalty" in self._accepts else "")
             self._rung(step,
                        f"{why}: from the next call on, the action schema is sent "
@@ -6582,11 +6148,15 @@ class Agent:
             state.hot = True
             self._rung(step,
                        f"{why}: from the next call on, a temperature of at least "
-                       f"{_HOT_TEMPERATURE} is sent")
+                       f"{self._HOT_TEMPERATURE} is sent")
 
     def _rung(self, step: Step, note: str) -> None:
         step.notes.append(f"decoding ladder: {note}")
         _log.info("step %d: %s", step.index, step.notes[-1])
+
+    def _wait(self, step: Step, what: Optional[str]) -> None:
+        if self.on_wait is not None:
+            self.on_wait(step.index, what)
 
     def _observe(self, state: _RunState, step: Step, text: str) -> Optional[str]:
         """Send text back as this step's observation; "max_steps" when that was the last step
@@ -6612,14 +6182,301 @@ class Agent:
                            seconds=_now() - state.started, summary=summary)
 
 
+# -- Loop, the run's state: calls made, memory, copy checks (skip on first read) -------
+# _RunState holds what one run accumulates; trim() drops old steps for the context budget, and a
+# digest line each (or the model's summary) stands in for them. _copied and _description_copy find
+# a reply that copies the prompt or a tool's example instead of doing the task.
+
+class _Earlier(typing.NamedTuple):
+    """A call already run in this run (internal): the step that ran it, its result, how often it
+    came again."""
+
+    step: int
+    result: str
+    failed: bool          # the call failed (its result is the ERROR text)
+    repeats: int = 0
+
+
+@dataclass
+class _RunState:
+    """What one run accumulates (internal)."""
+
+    messages: list[dict]
+    head: int                             # messages[:head] (system ... task) are always sent
+    head_chars: int
+    started: float
+    steps: list[Step] = field(default_factory=list)
+    tail_chars: int = 0                   # characters in messages[head + dropped:]
+    dropped: int = 0                      # messages after the head left out of what is sent
+    format_errors: int = 0                # unparseable replies in a row
+    calls: dict = field(default_factory=dict)   # (name, canonical arguments) -> _Earlier
+    usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0,
+                                                 "estimated": False, "estimated_steps": []})
+    answer: Optional[str] = None
+    budget: Optional[int] = None  # max_context_chars for this run; a context overflow may set one
+    overflows: int = 0                    # context overflows reported by the client
+    schema: Optional[dict] = None  # the action schema, sent once the ladder's first rung is taken
+    hot: bool = False                     # second rung: a raised temperature is sent
+    failed: set[str] = field(default_factory=set)    # raw replies that could not be parsed
+    answer_rung: int = 0                  # the step whose model call may send only a final answer
+    memory: str = "digest"  # what stands in for dropped steps: digest, summary or none
+    # joined to the task while steps are dropped ("\n\n" and the digest, the summary or a count),
+    # counted in what is sent
+    note: str = ""
+    digest: list[str] = field(default_factory=list)  # one line per dropped step
+    digest_chars: int = 0                 # characters in the digest's lines, line breaks included
+
+    _TRIM_TO = 0.6  # over budget, trim to this share of it, so later calls share their prefix
+    _MEMORY_SHARE = 0.2  # the digest or the summary takes at most this share of the context budget
+    _DIGEST_CALL_CHARS = 60    # a digest line shows this much of the call ...
+    _DIGEST_RESULT_CHARS = 100  # ... and this much of the start of its result
+
+    def append(self, role: str, content: str) -> None:
+        """Add a message to the conversation and count its characters."""
+        self.messages.append({"role": role, "content": content})
+        self.tail_chars += len(content)
+
+    def user_text(self) -> str:
+        """The text of the conversation's user messages: what the model was given to work from."""
+        return "\n".join(m["content"] for m in self.messages if m["role"] == "user")
+
+    def answering(self) -> bool:
+        """Whether the next model call is the answer rung's (it may send only a final answer)."""
+        return self.answer_rung == len(self.steps) + 1
+
+    def estimated(self) -> None:
+        """Note that the step under way (not yet in steps) has token counts estimated, not
+        reported."""
+        self.usage["estimated"] = True
+        if len(self.steps) + 1 not in self.usage["estimated_steps"]:
+            self.usage["estimated_steps"].append(len(self.steps) + 1)
+
+    def over_budget(self) -> bool:
+        """Whether what the next call would send is longer than the context budget."""
+        return (self.budget is not None
+                and self.head_chars + len(self.note) + self.tail_chars > self.budget)
+
+    def trim(self) -> None:
+        """Drop the oldest step pairs down to about 60% of the budget, and write the note that
+        stands in for them.
+
+        Dropping well below the budget at once lets the calls until the next trim share
+        their prefix, so a server can reuse its processed prompt; each pair is dropped
+        once, and its digest line written once (amortised O(1) per step). The system
+        prompt, the task and the latest pair are always kept.
+        """
+        target = self.budget * self._TRIM_TO
+        while (self.head_chars + self._note_room() + self.tail_chars > target
+               and len(self.messages) - self.head - self.dropped > 2):
+            first = self.head + self.dropped
+            self.tail_chars -= (len(self.messages[first]["content"])
+                                + len(self.messages[first + 1]["content"]))
+            if self.memory != "none":
+                line = _digest_line(self.steps[self.dropped // 2], self.calls,
+                                    self._DIGEST_RESULT_CHARS)
+                self.digest.append(line)
+                self.digest_chars += len(line) + 1
+            self.dropped += 2
+        self.note = (self.digest_note() if self.memory != "none"
+                     else f"\n\n{_DROPPED_NOTE.format(n=self.dropped // 2)}")
+
+    def _note_room(self) -> int:
+        """What the note will take once the pairs dropped so far are in it (the summary's room: the
+        digest's)."""
+        if self.memory == "none":
+            return len(_DROPPED_NOTE) + 2
+        return min(self.memory_limit(), len(_DIGEST_HEADER) + 3 + self.digest_chars)
+
+    def memory_limit(self) -> int:
+        """The most characters the note (the digest or the summary, with its header) may take.
+
+        A share of the budget, and no more than the budget leaves beside the head and the steps
+        still sent.
+        """
+        return max(0, min(int(self.budget * self._MEMORY_SHARE),
+                          self.budget - self.head_chars - self.tail_chars))
+
+    def digest_note(self) -> str:
+        """The digest of every dropped step: one line each, bounded, the same for the same
+        history."""
+        header = _DIGEST_HEADER.format(n=self.dropped // 2)
+        lines, limit = self.digest, self.memory_limit() - len(header) - 3
+        if self.digest_chars <= limit:
+            return f"\n\n{header}\n" + "\n".join(lines)
+        # Over the limit, the first lines and the newest that fit: half the room goes to the first
+        # lines and the rest to the newest, as a long observation keeps its head and tail; a line
+        # longer than half the room is cut to it, so the first and the newest line show when
+        # anything does. One line between says how many were left out.
+        room = limit - len(_DIGEST_GAP.format(n=len(lines))) - 1
+        width = room // 2 - 1                 # a line and its line break in half the room
+        head = tail = used = 0
+        while head < len(lines) and used + min(len(lines[head]), width) + 1 <= room // 2:
+            used += min(len(lines[head]), width) + 1
+            head += 1
+        while head + tail < len(lines) and used + min(len(lines[-1 - tail]), width) + 1 <= room:
+            used += min(len(lines[-1 - tail]), width) + 1
+            tail += 1
+        kept = [_cut(line, width) for line in lines[:head] + lines[len(lines) - tail:]]
+        gap = _DIGEST_GAP.format(n=len(lines) - head - tail)
+        return f"\n\n{header}\n" + "\n".join(kept[:head] + [gap] + kept[head:])
+
+    def context(self, trimmed: bool = False) -> list[dict]:
+        """What is sent: the whole conversation, or, once steps are dropped, the note in their
+        place.
+
+        The note (the digest, the summary or a count) is joined to the task's message and
+        stays the same until the next trim, so the calls between two trims share their prefix.
+        ``trimmed``: this call trimmed, and a latest reply still over the trim's target is
+        shortened.
+        """
+        sent = self.messages
+        if self.dropped:
+            task = self.messages[self.head - 1]
+            joined = {"role": task["role"], "content": task["content"] + self.note}
+            sent = (self.messages[:self.head - 1] + [joined]
+                    + self.messages[self.head + self.dropped:])
+        return self._shorten_latest(sent) if trimmed else sent
+
+    def _shorten_latest(self, sent: list[dict]) -> list[dict]:
+        """A trim that left only the latest pair over its target: a reply that ran to the token
+        limit.
+
+        That reply is sent as its head and tail, cut to the trim's target; result.messages keeps it
+        whole.
+        """
+        over = (self.head_chars + len(self.note) + self.tail_chars
+                - int(self.budget * self._TRIM_TO))
+        if over <= 0 or len(sent) <= self.head or sent[-2]["role"] != "assistant":
+            return sent
+        reply = sent[-2]["content"]
+        kept = _cut(reply, max(200, len(reply) - over), ends=True)
+        return sent[:-2] + [{"role": "assistant", "content": kept}, sent[-1]]
+
+
+@dataclass
+class _SummaryCall:
+    """A model call that summarised the steps a trim dropped (memory="summary"), kept on the step it
+    came before."""
+
+    raw: Optional[str] = None             # the reply; None if the call failed
+    # the client's finish_reason for this reply, when it reports one
+    finish_reason: Optional[str] = None
+    seconds: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    # why the digest was sent instead: the call's error, or what was wrong with its reply; None when
+    # the summary was used
+    error: Optional[str] = None
+
+
+def _digest_line(step: Step, calls: dict, result_chars: Optional[int]) -> str:
+    """A dropped step as ``index. name(arguments) → the start of its result``; a repeat or an unread
+    reply says so.
+
+    ``calls`` is the run's (name, canonical arguments) -> _Earlier: a call first run in another step
+    is a repeat. A tool's error shows as its result does, starting with ``ERROR:``.
+    """
+    action = step.action
+    if action is None or action.kind != "tool_call":
+        return f"{step.index}. {_DIGEST_UNREADABLE}"
+    arguments = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False, default=str)}"
+                          for key, value in action.arguments.items())
+    call = _cut(f"{action.name}({arguments})", _RunState._DIGEST_CALL_CHARS, one_line=True)
+    earlier = calls.get((action.name, _canonical(action.arguments)))
+    if earlier is not None and earlier.step != step.index:
+        return f"{step.index}. {call} → {_DIGEST_REPEAT.format(step=earlier.step)}"
+    result = _observation_result(step.observation or "") or ""
+    return f"{step.index}. {call} → {_cut(result, result_chars, one_line=True)}"
+
+
+def _copied(action: Action, example: Optional[_Example], seen: Callable[[], str], task: str
+            ) -> Optional[str]:
+    """What of the prompt a reply copied in place of its own content (placeholders, the worked
+    example), or None; ``seen()`` is the text of the conversation's user messages, ``task`` the
+    task's message.
+
+    A copied thought is let through: it runs nothing, and refusing it refused calls that were
+    right. A placeholder the task names (``echo "..."``) is the task's value, not a copy; the
+    task alone counts, since the refusals the model is sent quote the placeholders."""
+    arguments = [(f'argument "{key}"', value) for key, value in _leaves(action.arguments)]
+    for where, value in [("answer", action.answer), ("tool name", action.name)] + arguments:
+        # one of the prompt's placeholders, in any case, or an ellipsis however it is typed
+        if (isinstance(value, str) and (value.strip().lower() in _PLACEHOLDERS
+                                        or re.match(r"[.\u2026]{2,}\Z", value.strip()))
+                and value.strip().lower() not in task.lower()):
+            return _COPIED_PLACEHOLDER.format(where=where, value=value.strip())
+    if example is None:
+        return None
+    if action.kind == "final" and action.answer == example.final["answer"]:
+        return _COPIED_ANSWER
+    if any((action.name, action.arguments) == (c["name"], c["arguments"])
+           for c, _ in example.calls):
+        return _COPIED_CALL
+    # An example's argument in a registered tool runs a call about the example's task, not the
+    # model's (docs/NOTES.md, "The prompt"). It is one only when nothing the model was given
+    # names the example's subjects (a task, or a tool result, about the Louvre may ask for that).
+    queries = {v.strip().lower() for c, _ in example.calls for _, v in _leaves(c["arguments"])}
+    for where, value in arguments:
+        if (isinstance(value, str) and value.strip().lower() in queries
+                and not any(s.lower() in seen().lower() for s in example.subjects)):
+            return _COPIED_ARGUMENT.format(where=where)
+    return None
+
+
+def _description_copy(action: Action, registry: ToolRegistry, seen: Callable[[], str]
+                      ) -> Optional[str]:
+    """The examples of the called tool's description that a call's arguments only copy, each where
+    no user message names it (``'get_weather's example "Rome"'``), or None.
+
+    A model made to call a tool on a task that needs none copies it: get_weather({"city":
+    "Rome"}) for "thank you" in French (docs/NOTES.md, "The tool rung")."""
+    tool = registry.get(action.name) if action.kind == "tool_call" else None
+    if tool is None:
+        return None
+    # the value after "e.g." in a description: quoted, or one word without its final stop
+    eg = re.compile(r"""\be\.g\.,?\s+(?:"([^"]{1,100})"|'([^']{1,100})'|([^\s"']{1,100}?))
+                        [.,;:)]{0,3}(?:\s|\Z)""", re.X)
+    texts = (next(g for g in m.groups() if g) for text in _descriptions(tool.parameters)
+             for m in eg.finditer(text))
+    examples = {text.strip().lower(): text for text in texts}
+    # every argument must be one: a call with a value of its own (the task's city, and the
+    # example's unit) is the model's
+    values = [str(value).strip().lower() for _, value in _leaves(action.arguments)]
+    if not values or not all(v in examples and v not in seen().lower() for v in values):
+        return None
+    return " and ".join(f'{action.name}\'s example "{examples[v]}"' for v in dict.fromkeys(values))
+
+
+def _descriptions(schema: Any) -> Iterable[str]:
+    """Every description in a JSON Schema, and its examples' texts."""
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key == "description" and isinstance(value, str):
+                yield value
+            elif key == "examples" and isinstance(value, list):
+                yield from (f'e.g. "{v}"' for v in value if isinstance(v, (str, int, float)))
+            else:
+                yield from _descriptions(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            yield from _descriptions(item)
+
+
+def _leaves(value: Any, key: str = "") -> Iterable:
+    """(key, value) for every text, number or boolean inside nested arguments."""
+    if isinstance(value, dict):
+        for name, item in value.items():
+            yield from _leaves(item, f"{key}.{name}" if key else str(name))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _leaves(item, f"{key}[{i}]")
+    else:
+        yield key, value
+
+
 # -- Batch -----------------------------------------------------------------------------
 # run_batch runs a task list through one Agent on a few threads that share its client;
 # each result is appended to a JSON Lines file as its run ends, so a second call resumes
-
-# An expected number is matched by a number in the answer within this relative, else absolute,
-# difference.
-_EXPECT_REL_TOL, _EXPECT_ABS_TOL = 1e-6, 1e-9
-
 
 def run_batch(agent: Agent, tasks: Iterable[dict], *, workers: int = 4, out: Optional[str] = None,
               traces: Optional[str] = None,
@@ -6627,7 +6484,7 @@ def run_batch(agent: Agent, tasks: Iterable[dict], *, workers: int = 4, out: Opt
     """Run the tasks through ``agent`` on ``workers`` threads that share its client; the summary.
 
     A task is ``{"id": text or number, "task": text}``, with an optional ``"expect"``: a number the
-    answer must hold (within ``_EXPECT_REL_TOL``) or a text it must contain, ignoring case; other
+    answer must hold (within a relative 1e-6) or a text it must contain, ignoring case; other
     fields are copied to its result. ``tasks`` is read as the workers need it, so a generator keeps
     memory flat. Each result (the task's fields, ``solved`` when there is an ``expect``,
     ``stop_reason``, ``answer``, ``steps``, ``format_errors``, ``prompt_tokens``,
@@ -6658,12 +6515,59 @@ def run_batch(agent: Agent, tasks: Iterable[dict], *, workers: int = 4, out: Opt
     if traces is not None:
         os.makedirs(traces, exist_ok=True)
     feed = _Feed(tasks, results.ids if results else set())
+    # 1. The workers: each puts ("result", record), ("error", exc) and at its end ("done", None);
+    # bounded, so that a slow writer holds them back.
+    outbox: queue.Queue = queue.Queue(maxsize=workers)
+
+    def work() -> None:
+        try:
+            item = feed.next()
+            while item is not None:
+                outbox.put(("result", _run_task(agent, item, traces)))
+                item = feed.next()
+        # a bad task, or the user's own on_step: the batch stops and raises it
+        except BaseException as exc:
+            outbox.put(("error", exc))
+        finally:
+            outbox.put(("done", None))
+
+    for number in range(workers):   # daemons: after a second Ctrl-C the runs in flight are dropped
+        threading.Thread(target=work, name=f"agent-batch-{number + 1}", daemon=True).start()
+    # 2. Write and pass on each result as it comes, until the workers are done; the Ctrl-C rule.
+    error, interrupted, running = None, False, workers
     try:
-        _collect(_start_workers(agent, feed, workers, traces), workers, feed, tally,
-                 results, on_result)
+        while running:
+            try:
+                kind, value = outbox.get()
+                if kind == "done":
+                    running -= 1
+                elif kind == "error":
+                    error = error or value
+                    feed.stop.set()
+                else:
+                    if results is not None:
+                        results.write(value)
+                    tally.add(value, earlier=False)
+                    if on_result is not None:
+                        on_result(value)
+            except KeyboardInterrupt:
+                if interrupted:
+                    raise
+                interrupted = True
+                feed.stop.set()
+                _log.warning("interrupted: no more tasks start; the running ones end and are "
+                             "written (interrupt again to stop at once)")
+            # the writer or on_result failed: stop, let the runs end, raise it
+            except BaseException as exc:
+                error = error or exc
+                feed.stop.set()
     finally:
         if results is not None:
             results.close()
+    if error is not None:
+        raise error
+    if interrupted:
+        raise KeyboardInterrupt
     return tally.summary()
 
 
@@ -6743,29 +6647,6 @@ class _Feed:
             return None
 
 
-def _start_workers(agent: Agent, feed: _Feed, workers: int, traces: Optional[str]) -> queue.Queue:
-    """Start the worker threads; each puts ("result", record), ("error", exc) and at its end
-    ("done", None)."""
-    # bounded: a slow writer holds the workers back
-    outbox: queue.Queue = queue.Queue(maxsize=workers)
-
-    def work() -> None:
-        try:
-            item = feed.next()
-            while item is not None:
-                outbox.put(("result", _run_task(agent, item, traces)))
-                item = feed.next()
-        # a bad task, or the user's own on_step: the batch stops and raises it
-        except BaseException as exc:
-            outbox.put(("error", exc))
-        finally:
-            outbox.put(("done", None))
-
-    for number in range(workers):   # daemons: after a second Ctrl-C the runs in flight are dropped
-        threading.Thread(target=work, name=f"agent-batch-{number + 1}", daemon=True).start()
-    return outbox
-
-
 def _run_task(agent: Agent, item: dict, traces: Optional[str]) -> dict:
     """Run one task; its result line (the task's fields, then the run's), its whole result saved
     under traces."""
@@ -6789,12 +6670,6 @@ def _run_task(agent: Agent, item: dict, traces: Optional[str]) -> dict:
     return record
 
 
-# An expected number against the numbers in an answer: 1,024 and 1024 alike, signs, decimals,
-# exponents
-_ANSWER_NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?"
-                            r"|[-+]?\.\d+")
-
-
 def _solved(answer: Optional[str], expect: Any) -> bool:
     """Whether answer holds expect: a number in it within the tolerance, or the text, ignoring
     case."""
@@ -6802,10 +6677,12 @@ def _solved(answer: Optional[str], expect: Any) -> bool:
         return False
     if isinstance(expect, str):
         return expect.casefold() in answer.casefold()
-    for match in _ANSWER_NUMBER.finditer(answer):
+    # each number in the answer: 1,024 and 1024 alike, signs, decimals, exponents
+    for match in re.finditer(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?"
+                             r"|[-+]?\.\d+", answer):
         try:
-            if math.isclose(float(match.group().replace(",", "")), expect, rel_tol=_EXPECT_REL_TOL,
-                            abs_tol=_EXPECT_ABS_TOL):
+            if math.isclose(float(match.group().replace(",", "")), expect, rel_tol=1e-6,
+                            abs_tol=1e-9):
                 return True
         except OverflowError:   # an expect beyond a float: no answer's number is near it
             continue
@@ -6832,40 +6709,16 @@ def _trace_name(task_id: Any) -> str:
     return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', text)[:80].lstrip('.')}@{digest}.json"
 
 
-def _collect(outbox: queue.Queue, running: int, feed: _Feed, tally: _Tally,
-             results: Optional[_ResultsFile], on_result: Optional[Callable[[dict], None]]) -> None:
-    """Write and pass on each result as it comes, until the running workers are done; run_batch's
-    Ctrl-C rule."""
-    error, interrupted = None, False
-    while running:
-        try:
-            kind, value = outbox.get()
-            if kind == "done":
-                running -= 1
-            elif kind == "error":
-                error = error or value
-                feed.stop.set()
-            else:
-                if results is not None:
-                    results.write(value)
-                tally.add(value, earlier=False)
-                if on_result is not None:
-                    on_result(value)
-        except KeyboardInterrupt:
-            if interrupted:
-                raise
-            interrupted = True
-            feed.stop.set()
-            _log.warning("interrupted: no more tasks start; the running ones end and are written "
-                         "(interrupt again to stop at once)")
-        # the writer or on_result failed: stop, let the runs end, raise it
-        except BaseException as exc:
-            error = error or exc
-            feed.stop.set()
-    if error is not None:
-        raise error
-    if interrupted:
-        raise KeyboardInterrupt
+def _write_json_line(handle: Any, record: Any) -> None:
+    """Append record to an unbuffered binary file as one JSON line (None: only the line break) in
+    one write, whole: a short write goes on with the rest. What JSON cannot hold is written as text
+    (``AgentResult._plain``), a lone surrogate as its escape; ``_json_lines`` reads it back. The one
+    writer of the results file and the --trace file."""
+    text = "" if record is None else json.dumps(AgentResult._plain(record), ensure_ascii=False,
+                                                allow_nan=False)
+    data = (text + "\n").encode("utf-8", "backslashreplace")
+    while data:
+        data = data[handle.write(data):]
 
 
 class _ResultsFile:
@@ -6893,18 +6746,10 @@ class _ResultsFile:
         elif end:
             self._handle.seek(end - 1)
             if self._handle.read(1) != b"\n":   # a whole last line without its line break
-                self.write_bytes(b"\n")
+                _write_json_line(self._handle, None)
 
     def write(self, record: dict) -> None:
-        """Append record as one JSON line (a lone surrogate written as its escape), in one
-        unbuffered write."""
-        text = json.dumps(AgentResult._plain(record), ensure_ascii=False, allow_nan=False) + "\n"
-        self.write_bytes(text.encode("utf-8", "backslashreplace"))
-
-    def write_bytes(self, data: bytes) -> None:
-        """Append data whole: a short write goes on with the rest."""
-        while data:
-            data = data[self._handle.write(data):]
+        _write_json_line(self._handle, record)
 
     def close(self) -> None:
         self._handle.close()
@@ -7383,8 +7228,185 @@ _EXIT_MEANINGS = {0: "answered", 1: "stopped without an answer", 2: "bad usage o
                   _BROKEN_PIPE: "the output pipe was closed"}
 
 
-# what ends a line besides the controls above (\r, \v, \f, \x85)
-_LINE_BREAKS = re.compile("[\n\u2028\u2029]")
+def main(argv: Optional[list[str]] = None) -> int:
+    """The command line: parse, build, run, print. Returns the exit code; the only place that
+    prints."""
+    # stdout or stderr closed at the start (2>&-) points at devnull: the run goes on as usual
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        try:
+            # EBADF when closed, or open only for reading (a shell script's own)
+            os.write(stream.fileno(), b"")
+        # a stream with no file below it (a test's StringIO): it works
+        except io.UnsupportedOperation:
+            continue
+        except (AttributeError, OSError, ValueError):   # None, or a file descriptor that is closed
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
+    try:
+        args = _cli_args(argv)
+    except SystemExit as exc:  # --help, --version, or bad usage
+        return exc.code if isinstance(exc.code, int) else 2
+    status = None if args.quiet else _StatusLine(sys.stderr.isatty())
+    handler = _CliLog(status.say if status is not None else _cli_say)
+    _log.addHandler(handler)
+    _log.setLevel({0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG))
+    try:
+        return _cli_batch(args) if args.batch else _cli_run(args, status)
+    except BrokenPipeError:  # the reader went away (| head): stop quietly
+        # point stdout and stderr at devnull so the interpreter's last flush cannot fail
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                os.dup2(devnull, stream.fileno())
+            except (OSError, ValueError, AttributeError):  # not a real file (captured in tests)
+                pass
+        os.close(devnull)
+        return _BROKEN_PIPE
+    finally:
+        _log.removeHandler(handler)
+        _log.setLevel(logging.NOTSET)
+        if status is not None:
+            status.close()
+
+
+class _CliLog(logging.Handler):
+    """The CLI's log lines on stderr, written as every other line of ours: one line each, controls
+    escaped."""
+
+    def __init__(self, say: Callable[[str], None]) -> None:
+        super().__init__()
+        self.say = say
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            warning = "warning: " if record.levelno >= logging.WARNING else ""
+            self.say(f"agent.py: {warning}{record.getMessage()}")
+        except Exception:  # a log line must never stop the run
+            self.handleError(record)
+
+
+def _cli_run(args: argparse.Namespace, status: Optional[_StatusLine]) -> int:
+    """Build, open the trace, run and print; the exit code."""
+    if args.interactive and sys.stdin is None:
+        _cli_say("agent.py: -i reads questions from stdin, and stdin is closed")
+        return 2
+    try:
+        # every option is checked before the trace file is opened
+        agent, label, task = _cli_agent(args)
+        trace = _Trace(args.trace) if args.trace else None
+    except (ValueError, OSError, AgentError) as exc:
+        _cli_say(f"agent.py: {exc}")
+        return 2
+    if status is not None and status.terminal and hasattr(agent.llm, "on_delta"):
+        agent.llm.on_delta = status  # the CLI owns this client: one run at a time
+    agent.on_step = _cli_on_step(args, trace, status, agent.llm)
+    agent.on_wait = status.wait if status is not None else None
+    if not args.quiet:
+        _cli_say(f"agent.py: {label}")
+    try:
+        code = (_cli_interactive(agent, args, trace) if args.interactive
+                else _cli_once(agent, task, args, trace)[0])
+    except KeyboardInterrupt:
+        _cli_say("agent.py: interrupted; the steps so far are kept in the trace")
+        code = 130
+    finally:
+        agent.tools.close()                 # the MCP servers it started
+        if trace is not None:
+            trace.close()
+    if trace is not None and trace.error is not None:
+        _cli_say(f"agent.py: could not write the trace {trace.path}: "
+                 f"{trace.error.strerror or trace.error}")
+        return code or 2
+    return code
+
+
+def _cli_once(agent: Agent, task: str, args: argparse.Namespace, trace: Optional[_Trace],
+              history: Optional[list[dict]] = None) -> tuple:
+    result = agent.run(task, history)
+    if trace is not None:
+        trace.write("result", {key: value for key,
+                               value in result.to_dict().items() if key != "steps"})
+    if args.json:
+        # ASCII-escaped when stdout's encoding cannot hold the text
+        text = json.dumps(result.to_dict(), ensure_ascii=False, default=str)
+        try:
+            text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+        except (UnicodeEncodeError, LookupError):   # an ASCII terminal, or a lone surrogate
+            text = json.dumps(result.to_dict(), default=str)
+        _cli_say(text, sys.stdout)
+    elif result.answer is not None:
+        _cli_say(result.answer, sys.stdout)
+    usage = result.usage
+    steps = usage.get("estimated_steps") or []
+    estimated = (f" (estimated for step{'s' if len(steps) > 1 else ''} "
+                 f"{', '.join(map(str, steps))})" if steps else "")
+    _log.info("usage: %s", f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} "
+                           f"completion tokens{estimated}")
+    if not result.ok:
+        # out of time during a tool call: which tool was running
+        last, running = result.steps[-1] if result.steps else None, ""
+        if (result.stop_reason == "time_limit" and last is not None and last.action is not None
+                and last.action.kind != "final" and (last.tool_seconds or last.error)):
+            running = f", while {last.action.name} ran"
+        _cli_say(f"agent.py: stopped ({result.stop_reason}): {result.summary}{running}")
+        hint = _cli_hint(agent, result)
+        if hint:
+            _cli_say(f"agent.py: hint: {hint}")
+    return _STOPS[result.stop_reason].exit_code, result
+
+
+def _cli_hint(agent: Agent, result: AgentResult) -> Optional[str]:
+    """The likely cause of a failed run, from the status and kind of the error that ended it."""
+    failure = getattr(agent.llm, "last_error", None) if result.stop_reason == "llm_error" else None
+    error, model = str(failure or ""), getattr(agent.llm, "model", None)
+    not_served = re.search(r"not found|unknown|does not exist|no such|not available|not loaded",
+                           error, re.I)
+    if failure is not None and _names_model(error, model) and (
+            failure.status == 404 or (failure.status == 400 and not_served)):
+        try:                     # what the server says it serves (GET /models)
+            names = agent.llm._served_models()
+        except (AttributeError, LLMError):
+            served = "GET /models lists what it serves"
+        else:
+            served = (f"it serves {_cut(', '.join(names[:20]), 300, one_line=True, escape=True)}: "
+                      "pass one with --model" if names else "it lists none")
+        return f"unknown model {model!r}: the server does not serve it ({served})"
+    if failure is not None and failure.kind == "connection_refused":
+        return "nothing answers at that address: is the server running, and is the port right?"
+    if result.stop_reason == "format_errors":
+        return ("the model could not write the JSON action: try --constrain always, or a "
+                "larger model")
+    return None
+
+
+def _cli_interactive(agent: Agent, args: argparse.Namespace, trace: Optional[_Trace]) -> int:
+    """Questions from stdin, one conversation; steps count from 1 in each turn, as each turn is one
+    run."""
+    code, history = 0, None
+    while True:
+        sys.stderr.write("you> ")
+        sys.stderr.flush()
+        try:
+            line = _cli_read_line()
+        except UnicodeDecodeError as exc:
+            _cli_say(f"agent.py: that line is not {exc.encoding} text: left out; type it again")
+            continue
+        if not line or line.strip() in ("exit", "quit"):
+            return code
+        if line.strip():
+            code, result = _cli_once(agent, line.strip(), args, trace, history)
+            history = result.messages
+
+
+def _cli_read_line() -> str:
+    """One line of stdin ("" at its end); UnicodeDecodeError for a line its encoding cannot read.
+
+    Bytes are read a line at a time and decoded here, so a bad byte costs only its own line.
+    """
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:   # a text stream with no bytes below it
+        return sys.stdin.readline()
+    return buffer.readline().decode(sys.stdin.encoding or "utf-8", sys.stdin.errors or "strict")
 
 
 def _cli_say(text: str, stream: Any = None) -> None:
@@ -7395,9 +7417,9 @@ def _cli_say(text: str, stream: Any = None) -> None:
     so text quoted from a server or a model cannot forge a line of ours. stdout (the answer, --json)
     gets the text as it is.
     """
-    text = _LINE_BREAKS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"),
-                            _cut(text, None, escape=True)) \
-        if stream is None else text
+    # _cut escapes the controls (\r, \v, \f, \x85); the other line breaks are escaped here
+    text = re.sub("[\n\u2028\u2029]", lambda m: m.group().encode("unicode_escape").decode("ascii"),
+                  _cut(text, None, escape=True)) if stream is None else text
     stream = stream if stream is not None else sys.stderr
     encoding = getattr(stream, "encoding", None) or "utf-8"
     stream.write((text + "\n").encode(encoding, "backslashreplace").decode(encoding, "replace"))
@@ -7463,11 +7485,12 @@ def _cli_parser() -> argparse.ArgumentParser:
         help="time budget of a task, model calls included")
     add("--max-context-chars", type=_cli_number("max_context_chars"),
         help="characters of conversation sent per call (default: all)")
-    add("--memory", choices=_MEMORY_MODES, default=_default(Agent, "memory"),
+    add("--memory", choices=Agent._MEMORY_MODES, default=_default(Agent, "memory"),
         help="what stands in for the steps --max-context-chars drops: a digest, one line per step "
              "(the default), a summary by the model (one more call per trim), or none")
-    add("--constrain", choices=_CONSTRAIN_MODES, default="auto", help="constrained decoding with "
-        "the action schema: after a format error (auto, the default), always, never")
+    add("--constrain", choices=Agent._CONSTRAIN_MODES, default="auto",
+        help="constrained decoding with the action schema: after a format error (auto, the "
+             "default), always, never")
     add("--json-schema", action="store_true", help="the same as --constrain always")
     add("--tools", action="append", metavar="FILE.py",
         help="load tools from a Python file (repeatable): its ToolRegistry named 'tools', else "
@@ -7625,10 +7648,6 @@ def _cli_mcp(registry: ToolRegistry, args: argparse.Namespace) -> None:
         raise
 
 
-_OFFLINE_LABEL = ("offline demo model (for a local server pass --base-url URL or set "
-                  "OPENAI_BASE_URL, e.g. http://localhost:8080/v1; --model NAME picks a model)")
-
-
 def _cli_model(args: argparse.Namespace) -> tuple:
     """The model to drive and a one-line description of it; ValueError/OSError for bad
     configuration."""
@@ -7637,7 +7656,9 @@ def _cli_model(args: argparse.Namespace) -> tuple:
     model = args.model or os.environ.get("OPENAI_MODEL")
     base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
     if args.offline or not (model or base_url):
-        return MockLLM(), _OFFLINE_LABEL
+        return MockLLM(), ("offline demo model (for a local server pass --base-url URL or set "
+                           "OPENAI_BASE_URL, e.g. http://localhost:8080/v1; --model NAME picks a "
+                           "model)")
     if not base_url:
         default = _default(OpenAICompatLLM, "base_url")
         if not (os.environ.get("OPENAI_API_KEY") or "").strip():
@@ -7723,11 +7744,10 @@ def _cli_agent(args: argparse.Namespace) -> tuple:
                          "pass --base-url URL (or set OPENAI_BASE_URL), without --offline")
     task = (_cli_replayed(args.replay, registry, args.task) if args.replay
             else args.task) or _DEMO_TASK
-    agent = _CliAgent(llm, registry, system_prompt=system_prompt, max_steps=args.max_steps,
-                      max_seconds=args.max_seconds, max_context_chars=args.max_context_chars,
-                      memory=args.memory,
-                      constrain="always" if args.json_schema else args.constrain,
-                      confirm=_cli_confirm)
+    agent = Agent(llm, registry, system_prompt=system_prompt, max_steps=args.max_steps,
+                  max_seconds=args.max_seconds, max_context_chars=args.max_context_chars,
+                  memory=args.memory, constrain="always" if args.json_schema else args.constrain,
+                  confirm=_cli_confirm)
     return agent, label, task
 
 
@@ -7795,10 +7815,205 @@ def _cli_progress(step: Step, first: Optional[int] = None) -> str:
     return f"[step {step.index}]{thought} {what} ({seconds:.2f} s)"
 
 
-# off a terminal, a model call or a tool that takes longer gets one line saying so
-_SLOW_SECONDS = 5.0
-_TICK_SECONDS = 0.2   # how often the status line looks at the clock
+class _Trace:
+    """The --trace file: one JSON line per event (a step, a result), written as it comes; a write
+    error is kept for the end."""
 
+    def __init__(self, path: str) -> None:
+        self.path, self.error = path, None
+        self._handle = open(path, "wb", buffering=0)
+
+    def write(self, event: str, record: dict) -> None:
+        if self.error is not None:
+            return  # a full disk stays full: the run goes on, the end says so
+        try:
+            _write_json_line(self._handle, {"event": event, **record})
+        except OSError as exc:
+            self.error = exc
+
+    def close(self) -> None:
+        try:
+            self._handle.close()
+        except OSError as exc:
+            self.error = self.error or exc
+
+
+def _cli_on_step(args: argparse.Namespace, trace: Optional[_Trace], status: Optional[_StatusLine],
+                 llm: Any) -> Callable[[Step], None]:
+    # the one model name the server answered as, when it was not the one asked for
+    warned: list = []
+    firsts: dict = {}   # this run's calls: (name, canonical arguments) -> the step that made it
+
+    def on_step(step: Step) -> None:
+        # one whole line per step, flushed, so an interrupted run keeps its steps
+        if trace is not None:
+            trace.write("step", step.to_dict())
+        if step.index == 1:
+            firsts.clear()
+        first = None
+        if step.action is not None and step.action.kind == "tool_call":
+            key = (step.action.name, _canonical(step.action.arguments))
+            first = firsts.setdefault(key, step.index)
+        if status is not None:
+            status.say(_cli_progress(step, first))
+        served = getattr(llm, "last_model", None) if step.raw is not None else None
+        if (isinstance(served, str) and not warned
+            and not served.startswith(getattr(llm, "model", ""))):
+            # a server may answer with a dated snapshot of the name asked: a longer name is the
+            # same model (docs/NOTES.md, "The command line")
+            warned.append(served)
+            _log.warning("the server answered as model %r, not %r: it may serve one model whatever "
+                         "the name asked",
+                         served, llm.model)
+    return on_step
+
+
+# -- CLI, batch runs -------------------------------------------------------------------
+# --batch: check the task file, build the agent, run_batch with progress, print the summary
+
+def _cli_batch(args: argparse.Namespace) -> int:
+    """--batch: every check before anything runs, then the run; the exit code."""
+    try:
+        to_run = _cli_batch_check(args)
+        agent, label, _ = _cli_agent(args)
+    except (ValueError, OSError, AgentError) as exc:
+        _cli_say(f"agent.py: {exc}")
+        return 2
+    agent.confirm = None  # nobody to ask while several tasks run: tools that ask first are declined
+    progress = _BatchProgress(to_run, args)
+    if not args.quiet:
+        _cli_say(f"agent.py: {label}; {to_run} task(s) to run, {args.workers} at a time")
+    try:
+        # the tasks of this shard, read as the workers need them (the bad lines were reported)
+        tasks = (item for _, item, _ in _task_file(args.batch, args.shard) if item is not None)
+        summary = run_batch(agent, tasks, workers=args.workers, out=args.out,
+                            traces=args.traces, on_result=progress)
+    except KeyboardInterrupt:
+        progress.clear()
+        _cli_say(f"agent.py: interrupted; {progress.tally.done} result(s) written to {args.out}: "
+                 "run the same command again to resume")
+        return 130
+    except (ValueError, OSError) as exc:   # --out or --traces cannot be written
+        progress.clear()
+        _cli_say(f"agent.py: {exc}")
+        return 2
+    progress.clear()
+    # the summary (a table, or JSON with --json) on stdout; 3 when a task's model endpoint failed
+    if args.json:
+        _cli_say(json.dumps(dict(summary, model=label), ensure_ascii=False), sys.stdout)
+    else:   # a small table, one figure a line, for reading (and pasting side by side)
+        checked = summary["checked"]
+        solved = (f"{summary['solved']} of {checked} ({summary['solved_percent']}%)" if checked
+                  else "no task has expect")
+        reasons = ", ".join(f"{reason} {n}" for reason, n in summary["stop_reasons"].items())
+        estimated = " (estimated)" if summary["estimated_tokens"] else ""
+        rows = [("endpoint", label),
+                ("tasks", f"{summary['tasks']} ({summary['earlier']} from an earlier run)"),
+                ("solved", solved), ("stop reasons", reasons or "none"),
+                ("steps", f"{summary['steps_per_task']} per task"),
+                ("format errors", f"{summary['format_errors_per_task']} per task"),
+                ("tokens", f"{summary['prompt_tokens']} prompt, {summary['completion_tokens']} "
+                           f"completion{estimated}"),
+                ("seconds", f"p50 {summary['seconds_p50']}, p95 {summary['seconds_p95']} a task; "
+                            f"{summary['wall_seconds']} in all")]
+        _cli_say("\n".join(f"{name:<14}{value}" for name, value in rows), sys.stdout)
+    failed = summary["stop_reasons"].get("llm_error", 0)
+    if failed:
+        _cli_say(f"agent.py: {failed} task(s) stopped with llm_error (the model endpoint failed); "
+                 f"to run them again, remove their lines from {args.out} and run the same command")
+    return _STOPS["llm_error"].exit_code if failed else 0
+
+
+def _cli_batch_check(args: argparse.Namespace) -> int:
+    """Refuse what does not go with --batch, report bad lines, refuse duplicate ids; the number of
+    tasks to run."""
+    alone = [text for name, text in {"task": "a task", "trace": "--trace (use --traces DIR)",
+                                     "replay": "--replay", "interactive": "--interactive"}.items()
+             if getattr(args, name)]
+    if alone:
+        raise ValueError(f"--batch runs the tasks of its file: {alone[0]} does not go with it")
+    if not args.out:
+        raise ValueError("--batch needs --out FILE: the results go there, and a second run resumes "
+                         "from it")
+    # one of our own files; an --out that is no regular file is refused below, with its reason
+    others = {"the task file": lambda: os.stat(args.batch),
+              "stdout, where the summary goes": lambda: os.fstat(sys.stdout.fileno()),
+              "stderr, where the progress goes": lambda: os.fstat(sys.stderr.fileno())}
+    for what, stat_of in others.items() if os.path.isfile(args.out) else ():
+        try:
+            same = os.path.samestat(os.stat(args.out), stat_of())
+        # missing, or a stream with no file below it (a test's StringIO)
+        except (OSError, ValueError, AttributeError):
+            same = False
+        if same:
+            raise ValueError(f"--out {args.out} is {what}: the results go to a file of their own; "
+                             "nothing was run")
+    done = set()      # the ids already in the results file; ValueError when another run holds it
+    handle = _open_results(args.out, create=False)
+    if handle is not None:
+        with handle:
+            done = {_id_key(record["id"]) for _, record in _whole_lines(handle, args.out)}
+    # the whole task file, read once, each bad line reported: the tasks of this shard not done, the
+    # repeated ids
+    seen, repeated, to_run = set(), [], 0
+    try:
+        for number, item, problem in _task_file(args.batch):
+            if problem is not None:
+                _cli_say(f"agent.py: {args.batch} line {number}: {problem}; skipped")
+                continue
+            key = _id_key(item["id"])
+            if key in seen:
+                repeated.append(f"{key} (line {number})")
+            seen.add(key)
+            to_run += _in_shard(number, args.shard) and key not in done
+    except OSError as exc:
+        raise OSError(f"cannot read the task file {args.batch}: {exc.strerror or exc}") from None
+    if repeated:
+        raise ValueError(f"{args.batch} repeats ids, so results could not be told apart: "
+                         f"{', '.join(repeated)}; nothing was run")
+    return to_run
+
+
+class _BatchProgress:
+    """--batch's progress on stderr: a live line on a terminal, else a line per task; none with
+    --quiet."""
+
+    def __init__(self, total: int, args: argparse.Namespace) -> None:
+        self.total, self.workers, self.tally = total, args.workers, _Tally()
+        self.live = not args.quiet and sys.stderr.isatty()
+        self.lines = not args.quiet and not self.live
+
+    def __call__(self, record: dict) -> None:
+        self.tally.add(record)
+        if self.lines:
+            solved = {True: ", solved", False: ", not solved"}.get(record.get("solved"), "")
+            shown = _cut(json.dumps(record['id']), 40, one_line=True, escape=True)
+            _cli_say(f"[{self.tally.done}/{self.total}] {shown}: "
+                     f"{record['stop_reason']}{solved}, {record['steps']} step(s), "
+                     f"{record['seconds']:.1f} s")
+        elif self.live:
+            line = _cut(self.line(), 10 ** 6, one_line=True, escape=True)
+            sys.stderr.write("\r\x1b[K" + _fit(line, shutil.get_terminal_size().columns - 1))
+            sys.stderr.flush()
+
+    def line(self) -> str:
+        """done/total, solved, running, failures by stop reason, tasks per minute, time left."""
+        tally = self.tally
+        per_minute = tally.done / max(time.monotonic() - tally.started, 1e-9) * 60
+        left = (self.total - tally.done) / per_minute * 60 if per_minute else 0.0
+        failed = ", ".join(f"{reason} {n}" for reason,
+                           n in tally.reasons.items() if n and reason != "final")
+        return (f"{tally.done}/{self.total} done, {tally.solved} solved, "
+                f"{min(self.workers, self.total - tally.done)} running, {failed or 'no failures'}, "
+                f"{per_minute:.1f}/min, {left:.0f} s left")
+
+    def clear(self) -> None:
+        if self.live and self.tally.done:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
+# -- CLI, the status line: what the run is doing while you wait (skip on first read) ---
 
 class _StatusLine:
     """What the run is doing while you wait, on stderr; every stderr line of a run goes through
@@ -7810,6 +8025,10 @@ class _StatusLine:
     a wait has passed _SLOW_SECONDS.
     """
 
+    # off a terminal, a model call or a tool that takes longer gets one line saying so
+    _SLOW_SECONDS = 5.0
+    _TICK_SECONDS = 0.2   # how often the status line looks at the clock
+
     def __init__(self, terminal: bool) -> None:
         self.terminal, self._lock, self._stop = terminal, threading.Lock(), threading.Event()
         self.what: Optional[str] = None      # the wait under way, or None
@@ -7818,16 +8037,16 @@ class _StatusLine:
         self.told = self.shown = False
         threading.Thread(target=self._tick_on, daemon=True).start()
 
-    def begin(self, step: int, what: str) -> None:
+    def wait(self, step: int, what: Optional[str]) -> None:
+        """The Agent's on_wait: a wait starts (what is awaited), or ends (None)."""
         with self._lock:
+            if what is None:
+                self.what = None
+                self._erase()
+                return
             self.step, self.what, self.since = step, what, _now()
             self.text, self.tokens, self.told = "", 0, False
             self._draw()
-
-    def end(self) -> None:
-        with self._lock:
-            self.what = None
-            self._erase()
 
     def __call__(self, piece: Optional[str]) -> None:
         """The client's on_delta: the next piece of the reply, or None when a retry starts it
@@ -7846,10 +8065,10 @@ class _StatusLine:
 
     def close(self) -> None:
         self._stop.set()
-        self.end()
+        self.wait(0, None)
 
     def _tick_on(self) -> None:
-        while not self._stop.wait(_TICK_SECONDS):
+        while not self._stop.wait(self._TICK_SECONDS):
             with self._lock:
                 # a new second to show
                 if self.what is not None and int(_now() - self.since) != self.second:
@@ -7861,7 +8080,7 @@ class _StatusLine:
         seconds = _now() - self.since
         self.second = int(seconds)
         if not self.terminal:
-            if not self.told and seconds >= _SLOW_SECONDS:
+            if not self.told and seconds >= self._SLOW_SECONDS:
                 self.told = True
                 _cli_say(f"agent.py: step {self.step}: {self.what}, {seconds:.0f} s so far…")
             return
@@ -7908,448 +8127,6 @@ def _columns(text: str) -> int:
     return sum(1 if char == "\ufe0f" else
                0 if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf")
                else 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1 for char in text)
-
-
-class _CliAgent(Agent):
-    """The Agent, telling the CLI's status line when a model call or a tool starts and ends (the
-    loop never prints), and keeping the error of the last model call for the CLI's hint."""
-
-    status: Optional[_StatusLine] = None
-    # the LLMError of this thread's last model call, None when it answered: what _cli_hint reads
-    failure = _PerThread()
-
-    def _chat(self, state: _RunState, step: Step) -> Any:
-        self.failure = None
-        try:
-            return super()._chat(state, step)
-        except LLMError as exc:
-            self.failure = exc
-            raise
-
-    def _query(self, state: _RunState, step: Step) -> Optional[str]:
-        if self.status is None:
-            return super()._query(state, step)
-        self.status.begin(step.index, "waiting for the model")
-        try:
-            return super()._query(state, step)
-        finally:
-            self.status.end()
-
-    def _rung(self, step: Step, note: str) -> None:
-        super()._rung(step, note)
-        if self.status is not None and _ASKED_AGAIN in note:
-            self.status(None)   # the copy is not run: the live line shows the reply asked for now
-
-    def _run_tool(self, state: _RunState, step: Step, action: Action) -> str:
-        tool = self.tools.get(action.name)
-        # a confirmation prompt needs the line to itself
-        if self.status is None or tool is None or tool.confirm:
-            return super()._run_tool(state, step, action)
-        limits = [limit for limit in (tool.timeout if tool.timeout is not None
-                                      else self.tools.default_timeout,
-                                      self._time_left(state)) if limit is not None]
-        self.status.begin(step.index,
-                          f"running {action.name}" + (f" (limit {min(limits):.3g} s)" if limits
-                                                      else ""))
-        try:
-            return super()._run_tool(state, step, action)
-        finally:
-            self.status.end()
-
-
-class _Trace:
-    """The --trace file: one JSON line per event (a step, a result), flushed; a write error is kept
-    for the end."""
-
-    def __init__(self, path: str) -> None:
-        self.path, self.error = path, None
-        self._handle = open(path, "w", encoding="utf-8", errors="backslashreplace")
-
-    def write(self, event: str, record: dict) -> None:
-        if self.error is not None:
-            return  # a full disk stays full: the run goes on, the end says so
-        try:
-            self._handle.write(json.dumps({"event": event, **record}, ensure_ascii=False,
-                                          default=str) + "\n")
-            self._handle.flush()
-        except OSError as exc:
-            self.error = exc
-
-    def close(self) -> None:
-        try:
-            self._handle.close()
-        except OSError as exc:
-            self.error = self.error or exc
-
-
-def _cli_on_step(args: argparse.Namespace, trace: Optional[_Trace], status: Optional[_StatusLine],
-                 llm: Any) -> Callable[[Step], None]:
-    # the one model name the server answered as, when it was not the one asked for
-    warned: list = []
-    firsts: dict = {}   # this run's calls: (name, canonical arguments) -> the step that made it
-
-    def on_step(step: Step) -> None:
-        # one whole line per step, flushed, so an interrupted run keeps its steps
-        if trace is not None:
-            trace.write("step", step.to_dict())
-        if step.index == 1:
-            firsts.clear()
-        first = None
-        if step.action is not None and step.action.kind == "tool_call":
-            key = (step.action.name, _canonical(step.action.arguments))
-            first = firsts.setdefault(key, step.index)
-        if status is not None:
-            status.say(_cli_progress(step, first))
-        served = getattr(llm, "last_model", None) if step.raw is not None else None
-        if (isinstance(served, str) and not warned
-            and not served.startswith(getattr(llm, "model", ""))):
-            # a server may answer with a dated snapshot of the name asked: a longer name is the
-            # same model (docs/NOTES.md, "The command line")
-            warned.append(served)
-            _log.warning("the server answered as model %r, not %r: it may serve one model whatever "
-                         "the name asked",
-                         served, llm.model)
-    return on_step
-
-
-def _cli_once(agent: Agent, task: str, args: argparse.Namespace, trace: Optional[_Trace],
-              history: Optional[list[dict]] = None) -> tuple:
-    result = agent.run(task, history)
-    if trace is not None:
-        trace.write("result", {key: value for key,
-                               value in result.to_dict().items() if key != "steps"})
-    if args.json:
-        # ASCII-escaped when stdout's encoding cannot hold the text
-        text = json.dumps(result.to_dict(), ensure_ascii=False, default=str)
-        try:
-            text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
-        except (UnicodeEncodeError, LookupError):   # an ASCII terminal, or a lone surrogate
-            text = json.dumps(result.to_dict(), default=str)
-        _cli_say(text, sys.stdout)
-    elif result.answer is not None:
-        _cli_say(result.answer, sys.stdout)
-    usage = result.usage
-    steps = usage.get("estimated_steps") or []
-    estimated = (f" (estimated for step{'s' if len(steps) > 1 else ''} "
-                 f"{', '.join(map(str, steps))})" if steps else "")
-    _log.info("usage: %s", f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} "
-                           f"completion tokens{estimated}")
-    if not result.ok:
-        # out of time during a tool call: which tool was running
-        last, running = result.steps[-1] if result.steps else None, ""
-        if (result.stop_reason == "time_limit" and last is not None and last.action is not None
-                and last.action.kind != "final" and (last.tool_seconds or last.error)):
-            running = f", while {last.action.name} ran"
-        _cli_say(f"agent.py: stopped ({result.stop_reason}): {result.summary}{running}")
-        hint = _cli_hint(agent, result)
-        if hint:
-            _cli_say(f"agent.py: hint: {hint}")
-    return _STOPS[result.stop_reason].exit_code, result
-
-
-def _cli_hint(agent: _CliAgent, result: AgentResult) -> Optional[str]:
-    """The likely cause of a failed run, from the status and kind of the error that ended it."""
-    failure = agent.failure if result.stop_reason == "llm_error" else None
-    error, model = str(failure or ""), getattr(agent.llm, "model", None)
-    if failure is not None and _names_model(error, model) and (
-            failure.status == 404 or (failure.status == 400 and _NOT_SERVED.search(error))):
-        try:                     # what the server says it serves (GET /models)
-            names = agent.llm._served_models()
-        except (AttributeError, LLMError):
-            served = "GET /models lists what it serves"
-        else:
-            served = (f"it serves {_cut(', '.join(names[:20]), 300, one_line=True, escape=True)}: "
-                      "pass one with --model" if names else "it lists none")
-        return f"unknown model {model!r}: the server does not serve it ({served})"
-    if failure is not None and failure.kind == "connection_refused":
-        return "nothing answers at that address: is the server running, and is the port right?"
-    if result.stop_reason == "format_errors":
-        return ("the model could not write the JSON action: try --constrain always, or a "
-                "larger model")
-    return None
-
-
-_NOT_SERVED = re.compile(r"not found|unknown|does not exist|no such|not available|not loaded", re.I)
-
-
-def _cli_interactive(agent: Agent, args: argparse.Namespace, trace: Optional[_Trace]) -> int:
-    """Questions from stdin, one conversation; steps count from 1 in each turn, as each turn is one
-    run."""
-    code, history = 0, None
-    while True:
-        sys.stderr.write("you> ")
-        sys.stderr.flush()
-        try:
-            line = _cli_read_line()
-        except UnicodeDecodeError as exc:
-            _cli_say(f"agent.py: that line is not {exc.encoding} text: left out; type it again")
-            continue
-        if not line or line.strip() in ("exit", "quit"):
-            return code
-        if line.strip():
-            code, result = _cli_once(agent, line.strip(), args, trace, history)
-            history = result.messages
-
-
-def _cli_read_line() -> str:
-    """One line of stdin ("" at its end); UnicodeDecodeError for a line its encoding cannot read.
-
-    Bytes are read a line at a time and decoded here, so a bad byte costs only its own line.
-    """
-    buffer = getattr(sys.stdin, "buffer", None)
-    if buffer is None:   # a text stream with no bytes below it
-        return sys.stdin.readline()
-    return buffer.readline().decode(sys.stdin.encoding or "utf-8", sys.stdin.errors or "strict")
-
-
-def _cli_run(args: argparse.Namespace, status: Optional[_StatusLine]) -> int:
-    """Build, open the trace, run and print; the exit code."""
-    if args.interactive and sys.stdin is None:
-        _cli_say("agent.py: -i reads questions from stdin, and stdin is closed")
-        return 2
-    try:
-        # every option is checked before the trace file is opened
-        agent, label, task = _cli_agent(args)
-        trace = _Trace(args.trace) if args.trace else None
-    except (ValueError, OSError, AgentError) as exc:
-        _cli_say(f"agent.py: {exc}")
-        return 2
-    if status is not None and status.terminal and hasattr(agent.llm, "on_delta"):
-        agent.llm.on_delta = status  # the CLI owns this client: one run at a time
-    agent.on_step, agent.status = _cli_on_step(args, trace, status, agent.llm), status
-    if not args.quiet:
-        _cli_say(f"agent.py: {label}")
-    try:
-        code = (_cli_interactive(agent, args, trace) if args.interactive
-                else _cli_once(agent, task, args, trace)[0])
-    except KeyboardInterrupt:
-        _cli_say("agent.py: interrupted; the steps so far are kept in the trace")
-        code = 130
-    finally:
-        agent.tools.close()                 # the MCP servers it started
-        if trace is not None:
-            trace.close()
-    if trace is not None and trace.error is not None:
-        _cli_say(f"agent.py: could not write the trace {trace.path}: "
-                 f"{trace.error.strerror or trace.error}")
-        return code or 2
-    return code
-
-
-# -- CLI, batch runs -------------------------------------------------------------------
-# --batch: check the task file, build the agent, run_batch with progress, print the summary
-
-_BATCH_ALONE = {"task": "a task", "trace": "--trace (use --traces DIR)", "replay": "--replay",
-                "interactive": "--interactive"}
-
-
-def _cli_batch(args: argparse.Namespace) -> int:
-    """--batch: every check before anything runs, then the run; the exit code."""
-    try:
-        to_run = _cli_batch_check(args)
-        agent, label, _ = _cli_agent(args)
-    except (ValueError, OSError, AgentError) as exc:
-        _cli_say(f"agent.py: {exc}")
-        return 2
-    agent.confirm = None  # nobody to ask while several tasks run: tools that ask first are declined
-    progress = _BatchProgress(to_run, args)
-    if not args.quiet:
-        _cli_say(f"agent.py: {label}; {to_run} task(s) to run, {args.workers} at a time")
-    try:
-        # the tasks of this shard, read as the workers need them (the bad lines were reported)
-        tasks = (item for _, item, _ in _task_file(args.batch, args.shard) if item is not None)
-        summary = run_batch(agent, tasks, workers=args.workers, out=args.out,
-                            traces=args.traces, on_result=progress)
-    except KeyboardInterrupt:
-        progress.clear()
-        _cli_say(f"agent.py: interrupted; {progress.tally.done} result(s) written to {args.out}: "
-                 "run the same command again to resume")
-        return 130
-    except (ValueError, OSError) as exc:   # --out or --traces cannot be written
-        progress.clear()
-        _cli_say(f"agent.py: {exc}")
-        return 2
-    progress.clear()
-    # the summary (a table, or JSON with --json) on stdout; 3 when a task's model endpoint failed
-    if args.json:
-        _cli_say(json.dumps(dict(summary, model=label), ensure_ascii=False), sys.stdout)
-    else:
-        _cli_say(_summary_table(summary, label), sys.stdout)
-    failed = summary["stop_reasons"].get("llm_error", 0)
-    if failed:
-        _cli_say(f"agent.py: {failed} task(s) stopped with llm_error (the model endpoint failed); "
-                 f"to run them again, remove their lines from {args.out} and run the same command")
-    return _STOPS["llm_error"].exit_code if failed else 0
-
-
-def _cli_batch_check(args: argparse.Namespace) -> int:
-    """Refuse what does not go with --batch, report bad lines, refuse duplicate ids; the number of
-    tasks to run."""
-    alone = [text for name, text in _BATCH_ALONE.items() if getattr(args, name)]
-    if alone:
-        raise ValueError(f"--batch runs the tasks of its file: {alone[0]} does not go with it")
-    if not args.out:
-        raise ValueError("--batch needs --out FILE: the results go there, and a second run resumes "
-                         "from it")
-    # one of our own files; an --out that is no regular file is refused below, with its reason
-    others = {"the task file": lambda: os.stat(args.batch),
-              "stdout, where the summary goes": lambda: os.fstat(sys.stdout.fileno()),
-              "stderr, where the progress goes": lambda: os.fstat(sys.stderr.fileno())}
-    for what, stat_of in others.items() if os.path.isfile(args.out) else ():
-        try:
-            same = os.path.samestat(os.stat(args.out), stat_of())
-        # missing, or a stream with no file below it (a test's StringIO)
-        except (OSError, ValueError, AttributeError):
-            same = False
-        if same:
-            raise ValueError(f"--out {args.out} is {what}: the results go to a file of their own; "
-                             "nothing was run")
-    done = set()      # the ids already in the results file; ValueError when another run holds it
-    handle = _open_results(args.out, create=False)
-    if handle is not None:
-        with handle:
-            done = {_id_key(record["id"]) for _, record in _whole_lines(handle, args.out)}
-    try:
-        to_run, repeated = _cli_scan(args, done)
-    except OSError as exc:
-        raise OSError(f"cannot read the task file {args.batch}: {exc.strerror or exc}") from None
-    if repeated:
-        raise ValueError(f"{args.batch} repeats ids, so results could not be told apart: "
-                         f"{', '.join(repeated)}; nothing was run")
-    return to_run
-
-
-def _cli_scan(args: argparse.Namespace, done: set) -> tuple:
-    """Read the whole task file once, reporting each bad line: the tasks of this shard not done, the
-    repeated ids."""
-    seen, repeated, to_run = set(), [], 0
-    for number, item, problem in _task_file(args.batch):
-        if problem is not None:
-            _cli_say(f"agent.py: {args.batch} line {number}: {problem}; skipped")
-            continue
-        key = _id_key(item["id"])
-        if key in seen:
-            repeated.append(f"{key} (line {number})")
-        seen.add(key)
-        to_run += _in_shard(number, args.shard) and key not in done
-    return to_run, repeated
-
-
-class _BatchProgress:
-    """--batch's progress on stderr: a live line on a terminal, else a line per task; none with
-    --quiet."""
-
-    def __init__(self, total: int, args: argparse.Namespace) -> None:
-        self.total, self.workers, self.tally = total, args.workers, _Tally()
-        self.live = not args.quiet and sys.stderr.isatty()
-        self.lines = not args.quiet and not self.live
-
-    def __call__(self, record: dict) -> None:
-        self.tally.add(record)
-        if self.lines:
-            solved = {True: ", solved", False: ", not solved"}.get(record.get("solved"), "")
-            shown = _cut(json.dumps(record['id']), 40, one_line=True, escape=True)
-            _cli_say(f"[{self.tally.done}/{self.total}] {shown}: "
-                     f"{record['stop_reason']}{solved}, {record['steps']} step(s), "
-                     f"{record['seconds']:.1f} s")
-        elif self.live:
-            line = _cut(self.line(), 10 ** 6, one_line=True, escape=True)
-            sys.stderr.write("\r\x1b[K" + _fit(line, shutil.get_terminal_size().columns - 1))
-            sys.stderr.flush()
-
-    def line(self) -> str:
-        """done/total, solved, running, failures by stop reason, tasks per minute, time left."""
-        tally = self.tally
-        per_minute = tally.done / max(time.monotonic() - tally.started, 1e-9) * 60
-        left = (self.total - tally.done) / per_minute * 60 if per_minute else 0.0
-        failed = ", ".join(f"{reason} {n}" for reason,
-                           n in tally.reasons.items() if n and reason != "final")
-        return (f"{tally.done}/{self.total} done, {tally.solved} solved, "
-                f"{min(self.workers, self.total - tally.done)} running, {failed or 'no failures'}, "
-                f"{per_minute:.1f}/min, {left:.0f} s left")
-
-    def clear(self) -> None:
-        if self.live and self.tally.done:
-            sys.stderr.write("\r\x1b[K")
-            sys.stderr.flush()
-
-
-def _summary_table(summary: dict, label: str) -> str:
-    """A batch summary as a small table, one figure a line, for reading (and pasting side by
-    side)."""
-    checked = summary["checked"]
-    solved = (f"{summary['solved']} of {checked} ({summary['solved_percent']}%)" if checked
-              else "no task has expect")
-    reasons = ", ".join(f"{reason} {n}" for reason, n in summary["stop_reasons"].items()) or "none"
-    estimated = " (estimated)" if summary["estimated_tokens"] else ""
-    rows = [("endpoint", label),
-            ("tasks", f"{summary['tasks']} ({summary['earlier']} from an earlier run)"),
-            ("solved", solved), ("stop reasons", reasons),
-            ("steps", f"{summary['steps_per_task']} per task"),
-            ("format errors", f"{summary['format_errors_per_task']} per task"),
-            ("tokens",
-             f"{summary['prompt_tokens']} prompt, {summary['completion_tokens']} "
-             f"completion{estimated}"),
-            ("seconds", f"p50 {summary['seconds_p50']}, p95 {summary['seconds_p95']} a task; "
-                        f"{summary['wall_seconds']} in all")]
-    return "\n".join(f"{name:<14}{value}" for name, value in rows)
-
-
-class _CliLog(logging.Handler):
-    """The CLI's log lines on stderr, written as every other line of ours: one line each, controls
-    escaped."""
-
-    def __init__(self, say: Callable[[str], None]) -> None:
-        super().__init__()
-        self.say = say
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            warning = "warning: " if record.levelno >= logging.WARNING else ""
-            self.say(f"agent.py: {warning}{record.getMessage()}")
-        except Exception:  # a log line must never stop the run
-            self.handleError(record)
-
-
-def main(argv: Optional[list[str]] = None) -> int:
-    """The command line: parse, build, run, print. Returns the exit code; the only place that
-    prints."""
-    # stdout or stderr closed at the start (2>&-) points at devnull: the run goes on as usual
-    for name in ("stdout", "stderr"):
-        stream = getattr(sys, name)
-        try:
-            # EBADF when closed, or open only for reading (a shell script's own)
-            os.write(stream.fileno(), b"")
-        # a stream with no file below it (a test's StringIO): it works
-        except io.UnsupportedOperation:
-            continue
-        except (AttributeError, OSError, ValueError):   # None, or a file descriptor that is closed
-            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
-    try:
-        args = _cli_args(argv)
-    except SystemExit as exc:  # --help, --version, or bad usage
-        return exc.code if isinstance(exc.code, int) else 2
-    status = None if args.quiet else _StatusLine(sys.stderr.isatty())
-    handler = _CliLog(status.say if status is not None else _cli_say)
-    _log.addHandler(handler)
-    _log.setLevel({0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG))
-    try:
-        return _cli_batch(args) if args.batch else _cli_run(args, status)
-    except BrokenPipeError:  # the reader went away (| head): stop quietly
-        # point stdout and stderr at devnull so the interpreter's last flush cannot fail
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                os.dup2(devnull, stream.fileno())
-            except (OSError, ValueError, AttributeError):  # not a real file (captured in tests)
-                pass
-        os.close(devnull)
-        return _BROKEN_PIPE
-    finally:
-        _log.removeHandler(handler)
-        _log.setLevel(logging.NOTSET)
-        if status is not None:
-            status.close()
 
 
 if __name__ == "__main__":

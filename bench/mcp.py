@@ -89,7 +89,7 @@ def prompt_sizes(label, command):
     with agent.ToolRegistry() as registry:
         registry.add_mcp(command, timeout=60)
         session = registry._servers[0]
-        specs = agent._mcp_list_tools(session)
+        specs = session.list_tools()
         before = sum(len(f"- {s['name']}: {s.get('description', '')} "
                          f"{json.dumps(s.get('inputSchema'), ensure_ascii=False, separators=(',', ':'))}") + 1
                      for s in specs)

@@ -149,7 +149,7 @@ def main() -> None:
     parser.add_argument("--base-url", help="run on a real OpenAI-compatible server instead")
     parser.add_argument("--model", default="qwen2.5-coder-0.5b-instruct")
     parser.add_argument("--max-tokens", type=int, default=200)
-    parser.add_argument("--memory", action="append", choices=agent._MEMORY_MODES, help="only these (real runs)")
+    parser.add_argument("--memory", action="append", choices=agent.Agent._MEMORY_MODES, help="only these (real runs)")
     parser.add_argument("--trace", metavar="PREFIX", help="save each real run as PREFIX.<memory>.json")
     args = parser.parse_args()
     if args.base_url:

@@ -274,9 +274,15 @@ def in_hand(args: argparse.Namespace) -> None:
     """How often the reply to the answer rung answers from the result: after the right call and its repeat,
     and after the right call, a format error, and the call again with the placeholder as its thought (the
     path SmolLM2 takes); with the earlier words and schema, and today's."""
-    for label, words, schema in (("earlier", EARLIER_IN_HAND, lambda: EARLIER_ANSWER_SCHEMA),
-                                 ("today's", agent._IN_HAND, agent._answer_only)):
-        agent._IN_HAND, agent._answer_only = words, schema   # what the loop sends, by these names
+    todays_rung = agent.Agent._rung_schema
+
+    def earlier_rung(self, state):   # the earlier answer rung's schema where today's is sent
+        schema = todays_rung(self, state)
+        return EARLIER_ANSWER_SCHEMA if state.steps and state.answering() and schema else schema
+
+    for label, words, rung in (("earlier", EARLIER_IN_HAND, earlier_rung),
+                               ("today's", agent._IN_HAND, todays_rung)):
+        agent._IN_HAND, agent.Agent._rung_schema = words, rung   # what the loop sends
         for state in ("repeat", "after a format error"):
             solved = 0
             for task, name, arguments, truth in IN_HAND_CASES:

@@ -2,11 +2,12 @@
 
 Until issue 19 the rule that decides an object's kind and which of its keys mean what lived in seven
 places in agent.py. The old rule is frozen below, as it was at main b11e690 (the parts that did not
-change call agent.py's, so that they are not written twice), and a property test compares it with
+change until agent.py folded them into its key reader are copied as they were then), and a property test compares it with
 agent.py's one reading on generated objects: both give the same Action or the same refusal, except
 the disagreements that were fixed, each found by fixes() and tested on its own (FIXES).
 """
 import json
+import re
 from typing import Any, Optional
 
 import pytest
@@ -14,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agent
-from agent import (_CALL_SHAPE, _FINAL_SHAPE, Action, ActionFormatError, _note, _refuse,
-                   parse_action)
+from agent import (_CALL_SHAPE, _FINAL_SHAPE, Action, ActionFormatError, _canonical, _cut, _note,
+                   _read_value, _refuse, _shown, parse_action)
 
 # -- the old rule, frozen (agent.py at b11e690) --------------------------------------------
 
@@ -65,7 +66,20 @@ def _check_spellings(obj: dict, repairs: list) -> None:
     hold the same value: one of them would silently win. Refused, naming the key."""
     if all(key in _OWN_KEYS for key in obj):
         return  # the common case: each key once, spelled as the action's own
-    agent._check_spellings(obj, repairs)   # the rest was the same then (its fast path is above)
+    # the rest was the same then (its fast path is above)
+    spelled: dict = {}
+    for key in obj:
+        meant = _spelling(key)
+        if meant in _OWN_KEYS and meant != "thought" and _present(obj, key):
+            spelled.setdefault(meant, []).append(key)
+    for meant, keys in spelled.items():
+        if len(keys) < 2:
+            continue
+        if len({_canonical(obj[key]) for key in keys}) > 1:
+            shown = " and ".join(json.dumps(key, ensure_ascii=False) for key in keys)
+            raise _refuse(f'the key "{meant}" appears twice with different values (as '
+                          f'{_cut(shown, 80)}); write each key once')
+        _note(repairs, "duplicate_key")
 
 
 def _present(obj: dict, key: str) -> bool:
@@ -91,8 +105,23 @@ def _action_kind(obj: dict, repairs: list) -> str:
     if "type" not in obj and (is_call or "answer" in obj):
         _note(repairs, "missing_type")
         return "final" if _present(obj, "answer") or not is_call else "tool_call"
-    # the rest ("type" itself, or no key of an action's own) was the same then: agent.py's
-    return agent._action_kind(obj, False, {}, repairs)
+    # the rest ("type" itself, or no key of an action's own) was the same then
+    if "type" in obj:
+        kind = obj["type"]
+        normal = _spelling(kind)
+        if normal not in ("tool_call", "final"):
+            raise _refuse(f'unknown "type" {_cut(json.dumps(kind, ensure_ascii=False), 40)}: use '
+                          '"tool_call" or "final"')
+        if normal != kind:
+            _note(repairs, "type_spelling")
+        return normal
+    names = [key for key in obj if _meant_key(key) not in (None, "thought", key)]
+    if names:
+        fixes = "; ".join(f'use "{_meant_key(key)}" instead of '
+                          f'{json.dumps(key, ensure_ascii=False)}' for key in names)
+        raise _refuse(f'"type" is missing and the keys are wrong: {fixes}')
+    raise _refuse('the object has no "type", "name" or "answer" (keys: '
+                  f'{_cut(", ".join(map(str, obj)), 80) or "none"})')
 
 
 def _answer(obj: dict, repairs: list) -> str:
@@ -123,19 +152,48 @@ def _tool_name(obj: dict, repairs: list) -> str:
     name = obj.get("name")
     if name is None:
         raise _refuse(f"{_missing(obj, 'name')} for the tool to call", _CALL_SHAPE)
-    # the rest was the same then: agent.py's own, told of no key standing in for "name"
-    return agent._tool_name(obj, agent._Keys("tool_call", {}, []), repairs)
+    # the rest was the same then
+    if not isinstance(name, str) or not name.strip():
+        raise _refuse(f'"name" must be the tool name as text, got {_shown(name)}', _CALL_SHAPE)
+    if re.search(r"[()\[\]{}\"'=\n\r]", name.strip()):
+        raise _refuse(f'"name" must be only the tool name, got {name[:60]!r}; put the arguments in '
+                      '"arguments"',
+                      _CALL_SHAPE)
+    if name != name.strip():
+        _note(repairs, "name_whitespace")
+    return name.strip()
 
 
 def _arguments(obj: dict, repairs: list) -> dict:
-    """The old choice of the key that holds arguments in the wrong place, handed to agent.py's own
-    reading of "arguments" (unchanged)."""
+    """The old choice of the key that holds arguments in the wrong place, and the reading of
+    "arguments" (unchanged since)."""
     stray = _lookalike(obj, "arguments") or next(
         (key for key in obj if _spelling(key) not in _OWN_KEYS + _CALL_METADATA
          and _present(obj, key)), None)
-    alike = {"arguments": [stray]} if _meant_key(stray) == "arguments" else {}
-    return agent._arguments(obj, agent._Keys("tool_call", alike, [stray] if stray is not None else []),
-                            repairs)
+    arguments = obj.get("arguments")
+    if isinstance(arguments, str):
+        _note(repairs, "arguments_string")
+        text = arguments.strip()
+        if text and text[0] != "{":
+            raise _refuse(f'"arguments" must be a JSON object, got the string {text[:40]!r}',
+                          _CALL_SHAPE)
+        arguments, end = _read_value(text, 0, repairs) if text else ({}, 0)
+        if text[end:].strip():
+            raise _refuse('"arguments" holds text after its JSON object', _CALL_SHAPE)
+    if arguments is None or arguments == {}:
+        if stray is not None:
+            shown = _cut(json.dumps(stray, ensure_ascii=False), 60)
+            if _meant_key(stray) == "arguments" or isinstance(obj[stray], dict):
+                raise _refuse(f'use "arguments" instead of {shown}', _CALL_SHAPE)
+            raise _refuse(f'the tool call has no "arguments" but has {shown} beside them; put the '
+                          f'tool\'s arguments inside "arguments", as in "arguments": {{{shown}: '
+                          '...}}', _CALL_SHAPE)
+        if arguments is None:
+            _note(repairs, "missing_arguments")
+        return {}
+    if not isinstance(arguments, dict):
+        raise _refuse(f'"arguments" must be a JSON object, got {_shown(arguments)}', _CALL_SHAPE)
+    return arguments
 
 
 # -- the comparison -----------------------------------------------------------------

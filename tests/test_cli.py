@@ -272,7 +272,7 @@ def test_the_live_line_starts_again_when_the_client_retries(monkeypatch):
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     live = agent._StatusLine(terminal=True)
-    live.begin(1, "waiting for the model")
+    live.wait(1, "waiting for the model")
     live("broken rep")
     live(None)
     live("{")

@@ -149,7 +149,7 @@ def test_a_run_out_of_time_during_a_tool_says_which_tool_ran(tmp_path, capsys, c
 # -- item 2: something shows while you wait --------------------------------------------------------
 
 def test_on_a_terminal_the_wait_for_the_model_shows_at_once_with_its_seconds(monkeypatch, terminal, clock):
-    monkeypatch.setattr(agent, "_TICK_SECONDS", 0.01)   # the status line looks at the (fake) clock more often
+    monkeypatch.setattr(agent._StatusLine, "_TICK_SECONDS", 0.01)   # the status line looks at the (fake) clock more often
     def slow_reply(messages):
         terminal.wait_for("[step 1] waiting for the model… 0 s")   # before any reply came: at once
         clock[0] += 3
@@ -202,13 +202,13 @@ def test_a_tool_that_asks_first_gets_no_live_line_over_its_question(tmp_path, mo
 
 
 def test_off_a_terminal_one_line_says_a_call_is_slow(monkeypatch, clock):
-    monkeypatch.setattr(agent, "_TICK_SECONDS", 0.01)
+    monkeypatch.setattr(agent._StatusLine, "_TICK_SECONDS", 0.01)
     stderr = Told()
     monkeypatch.setattr(sys, "stderr", stderr)
 
     def slow_reply(messages):
         stderr.wrote.clear()
-        clock[0] += agent._SLOW_SECONDS + 1
+        clock[0] += agent._StatusLine._SLOW_SECONDS + 1
         assert stderr.wrote.wait(10)    # the status line's own thread writes it
         clock[0] += 60                  # later ticks add nothing
         return final("hi")
@@ -282,14 +282,14 @@ def test_a_refused_connection_is_an_llm_error_of_its_own_kind(serve):
 
 
 def test_a_run_whose_server_refuses_connections_gets_the_hint(capsys, serve, monkeypatch):
-    monkeypatch.setattr(agent, "_backoff", lambda attempt: 0.0)
+    monkeypatch.setattr(agent.OpenAICompatLLM, "_backoff", staticmethod(lambda attempt: 0.0))
     assert main(["--model", "m", "--base-url", closed_port(serve), "t"]) == 3
     assert "agent.py: hint: nothing answers at that address" in capsys.readouterr().err
 
 
 def test_a_gateway_whose_upstream_refused_is_not_taken_for_no_server(capsys, serve, monkeypatch):
     # issue 19: the CLI matched "Connection refused" in any message, a gateway's 502 included
-    monkeypatch.setattr(agent, "_backoff", lambda attempt: 0.0)
+    monkeypatch.setattr(agent.OpenAICompatLLM, "_backoff", staticmethod(lambda attempt: 0.0))
     server = serve(error_answer(502, "upstream connect error: Connection refused"))
     assert main(["--model", "m", "--base-url", server.base_url, "t"]) == 3
     assert "hint: nothing answers" not in capsys.readouterr().err

@@ -95,7 +95,7 @@ def test_a_model_reply_with_a_line_break_cannot_forge_a_line_of_ours(monkeypatch
 # -- item 21: -v and -vv escape what the progress lines escape -----------------------------------------
 
 def test_verbose_retry_lines_show_server_text_escaped(monkeypatch, capsys, serve):
-    monkeypatch.setattr(agent, "_backoff", lambda attempt: 0.0)
+    monkeypatch.setattr(agent.OpenAICompatLLM, "_backoff", staticmethod(lambda attempt: 0.0))
     server = serve(error_answer(503, "busy\x1b]0;PWNED\x07\nagent.py: forged"), chat_answer(final("ok")))
     assert main(["-v", "--model", "m", "--base-url", server.base_url, "t"]) == 0
     err = capsys.readouterr().err

@@ -223,7 +223,7 @@ def test_an_open_block_of_every_spelling_keeps_the_scanner_waiting(opening, clos
 
 def test_the_scanner_keeps_no_more_than_the_longest_tag_of_an_open_block():
     longest = max(len(tag) for block in SPELLINGS for tag in block)
-    assert agent._THINK_TAIL == longest - 1
+    assert agent._ActionScanner.THINK_TAIL == longest - 1
     scanner = _ActionScanner()
     for piece in [SPELLINGS[0][0]] + ["reasoning " * 50] * 20:
         scanner.feed(piece)

@@ -12,7 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agent
-from agent import LLMError, OpenAICompatLLM, _repeating_tail, _retry_after, _StreamState
+from agent import LLMError, OpenAICompatLLM, _repeating_tail, _StreamState
+
+_retry_after = OpenAICompatLLM._retry_after
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello"}]
 
@@ -522,7 +524,7 @@ def test_the_streamed_tail_holds_the_copies_of_the_longest_unit_the_check_looks_
     unit = "".join(f"step {i} says: the same again. " for i in range(longest))[:longest - 1] + "\n"
     assert _repeating_tail(unit * agent._REPEAT_MIN_TIMES)
     assert streamed_fires("Thought: " + unit * agent._REPEAT_MIN_TIMES, 97)
-    assert agent._TAIL_CHARS == max(agent._REPEAT_MIN_CHARS, agent._REPEAT_MIN_TIMES * longest)
+    assert agent._REPEAT_WINDOW == max(agent._REPEAT_MIN_CHARS, agent._REPEAT_MIN_TIMES * longest)
 
 
 @pytest.mark.parametrize("size", [1, 4, 7])

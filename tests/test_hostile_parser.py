@@ -308,7 +308,7 @@ def test_a_misspelled_key_is_named(reply, words):
 def refused_beside_a_call(obj, key):
     """A value under key beside a call without arguments is refused, naming "arguments" and the key; under a
     look-alike of "answer" ("output", "Response") the answer-and-call check refuses it first."""
-    if agent._meant_key(key) == "answer":
+    if agent._Keys.meant(key) == "answer":
         refused(json.dumps(obj), "both an answer and a tool call")
     else:
         refused(json.dumps(obj), '"arguments"', json.dumps(key, ensure_ascii=False)[:20])
@@ -525,7 +525,7 @@ non_empty = json_values.filter(lambda v: v not in (None, "", {}, []))
 @given(st.text(min_size=1, max_size=12), non_empty, st.sampled_from([None, {}, "", "missing"]))
 def test_any_other_key_holding_a_value_beside_missing_arguments_is_refused(key, value, arguments):
     # OpenAI's call metadata (id, index, call_id) is not an argument (issue 18.3): ignored
-    assume(agent._spelling(key) not in ("type", "thought", "name", "arguments", "answer", *agent._CALL_METADATA))
+    assume(agent._Keys.spelling(key) not in ("type", "thought", "name", "arguments", "answer", *agent._Keys.CALL_METADATA))
     obj = {"type": "tool_call", "name": "f"}
     if arguments != "missing":
         obj["arguments"] = arguments

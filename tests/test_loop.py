@@ -837,3 +837,14 @@ def test_a_free_text_reply_that_looped_only_turns_on_the_schema():
     llm = Reporting([loop, final("395")], ["repetition", "stop"])
     Agent(llm, make_tools()).run("t")
     assert "response_schema" in llm.options[1] and "temperature" not in llm.options[1]
+
+
+def test_on_wait_hears_each_model_call_and_tool_start_and_end_but_not_a_confirmed_tool():
+    heard = []
+    llm = MockLLM([call("add", a=1, b=2), call("delete", path="/x"), final("3")])
+    result = Agent(llm, make_tools(), confirm=lambda name, arguments: True,
+                   on_wait=lambda step, what: heard.append((step, what))).run("add 1 and 2")
+    assert result.answer == "3" and result.steps[1].observation.startswith("[OBSERVATION] deleted")
+    assert heard == [(1, "waiting for the model"), (1, None), (1, "running add (limit 30 s)"),
+                     (1, None), (2, "waiting for the model"), (2, None),
+                     (3, "waiting for the model"), (3, None)]

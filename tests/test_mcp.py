@@ -246,7 +246,7 @@ def test_a_hung_call_times_out_alone():
 
 
 def test_a_100_mb_line_ends_the_connection_without_reading_it_whole(monkeypatch):
-    monkeypatch.setattr(agent, "_MCP_MAX_MESSAGE_BYTES", 2**20)   # the cap, lowered: the test ends sooner
+    monkeypatch.setattr(agent._McpSession, "MAX_MESSAGE_BYTES", 2**20)   # the cap, lowered: the test ends sooner
     with scripted() as registry:
         text = registry.call("huge_line", {})
         assert text.startswith("ERROR: 'huge_line' could not be called") and "over 1,048,576 bytes" in text
@@ -447,8 +447,8 @@ def test_the_prompt_leaves_out_annotations_but_keeps_what_validates(old):
                                           "required": ["text"]}
     assert old.get("echo").description == "Echo the text."
     assert old.call("echo", {"text": 3}).startswith("ERROR: invalid arguments for 'echo'")
-    assert agent._mcp_trimmed({"type": "object", "title": "T", "properties": {"title": {"type": "string",
-                               "title": "x"}}, "default": {"title": "kept"}}) == {
+    assert agent._listed({"type": "object", "title": "T", "properties": {"title": {"type": "string",
+                               "title": "x"}}, "default": {"title": "kept"}}, False) == {
         "type": "object", "properties": {"title": {"type": "string"}}, "default": {"title": "kept"}}
 
 
@@ -660,7 +660,7 @@ def test_a_server_that_answers_every_reply_with_a_ping_gets_a_bounded_chain(serv
         registry.add_mcp(server.base_url, timeout=2)
         assert registry.call("echo", {}) == "answered"
     replies = [request for request in server.requests if "result" in (request["body"] or {})]
-    assert len(replies) == agent._MCP_CHAINED_REPLIES and "kept sending requests" in caplog.text
+    assert len(replies) == agent._McpSession.CHAINED_REPLIES and "kept sending requests" in caplog.text
 
 
 def test_the_session_delete_cannot_hold_close(serve, monkeypatch):

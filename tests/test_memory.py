@@ -89,7 +89,7 @@ def test_the_digest_is_bounded_and_keeps_the_first_and_the_newest_lines():
     assert result.answer == "4711"
     note = task_message(llm.calls[-1])[len(TASK):]
     lines = note.strip().split("\n")
-    assert len(note) <= 3000 * agent._MEMORY_SHARE
+    assert len(note) <= 3000 * agent._RunState._MEMORY_SHARE
     assert lines[1] == '1. echo(text="the code is 4711") → the code is 4711'
     dropped = int(lines[0].split()[1])
     assert lines[-1].startswith(f"{dropped}. add(a={dropped - 2}, b=100000000000000000000) → ")
