@@ -34,11 +34,12 @@ is machinery the rest can be read without:
   options; ``_cut`` is the one shortener (with "…", on one line, escaped, or keeping both ends);
   then the table of every text the model is told but the system prompt (shapes, ``_ask``,
   observations, the loop's nudges, tools' and MCP's ``ERROR:`` texts, memory's notes).
-- Tools: ``Tool.from_function`` describes a function; ``ToolRegistry.call`` validates the arguments
-  and runs the tool; ``action_schema`` describes every valid reply; then how a signature becomes a
-  schema, and the schema keywords that are enforced: ``_Schema`` checks a schema once and validates
-  arguments against it, ``_regex`` runs a pattern as ECMA-262 means it. The worker pool that runs a
-  call under its time limit (skip on first read).
+- Tools: ``Tool.from_function`` describes a function (its docstring and signature, each hint by
+  ``_hint_schema``); ``ToolRegistry.call`` validates the arguments and runs the tool, and every
+  failure is a ``_ToolFailed`` that ``_result`` alone turns into the ``ERROR:`` text;
+  ``action_schema`` describes every valid reply. Then the schema keywords that are enforced:
+  ``_Schema`` checks a schema once and validates arguments against it, ``_regex`` runs a pattern as
+  ECMA-262 means it. The worker pool that runs a call under its time limit (skip on first read).
 - Protocol: ``SYSTEM_PROMPT`` and ``Action``; ``parse_action`` reads a reply in commented steps,
   then ``_interpret`` turns the object into an ``Action`` by ``_Keys``, the one reading of an
   action's keys; ``_refuse`` and ``_observation`` write what goes back; ``_repeating_tail`` detects
@@ -59,8 +60,8 @@ is machinery the rest can be read without:
   budget, and a digest or a summary stands in for them; ``_copied`` finds a copied prompt.
 - Batch: ``run_batch`` runs a task list through one ``Agent`` on a few threads, resumable.
 - Calculator and demo: ``safe_eval``, arithmetic over an ``ast`` whitelist, used only by the demo's
-  ``calculator`` tool; the ``calculator`` and ``clock`` tools and the offline planner ``MockLLM()``
-  runs; ``run``, one call with those by default.
+  ``calculator`` tool; ``_demo_tools``, the ``calculator`` and ``clock`` tools, and the offline
+  planner ``MockLLM()`` runs (``_offline_reply``); ``run``, one call with those by default.
 - CLI: ``main`` is ``python agent.py``: it parses, builds, runs and prints; then --batch; then
   (skip on first read) the status line, what the run is doing while you wait.
 """
@@ -419,10 +420,69 @@ class Tool:
         if name == "<lambda>":
             raise ToolError("a lambda has no name: register it with name=...")
         _check_tool_name(name)
-        summary, arg_docs = _parse_docstring(getattr(func, "__doc__", None))
+        # 1. the docstring: its first paragraph, and {parameter: description} from a Google-style
+        # Args: section
+        headers = ("Args:", "Arguments:", "Parameters:")
+        lines = (getattr(func, "__doc__", None) or "").strip().splitlines()
+        summary_lines = []
+        for line in lines:
+            if not line.strip() or line.strip() in headers:
+                break
+            summary_lines.append(line.strip())
+        arg_docs: dict = {}
+        current, indent, in_args = None, None, False
+        for line in lines:
+            if line.strip() in headers:
+                in_args, indent = True, None
+                continue
+            if not in_args or not line.strip():
+                continue
+            level = len(line) - len(line.lstrip())
+            if level == 0:
+                in_args = False  # the next section starts
+                continue
+            match = re.match(r"\s+\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)", line)
+            if match and (indent is None or level <= indent):
+                indent, current = level, match.group(1)
+                arg_docs[current] = match.group(2).strip()
+            elif current:
+                arg_docs[current] = (arg_docs[current] + " " + line.strip()).strip()
+        # 2. unless given, the parameters: from the signature, each typed by its hint
+        # (_hint_schema)
         if parameters is None:
-            parameters = _infer_parameters(func, name, arg_docs)
-        return cls(name, description or summary or name, parameters, func, timeout, bool(confirm))
+            try:
+                signature = inspect.signature(func)
+            except (TypeError, ValueError) as exc:
+                raise ToolError(f"cannot read the signature of tool {name!r}: {exc}") from None
+            # A callable object keeps its hints on its class's __call__; a partial has none to read.
+            target = (func if isinstance(func, (types.FunctionType, types.MethodType))
+                      else type(func).__call__)
+            hints = {}
+            if isinstance(target, (types.FunctionType, types.MethodType)):
+                try:
+                    hints = typing.get_type_hints(target)
+                except Exception as exc:
+                    raise ToolError(f"cannot resolve the type hints of {func!r}: {exc}") from None
+            properties, required = {}, []
+            for param in signature.parameters.values():
+                if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                    raise ToolError(f"tool {name!r}: *args/**kwargs ({param.name}) cannot be "
+                                    "described to a model; use named parameters or pass "
+                                    "parameters=")
+                if param.kind is param.POSITIONAL_ONLY:
+                    raise ToolError(f"tool {name!r}: positional-only parameter {param.name!r} "
+                                    "cannot be passed by name")
+                schema = dict(_hint_schema(hints.get(param.name, Any),
+                                           f"parameter {param.name!r} of tool {name!r}"))
+                if param.name in arg_docs:
+                    schema["description"] = arg_docs[param.name]
+                if param.default is param.empty:
+                    required.append(param.name)
+                properties[param.name] = schema
+            parameters = {"type": "object", "properties": properties, "required": required,
+                          "additionalProperties": False}
+        return cls(name, description or " ".join(summary_lines) or name, parameters, func, timeout,
+                   bool(confirm))
 
 
 class _ToolResult(typing.NamedTuple):
@@ -436,13 +496,19 @@ class _ToolResult(typing.NamedTuple):
     failed: bool = False
 
 
-def _failed(text: str) -> _ToolResult:
-    return _ToolResult(text, failed=True)
-
-
 class _ToolFailed(Exception):
-    """A tool's own report that it failed (internal; MCP's tools raise it): ``args[0]`` is the
-    exact text the model reads."""
+    """A tool call failed (internal): ``args[0]`` is the exact text the model reads.
+
+    The one way to say so: the registry's checks, the worker pool and MCP's tools raise it, and
+    ``ToolRegistry._result`` alone turns it into a failed ``_ToolResult``.
+    """
+
+    @classmethod
+    def raised(cls, name: str, exc: BaseException) -> _ToolFailed:
+        """The failure of tool ``name`` that raised ``exc``: exc itself when it is one."""
+        if isinstance(exc, _ToolFailed):
+            return exc
+        return cls(_TOOL_RAISED.format(name=name, kind=type(exc).__name__, message=_text(exc)))
 
 
 class ToolRegistry:
@@ -461,6 +527,8 @@ class ToolRegistry:
         # tools an MCP server lists that add_mcp left out (their schema, their name): name -> why
         self.left_out: dict = {}
 
+    # Calling: call, for users; _loop_result, for the loop; _call checks, then runs (_run)
+
     def call(self, name: str, arguments: Any, *,
              confirm: Optional[Callable[[str, dict], bool]] = None, max_chars: Optional[int] = None,
              timeout: Optional[float] = None) -> str:
@@ -478,60 +546,82 @@ class ToolRegistry:
         return self._result(name, arguments, confirm=confirm, max_chars=max_chars,
                             timeout=timeout).text
 
+    # call as defined here: when self.call is another (a subclass's, the instance's, a wrapper
+    # patched onto the class), the loop calls that
+    _plain_call = call
+
     def _result(self, name: str, arguments: Any, *, confirm: Optional[Callable] = None,
                 max_chars: Optional[int] = None, timeout: Optional[float] = None) -> _ToolResult:
-        """``call``, with whether the call failed: the loop reads the flag, never the text."""
+        """``call``, with whether the call failed: the loop reads the flag, never the text. The one
+        place a ``_ToolFailed`` becomes a result."""
         try:
-            result = self._call(name, arguments, confirm, timeout)
-            return result._replace(text=_cut(result.text, max_chars, ends=True))
+            try:
+                text, failed = self._call(name, arguments, confirm, timeout), False
+            except _ToolFailed as exc:
+                text, failed = exc.args[0], True
+            return _ToolResult(_cut(text, max_chars, ends=True), failed)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # a last resort: call() must never raise
-            return _failed(_BROKE.format(name=_text(name, repr), kind=type(exc).__name__,
-                                         message=_text(exc)))
+            return _ToolResult(_BROKE.format(name=_text(name, repr), kind=type(exc).__name__,
+                                             message=_text(exc)), failed=True)
 
     def _loop_result(self, name: str, arguments: Any, **options: Any) -> _ToolResult:
         """What the loop runs: ``_result``; or, when ``call`` is overridden (in a subclass, on the
         instance or patched onto the class, say to audit or refuse calls), that ``call``, so it sees
         every call the agent makes. Its text is all it gives: a failure is text starting ``ERROR:``.
         """
-        if getattr(self.call, "__func__", None) is _PLAIN_CALL:
+        if getattr(self.call, "__func__", None) is ToolRegistry._plain_call:
             return self._result(name, arguments, **options)
         text = self.call(name, arguments, **options)
         return _ToolResult(text, failed=text.startswith(_FAILURE_PREFIX))
 
     def _call(self, name: Any, arguments: Any, confirm: Optional[Callable],
-              timeout: Optional[float]) -> _ToolResult:
+              timeout: Optional[float]) -> str:
+        """What one call returns, as text; _ToolFailed for every failure the model is told of."""
         # the deadline starts now: confirm, asked before the run, may be slow
         deadline = None if timeout is None else time.monotonic() + timeout
+
+        def check_time() -> None:
+            # refused with less than the floor left before the deadline: the tool could only be
+            # abandoned (nan fails the comparison too, and is refused)
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and not left >= _MIN_START_SECONDS:
+                raise _ToolFailed(_TOO_LATE.format(name=name, left=max(left, 0.0)))
+
+        # 1. the tool, and its arguments checked against its schema
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
-            return self._unknown_tool(name)
+            close = difflib.get_close_matches(_text(name), list(self._tools), n=1, cutoff=0.5)
+            hint = _DID_YOU_MEAN.format(close=close[0]) if close else ""
+            raise _ToolFailed(_UNKNOWN_TOOL.format(name=_text(name, repr), hint=hint,
+                                                   available=", ".join(self._tools) or "none"))
         if not isinstance(arguments, dict):
-            return _failed(_NOT_AN_OBJECT.format(name=name, got=_shown(arguments)))
+            raise _ToolFailed(_NOT_AN_OBJECT.format(name=name, got=_shown(arguments)))
+        limit = tool.timeout if tool.timeout is not None else self.default_timeout
         try:
             schema = tool._schema
             if schema is None or schema.root is not tool.parameters:   # parameters replaced since
                 schema = tool._schema = _check_parameters(tool.parameters, repr(name))
             schema.check_declared(arguments)
             # checking is bounded by the tool's limit too, apart from the run's own
-            limit = tool.timeout if tool.timeout is not None else self.default_timeout
             checked_by = None if limit is None else time.monotonic() + limit
             if deadline is not None:
                 checked_by = deadline if checked_by is None else min(checked_by, deadline)
             kwargs = schema.validate(arguments, deadline=checked_by)
         except ToolError as exc:
-            return _failed(_INVALID.format(name=name, problem=exc, expected="a schema agent.py "
-                                           "can enforce"))
+            raise _ToolFailed(_INVALID.format(name=name, problem=exc, expected="a schema agent.py "
+                                              "can enforce")) from None
         except RecursionError:
-            return _failed(_TOO_DEEP.format(name=name))
+            raise _ToolFailed(_TOO_DEEP.format(name=name)) from None
         except (_ArgumentError, ValueError) as exc:   # ValueError: a pattern's search gave up
             expected = json.dumps(tool.parameters.get("properties", {}), ensure_ascii=False)
-            # a check cut short by a spent budget is the budget's refusal
-            late = _too_late(name, deadline) if isinstance(exc, ValueError) else None
-            return late or _failed(_INVALID.format(name=name, problem=exc, expected=expected))
-        refusal = _too_late(name, deadline)
-        if refusal is None and tool.confirm:
+            if isinstance(exc, ValueError):
+                check_time()   # a check cut short by a spent budget is the budget's refusal
+            raise _ToolFailed(_INVALID.format(name=name, problem=exc, expected=expected)) from None
+        # 2. the time left, and the user's consent
+        check_time()
+        if tool.confirm:
             try:
                 confirmed = confirm is not None and confirm(name, kwargs) is True
             except Exception:
@@ -539,49 +629,30 @@ class ToolRegistry:
                              exc_info=True)
                 confirmed = False
             if not confirmed:
-                return _failed(_DECLINED.format(name=name))
-            refusal = _too_late(name, deadline)  # the answer may have taken the rest of the budget
-        return refusal or self._execute(tool, kwargs, deadline)
-
-    def _execute(self, tool: Tool, kwargs: dict, deadline: Optional[float]) -> _ToolResult:
-        """Run a validated call within its limit (capped by the deadline); a failure is a failed
-        result."""
-        name = tool.name
-        limit = tool.timeout if tool.timeout is not None else self.default_timeout
+                raise _ToolFailed(_DECLINED.format(name=name))
+            check_time()  # the answer may have taken the rest of the budget
+        # 3. the run, within the tool's limit capped by the deadline
         if deadline is not None:
             left = deadline - time.monotonic()
             limit = left if limit is None else min(limit, left)
         try:
-            result = self._run(tool.func, kwargs, limit)
-        except _Timeout:
-            return _failed(_TIMED_OUT.format(name=name, seconds=round(limit, 2)))
-        except _NotStarted as exc:
-            return _failed(_NOT_STARTED.format(name=name, why=exc))
-        except _Raised as exc:  # from a worker thread: the tool's own, even a KeyboardInterrupt
-            return _raised(name, exc.args[0])
+            result = self._run(tool.name, tool.func, kwargs, limit)
         except KeyboardInterrupt:
             raise
-        except BaseException as exc:
-            return _raised(name, exc)
+        except BaseException as exc:  # the tool's own, or the pool's refusal
+            raise _ToolFailed.raised(tool.name, exc) from None
+        # 4. the result as text: a string as it is (even a str subclass with its own __str__)
         if isinstance(result, str):
-            # plain text, even from a str subclass with its own __str__
-            return _ToolResult(str.__str__(result))
+            return str.__str__(result)
         try:
-            return _ToolResult(json.dumps(result, ensure_ascii=False, default=str))
+            return json.dumps(result, ensure_ascii=False, default=str)
         except Exception as exc:  # a cycle, too deep, or a __str__ that raises
-            return _failed(_NOT_JSON.format(name=name, kind=type(exc).__name__,
-                                            message=_text(exc)))
+            raise _ToolFailed(_NOT_JSON.format(name=tool.name, kind=type(exc).__name__,
+                                               message=_text(exc))) from None
 
-    def _unknown_tool(self, name: Any) -> _ToolResult:
-        available = ", ".join(self._tools) or "none"
-        close = difflib.get_close_matches(_text(name), list(self._tools), n=1, cutoff=0.5)
-        hint = _DID_YOU_MEAN.format(close=close[0]) if close else ""
-        return _failed(_UNKNOWN_TOOL.format(name=_text(name, repr), hint=hint,
-                                            available=available))
-
-    def _run(self, func: Callable, kwargs: dict, limit: Optional[float]) -> Any:
+    def _run(self, name: str, func: Callable, kwargs: dict, limit: Optional[float]) -> Any:
         if limit is not None:
-            return _POOL.run(func, kwargs, limit)
+            return _POOL.run(name, func, kwargs, limit)
         result = func(**kwargs)  # no limit: run inline, no thread needed
         if not hasattr(type(result), "__await__"):
             return result
@@ -591,8 +662,10 @@ class ToolRegistry:
         except RuntimeError:
             in_loop = False
         if in_loop:  # asyncio.run cannot nest: await it on a worker's own loop
-            return _POOL.run(_awaited, {"awaitable": result}, None)
-        return _invoke(_awaited, {"awaitable": result})
+            return _POOL.run(name, lambda: result, {}, None)
+        return _invoke(lambda: result, {})
+
+    # Registering
 
     def register(self, func: Any = None, *, name: Optional[str] = None,
                  description: Optional[str] = None, parameters: Optional[dict] = None,
@@ -618,6 +691,8 @@ class ToolRegistry:
             raise ToolError(f"duplicate tool name {tool.name!r}")
         self._tools[tool.name] = tool
 
+    # The tools as a collection
+
     def __contains__(self, name: object) -> bool:
         return name in self._tools
 
@@ -629,6 +704,8 @@ class ToolRegistry:
 
     def get(self, name: str) -> Optional[Tool]:
         return self._tools.get(name)
+
+    # Describing the tools to a server
 
     def schemas(self) -> list[dict]:
         """The tools in OpenAI's ``tools`` shape, for clients with native function calling."""
@@ -655,7 +732,7 @@ class ToolRegistry:
                            "name": {"const": t.name},
                            # as they are, or, when they hold references (which point into the
                            # tool's own schema), a copy whose references point into defs
-                           "arguments": _rewritten(t._schema.root, t._schema, defs, {})
+                           "arguments": t._schema.rewritten(t._schema.root, defs, {})
                            if t._schema.targets else t._schema.root},
             "required": ["type", "thought", "name", "arguments"], "additionalProperties": False,
         } for t in self._tools.values()]
@@ -670,6 +747,8 @@ class ToolRegistry:
         if defs:
             schema["$defs"] = defs
         return schema
+
+    # MCP servers: their tools registered, their processes stopped
 
     def add_mcp(self, server: Union[str, list], *, name: Optional[str] = None,
                 env: Optional[dict] = None, cwd: Any = None, tools: Optional[Iterable[str]] = None,
@@ -712,92 +791,19 @@ class ToolRegistry:
         self.close()
 
 
-# ToolRegistry.call as defined here: when self.call is another (a subclass's, the instance's, a
-# wrapper patched onto the class), the loop calls that
-_PLAIN_CALL = ToolRegistry.call
 # what Agent and run take as tools
 _Tools = Union[ToolRegistry, Iterable[Union[Tool, Callable[..., Any]]], None]
 
 
-_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
-
-
 def _check_tool_name(name: Any) -> str:
-    if not isinstance(name, str) or not _TOOL_NAME.match(name):
+    if not isinstance(name, str) or not re.match(r"[A-Za-z0-9_-]{1,64}\Z", name):
         raise ToolError(f"invalid tool name {name!r} (use 1-64 letters, digits, '_' or '-')")
     return name
-
-
-_ARGS_HEADERS = ("Args:", "Arguments:", "Parameters:")
-_ARG_LINE = re.compile(r"\s+\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)")
-
-
-def _parse_docstring(doc: Optional[str]) -> tuple[str, dict]:
-    """The first paragraph, and ``{parameter: description}`` from a Google-style Args: section."""
-    lines = (doc or "").strip().splitlines()
-    summary_lines = []
-    for line in lines:
-        if not line.strip() or line.strip() in _ARGS_HEADERS:
-            break
-        summary_lines.append(line.strip())
-    params: dict = {}
-    current, indent, in_args = None, None, False
-    for line in lines:
-        if line.strip() in _ARGS_HEADERS:
-            in_args, indent = True, None
-            continue
-        if not in_args or not line.strip():
-            continue
-        level = len(line) - len(line.lstrip())
-        if level == 0:
-            in_args = False  # the next section starts
-            continue
-        match = _ARG_LINE.match(line)
-        if match and (indent is None or level <= indent):
-            indent, current = level, match.group(1)
-            params[current] = match.group(2).strip()
-        elif current:
-            params[current] = (params[current] + " " + line.strip()).strip()
-    return " ".join(summary_lines), params
-
-
-def _infer_parameters(func: Callable, name: str, arg_docs: dict) -> dict:
-    try:
-        signature = inspect.signature(func)
-    except (TypeError, ValueError) as exc:
-        raise ToolError(f"cannot read the signature of tool {name!r}: {exc}") from None
-    # A callable object keeps its hints on its class's __call__; a partial has none to read.
-    target = (func if isinstance(func, (types.FunctionType, types.MethodType))
-              else type(func).__call__)
-    hints = {}
-    if isinstance(target, (types.FunctionType, types.MethodType)):
-        try:
-            hints = typing.get_type_hints(target)
-        except Exception as exc:
-            raise ToolError(f"cannot resolve the type hints of {func!r}: {exc}") from None
-    properties, required = {}, []
-    for param in signature.parameters.values():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise ToolError(f"tool {name!r}: *args/**kwargs ({param.name}) cannot be described to "
-                            "a model; use named parameters or pass parameters=")
-        if param.kind is param.POSITIONAL_ONLY:
-            raise ToolError(f"tool {name!r}: positional-only parameter {param.name!r} cannot be "
-                            "passed by name")
-        schema = dict(_hint_schema(hints.get(param.name, Any),
-                                   f"parameter {param.name!r} of tool {name!r}"))
-        if param.name in arg_docs:
-            schema["description"] = arg_docs[param.name]
-        if param.default is param.empty:
-            required.append(param.name)
-        properties[param.name] = schema
-    return {"type": "object", "properties": properties, "required": required,
-            "additionalProperties": False}
 
 
 _JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array",
                dict: "object",
                type(None): "null"}  # the one table of Python types and JSON Schema's names for them
-_UNION_TYPES = (typing.Union, getattr(types, "UnionType", typing.Union))  # X | Y on 3.10+
 
 
 def _hint_schema(hint: Any, where: str) -> dict:
@@ -813,7 +819,9 @@ def _hint_schema(hint: Any, where: str) -> dict:
         if len(kinds) == 1 and None not in kinds:
             schema["type"] = kinds.pop()
         return schema
-    if origin in _UNION_TYPES and len(args) == 2 and type(None) in args:
+    # Optional[X], and X | None on 3.10+
+    if (origin in (typing.Union, getattr(types, "UnionType", typing.Union)) and len(args) == 2
+            and type(None) in args):
         inner = _hint_schema(next(a for a in args if a is not type(None)), where)
         if not inner:
             return inner  # Optional[Any]: anything, null included
@@ -858,8 +866,6 @@ _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "exampl
                           "$comment", "deprecated", "readOnly", "writeOnly",
                           "contentEncoding", "contentMediaType", "contentSchema",
                           "discriminator"})   # pydantic's, beside a oneOf that is enforced anyway
-# "int" meant "integer"
-_TYPE_ALIASES = {python.__name__: name for python, name in _JSON_TYPES.items()}
 _MAX_SCHEMA_DEPTH = 200   # subschemas nested, or references followed, deeper than this are refused
 
 
@@ -914,6 +920,9 @@ class _Schema:
             self.targets[id(schema)] = target
         self.declared = self._declared(root, {})
 
+    # Checking the schema, once: _walk checks every keyword, and references resolve
+    # (_joined, _resolve)
+
     def _walk(self, schema: Any, base: str, where: str, nodes: dict, found: dict, refs: list,
               depth: int) -> None:
         if isinstance(schema, bool):
@@ -922,6 +931,14 @@ class _Schema:
             raise ToolError(f"tool {self.tool}: the schema is nested more than "
                             f"{_MAX_SCHEMA_DEPTH} levels deep at {where}")
         nodes[id(schema)] = schema
+
+        def is_schema(sub: Any) -> bool:
+            return isinstance(sub, (dict, bool))
+
+        def is_names(sub: Any) -> bool:
+            return isinstance(sub, list) and all(isinstance(name, str) for name in sub)
+
+        # 1. every keyword is enforced (or an annotation), and its value fits its kind
         for keyword, value in schema.items():
             kind = _SCHEMA_KEYWORDS.get(keyword)
             if kind is None and keyword not in _ANNOTATIONS and not keyword.startswith("x-"):
@@ -931,7 +948,66 @@ class _Schema:
                 raise ToolError(f"tool {self.tool}: the JSON Schema keyword {keyword!r} at {where} "
                                 f"is not enforced by agent.py{meant}; remove it, or check the "
                                 "value in the tool itself")
-            problem = _keyword_problem(kind, value) if kind else None
+            problem = None   # what is wrong with the value, said after the keyword
+            if kind == "types":
+                kinds = [value] if isinstance(value, str) else value
+                known_types = list(_JSON_TYPES.values())
+                if (not isinstance(kinds, list) or not kinds
+                        or not all(isinstance(t, str) for t in kinds)):
+                    problem = "must be a type name or a non-empty list of them"
+                wrong = None if problem else next((t for t in kinds if t not in known_types),
+                                                  None)
+                if wrong is not None:
+                    # "int" meant "integer"
+                    alias = next((t for p, t in _JSON_TYPES.items() if p.__name__ == wrong), None)
+                    close = difflib.get_close_matches(wrong.lower(), known_types, 1)
+                    meant = alias or next(iter(close), None)
+                    hint = f"did you mean {meant!r}? " if meant else ""
+                    problem = (f"has the unknown type {wrong!r} ({hint}the types are "
+                               f"{', '.join(known_types)})")
+            elif kind:
+                # every check of a value's kind, written as (fits, problem)
+                checks = {
+                    "list": (isinstance(value, list), "must be a list"),
+                    "names": (is_names(value), "must be a list of names"),
+                    "names_map": (isinstance(value, dict) and all(map(is_names, value.values())),
+                                  "must map names to lists of names"),
+                    "count": (_is_number(value) and value >= 0 and float(value).is_integer(),
+                              "must be an integer >= 0"),
+                    "number": (_is_number(value) and math.isfinite(value), "must be a number"),
+                    "positive": (_is_number(value) and math.isfinite(value) and value > 0,
+                                 "must be a number > 0"),
+                    "bool": (isinstance(value, bool), "must be true or false"),
+                    "regex": (isinstance(value, str), "must be a regular expression"),
+                    "uri": (isinstance(value, str), "must be a URI"),
+                    # another meta-schema may turn vocabularies off, or on: only the drafts read
+                    # here are known
+                    "metaschema": (isinstance(value, str) and re.fullmatch(
+                        r"https?://json-schema\.org/(draft-0[4-7]/|draft/20(19-09|20-12)/)schema#?",
+                        value), "must name draft 7 or 2020-12 (or 4, 6, 2019-09): another "
+                        "meta-schema is not read"),
+                    "name": (isinstance(value, str)
+                             and re.match(r"[A-Za-z_][\w.-]*\Z", value, re.ASCII),
+                             "must be a name"),
+                    "ref": (isinstance(value, str), "must be a reference (\"#/$defs/Name\")"),
+                    "schema": (is_schema(value), "must be a schema (an object, or true or false)"),
+                    "schemas": (isinstance(value, dict) and all(map(is_schema, value.values())),
+                                "must map names to schemas"),
+                    "patterns": (isinstance(value, dict) and all(map(is_schema, value.values())),
+                                 "must map patterns to schemas"),
+                    "dependencies": (isinstance(value, dict)
+                                     and all(is_schema(sub) or is_names(sub)
+                                             for sub in value.values()),
+                                     "must map names to schemas or to lists of names"),
+                    "items": (is_schema(value)
+                              or (isinstance(value, list) and all(map(is_schema, value))),
+                              "must be a schema, or a list of them"),
+                    "schema_list": (isinstance(value, list) and bool(value)
+                                    and all(map(is_schema, value)),
+                                    "must be a non-empty list of schemas"),
+                }
+                fits, problem = checks.get(kind, (True, ""))
+                problem = None if fits else problem
             if self.draft7 and keyword in ("prefixItems", "minContains"):
                 # draft 7 ignores them, and applying them would loosen its items or contains
                 problem = "is not a draft 7 keyword: draft 7 reads the items without it"
@@ -947,8 +1023,8 @@ class _Schema:
                                    f"enforce: {exc}")
             if problem:
                 raise ToolError(f"tool {self.tool}: {keyword!r} at {where} {problem}")
-        # the base URI: an $id starting with "#" is draft 7's anchor, and draft 7 ignores an $id
-        # beside a $ref
+        # 2. the names the schema is known by, and its base URI: an $id starting with "#" is draft
+        # 7's anchor, and draft 7 ignores an $id beside a $ref
         uri = schema.get("$id") if not (self.draft7 and "$ref" in schema) else None
         names = []
         if uri is not None and not uri.startswith("#"):
@@ -963,6 +1039,7 @@ class _Schema:
                 raise ToolError(f"tool {self.tool}: {name!r} names two schemas (again at {where})")
         if "$ref" in schema:
             refs.append((schema, base, where))
+        # 3. the subschemas, each walked; a schema that holds none is a leaf
         leaf = "$ref" not in schema
         for keyword, value in schema.items():
             kind = _SCHEMA_KEYWORDS.get(keyword)
@@ -1035,6 +1112,9 @@ class _Schema:
         seen[id(schema)] = names
         return names
 
+    # Validating a value: validate, then _check each (subschema, value) once, which runs its
+    # _keywords; what objects and lists hold, the bounds, and what unevaluated* sees
+
     def validate(self, value: Any, path: str = "", deadline: Optional[float] = None) -> Any:
         """value checked against the schema; returned with integral floats as ints where
         "integer" asks. Raises _ArgumentError naming the parameter, and ValueError when the
@@ -1103,8 +1183,16 @@ class _Schema:
         # apply), then the type, which may turn 2.0 into 2
         if "$ref" in schema:
             value = check(value, self.targets[id(schema)])
-        if "type" in schema:
-            value = _check_type(value, schema, path)
+        if "type" in schema:   # one of its types (OpenAPI's ``nullable: true`` adds null)
+            kinds = [schema["type"]] if isinstance(schema["type"], str) else list(schema["type"])
+            if schema.get("nullable") is True:
+                kinds.append("null")
+            matched = next((kind for kind in kinds if _is_type(value, kind)), None)
+            if matched is None:
+                raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got "
+                                     f"{_shown(value)}")
+            if matched == "integer" and type(value) is float:   # an integral float, as an int
+                value = int(value)
         if "enum" in schema and _json_key(value) not in map(_json_key, schema["enum"]):
             raise _ArgumentError(f"parameter {path!r} must be one of "
                                  f"{json.dumps(schema['enum'])}, got {_shown(value)}")
@@ -1151,7 +1239,7 @@ class _Schema:
             value = check(value, schema.get("then" if passes(value, schema["if"]) else "else",
                                             True))
         # 3. bounds and patterns; then what objects and lists hold
-        _check_bounds(value, schema, path, self.patterns)
+        self._bounds(value, schema, path)
         if isinstance(value, dict):
             value = self._object(value, schema, path, check, passes)
             if "unevaluatedProperties" in schema:
@@ -1226,6 +1314,48 @@ class _Schema:
                                      f"match {shown}, and holds {count}")
         return _rebuilt(value, changed)
 
+    # the bounds of numbers, strings, lists and objects: (the values it applies to, what is
+    # measured, the comparison, the rule); a bool is never a number here
+    BOUNDS = {
+        "minimum": ((int, float), None, operator.ge, "at least {}"),
+        "maximum": ((int, float), None, operator.le, "at most {}"),
+        "exclusiveMinimum": ((int, float), None, operator.gt, "more than {}"),
+        "exclusiveMaximum": ((int, float), None, operator.lt, "less than {}"),
+        "minLength": (str, len, operator.ge, "at least {} characters long"),
+        "maxLength": (str, len, operator.le, "at most {} characters long"),
+        "minItems": (list, len, operator.ge, "a list of at least {} items"),
+        "maxItems": (list, len, operator.le, "a list of at most {} items"),
+        "minProperties": (dict, len, operator.ge, "an object of at least {} keys"),
+        "maxProperties": (dict, len, operator.le, "an object of at most {} keys"),
+    }
+
+    def _bounds(self, value: Any, schema: dict, path: str) -> None:
+        """The bounds (BOUNDS), multipleOf, pattern and uniqueItems."""
+        problem = None
+        for keyword, (kinds, measure, passes, rule) in self.BOUNDS.items():
+            if (keyword in schema and isinstance(value, kinds) and not isinstance(value, bool)
+                    and not passes(measure(value) if measure else value, schema[keyword])):
+                problem = f"be {rule.format(schema[keyword])}"
+                break
+        step = schema.get("multipleOf")
+        if problem is None and step is not None and _is_number(value):
+            # a whole multiple in decimal as JSON writes them (0.3 is 3 times 0.1)
+            from fractions import Fraction   # deferred: only a schema with multipleOf needs it
+            try:
+                whole = (Fraction(repr(value)) / Fraction(repr(step))).denominator == 1
+            except (ValueError, OverflowError, ZeroDivisionError):
+                whole = False
+            problem = None if whole else f"be a multiple of {step}"
+        pattern = schema.get("pattern")
+        if (problem is None and pattern is not None and isinstance(value, str)
+                and not self.patterns[pattern](value)):
+            problem = f"match the pattern {pattern!r}"
+        if problem is None and schema.get("uniqueItems") is True and isinstance(value, list):
+            keys = [_json_key(item) for item in value]
+            problem = "hold no item twice" if len(set(keys)) < len(keys) else None
+        if problem:
+            raise _ArgumentError(f"{_parameter(path)} must {problem}, got {_shown(value)}")
+
     def _evaluated(self, value: Any, schema: Any, path: str, memo: dict, depth: int,
                    passes: Callable, whole: bool = True) -> set:
         """The keys (of an object) or places (of a list) that schema evaluates, for
@@ -1268,6 +1398,41 @@ class _Schema:
         memo[key] = (value, seen)
         return seen
 
+    # Copying the schema into the schema of a whole reply (ToolRegistry.action_schema)
+
+    def rewritten(self, node: Any, defs: dict, names: dict) -> Any:
+        """node, of this schema, as a copy whose references point into defs: what a reference
+        points to is copied there once, named in ``names`` (id -> name). The name ends in a number,
+        unique even as llama.cpp's grammar converter spells it: it names a rule by the last part of
+        a reference, [^A-Za-z0-9-] as -."""
+        if not isinstance(node, dict):
+            return node
+        copy = {}
+        for keyword, value in node.items():
+            if keyword in ("$defs", "definitions", "discriminator", "$id", "$anchor"):
+                # what is referred to moves to defs, and every reference is to it from the root; a
+                # discriminator's mapping would point nowhere
+                continue
+            kind = _SCHEMA_KEYWORDS.get(keyword)
+            if keyword == "$ref":
+                target = self.targets[id(node)]
+                if id(target) not in names:
+                    last = re.sub(r"[^A-Za-z0-9-]+", "-",
+                                  node["$ref"].rsplit("/", 1)[-1]).strip("-") or "root"
+                    names[id(target)] = name = f"{last}-{len(defs)}"
+                    # taken before the copy: a schema that refers to itself finds its name
+                    defs[name] = {}
+                    defs[name] = self.rewritten(target, defs, names)
+                value = "#/$defs/" + names[id(target)]
+            elif kind == "schema" or (kind == "items" and not isinstance(value, list)):
+                value = self.rewritten(value, defs, names)
+            elif kind in ("schemas", "patterns", "dependencies"):
+                value = {name: self.rewritten(sub, defs, names) for name, sub in value.items()}
+            elif kind in ("schema_list", "items"):
+                value = [self.rewritten(sub, defs, names) for sub in value]
+            copy[keyword] = value
+        return copy
+
 
 def _rebuilt(value: Any, changed: dict) -> Any:
     """value with the items changed (by key or place) that differ; value itself when none does,
@@ -1278,65 +1443,6 @@ def _rebuilt(value: Any, changed: dict) -> Any:
     for key, item in changed.items():
         copy[key] = item
     return copy
-
-
-def _keyword_problem(kind: str, value: Any) -> Optional[str]:
-    """What is wrong with a keyword's value, said after the keyword; None when it fits."""
-    def schema(sub: Any) -> bool:
-        return isinstance(sub, (dict, bool))
-
-    def names(sub: Any) -> bool:
-        return isinstance(sub, list) and all(isinstance(name, str) for name in sub)
-
-    if kind == "types":
-        types = [value] if isinstance(value, str) else value
-        if not isinstance(types, list) or not types or not all(isinstance(t, str) for t in types):
-            return "must be a type name or a non-empty list of them"
-        wrong = next((name for name in types if name not in _PYTHON_TYPES), None)
-        if wrong is None:
-            return None
-        close = difflib.get_close_matches(wrong.lower(), list(_PYTHON_TYPES), 1)
-        meant = _TYPE_ALIASES.get(wrong) or next(iter(close), None)
-        hint = f"did you mean {meant!r}? " if meant else ""
-        return f"has the unknown type {wrong!r} ({hint}the types are {', '.join(_PYTHON_TYPES)})"
-    checks = {
-        "list": (isinstance(value, list), "must be a list"),
-        "names": (names(value), "must be a list of names"),
-        "names_map": (isinstance(value, dict) and all(map(names, value.values())),
-                      "must map names to lists of names"),
-        "count": (_is_number(value) and value >= 0 and float(value).is_integer(),
-                  "must be an integer >= 0"),
-        "number": (_is_number(value) and math.isfinite(value), "must be a number"),
-        "positive": (_is_number(value) and math.isfinite(value) and value > 0,
-                     "must be a number > 0"),
-        "bool": (isinstance(value, bool), "must be true or false"),
-        "regex": (isinstance(value, str), "must be a regular expression"),
-        "uri": (isinstance(value, str), "must be a URI"),
-        # another meta-schema may turn vocabularies off, or on: only the drafts read here are known
-        "metaschema": (isinstance(value, str) and re.fullmatch(
-            r"https?://json-schema\.org/(draft-0[4-7]/|draft/20(19-09|20-12)/)schema#?", value),
-            "must name draft 7 or 2020-12 (or 4, 6, 2019-09): another meta-schema is not read"),
-        "name": (isinstance(value, str) and re.match(r"[A-Za-z_][\w.-]*\Z", value, re.ASCII),
-                 "must be a name"),
-        "ref": (isinstance(value, str), "must be a reference (\"#/$defs/Name\")"),
-        "schema": (schema(value), "must be a schema (an object, or true or false)"),
-        "schemas": (isinstance(value, dict) and all(map(schema, value.values())),
-                    "must map names to schemas"),
-        "patterns": (isinstance(value, dict) and all(map(schema, value.values())),
-                     "must map patterns to schemas"),
-        "dependencies": (isinstance(value, dict) and all(schema(sub) or names(sub)
-                                                         for sub in value.values()),
-                         "must map names to schemas or to lists of names"),
-        "items": (schema(value) or (isinstance(value, list) and all(map(schema, value))),
-                  "must be a schema, or a list of them"),
-        "schema_list": (isinstance(value, list) and bool(value) and all(map(schema, value)),
-                        "must be a non-empty list of schemas"),
-    }
-    ok, problem = checks.get(kind, (True, ""))
-    return None if ok else problem
-
-
-_PYTHON_TYPES = {name: python for python, name in _JSON_TYPES.items()}
 
 
 @functools.lru_cache(maxsize=64)
@@ -1522,69 +1628,11 @@ def _is_type(value: Any, kind: str) -> bool:
         return (type(value) is int) or (type(value) is float and value.is_integer())
     if kind == "number":
         return type(value) in (int, float)
-    expected = _PYTHON_TYPES.get(kind)
-    return expected is None or type(value) is expected
+    return _JSON_TYPES.get(type(value)) == kind or kind not in _JSON_TYPES.values()
 
 
 def _parameter(path: str) -> str:
     return f"parameter {path!r}" if path else "the arguments"
-
-
-def _check_type(value: Any, schema: dict, path: str) -> Any:
-    """value if it has one of the schema's types (OpenAPI's ``nullable: true`` adds null), as an
-    int where an integral float is taken for "integer"."""
-    kinds = [schema["type"]] if isinstance(schema["type"], str) else list(schema["type"])
-    if schema.get("nullable") is True:
-        kinds.append("null")
-    matched = next((kind for kind in kinds if _is_type(value, kind)), None)
-    if matched is None:
-        raise _ArgumentError(f"parameter {path!r} must be {' or '.join(kinds)}, got "
-                             f"{_shown(value)}")
-    return int(value) if matched == "integer" and type(value) is float else value
-
-
-_BOUNDS = {
-    "minimum": (_is_number, None, operator.ge, "at least {}"),
-    "maximum": (_is_number, None, operator.le, "at most {}"),
-    "exclusiveMinimum": (_is_number, None, operator.gt, "more than {}"),
-    "exclusiveMaximum": (_is_number, None, operator.lt, "less than {}"),
-    "minLength": (lambda v: isinstance(v, str), len, operator.ge, "at least {} characters long"),
-    "maxLength": (lambda v: isinstance(v, str), len, operator.le, "at most {} characters long"),
-    "minItems": (lambda v: isinstance(v, list), len, operator.ge, "a list of at least {} items"),
-    "maxItems": (lambda v: isinstance(v, list), len, operator.le, "a list of at most {} items"),
-    "minProperties": (lambda v: isinstance(v, dict), len, operator.ge,
-                      "an object of at least {} keys"),
-    "maxProperties": (lambda v: isinstance(v, dict), len, operator.le,
-                      "an object of at most {} keys"),
-}
-
-
-def _check_bounds(value: Any, schema: dict, path: str, patterns: dict) -> None:
-    """The bounds of numbers, strings, lists and objects, multipleOf, pattern and uniqueItems."""
-    problem = None
-    for keyword, (applies, measure, passes, rule) in _BOUNDS.items():
-        if keyword in schema and applies(value) and not passes(measure(value) if measure else value,
-                                                               schema[keyword]):
-            problem = f"be {rule.format(schema[keyword])}"
-            break
-    step = schema.get("multipleOf")
-    if problem is None and step is not None and _is_number(value):
-        # a whole multiple in decimal as JSON writes them (0.3 is 3 times 0.1)
-        from fractions import Fraction   # deferred: only a schema with multipleOf needs it
-        try:
-            whole = (Fraction(repr(value)) / Fraction(repr(step))).denominator == 1
-        except (ValueError, OverflowError, ZeroDivisionError):
-            whole = False
-        problem = None if whole else f"be a multiple of {step}"
-    pattern = schema.get("pattern")
-    if (problem is None and pattern is not None and isinstance(value, str)
-            and not patterns[pattern](value)):
-        problem = f"match the pattern {pattern!r}"
-    if problem is None and schema.get("uniqueItems") is True and isinstance(value, list):
-        keys = [_json_key(item) for item in value]
-        problem = "hold no item twice" if len(set(keys)) < len(keys) else None
-    if problem:
-        raise _ArgumentError(f"{_parameter(path)} must {problem}, got {_shown(value)}")
 
 
 def _json_key(value: Any) -> str:
@@ -1605,78 +1653,10 @@ def _json_key(value: Any) -> str:
         return repr(value)
 
 
-def _rewritten(node: Any, schema: _Schema, defs: dict, names: dict) -> Any:
-    if not isinstance(node, dict):
-        return node
-    copy = {}
-    for keyword, value in node.items():
-        if keyword in ("$defs", "definitions", "discriminator", "$id", "$anchor"):
-            # what is referred to moves to defs, and every reference is to it from the root; a
-            # discriminator's mapping would point nowhere
-            continue
-        kind = _SCHEMA_KEYWORDS.get(keyword)
-        if keyword == "$ref":
-            value = "#/$defs/" + _hoisted(node, schema, defs, names)
-        elif kind == "schema" or (kind == "items" and not isinstance(value, list)):
-            value = _rewritten(value, schema, defs, names)
-        elif kind in ("schemas", "patterns", "dependencies"):
-            value = {name: _rewritten(sub, schema, defs, names) for name, sub in value.items()}
-        elif kind in ("schema_list", "items"):
-            value = [_rewritten(sub, schema, defs, names) for sub in value]
-        copy[keyword] = value
-    return copy
-
-
-def _hoisted(node: dict, schema: _Schema, defs: dict, names: dict) -> str:
-    """The name in defs of what node's reference points to, copied there once. The name ends in a
-    number, unique even as llama.cpp's grammar converter spells it: it names a rule by the last
-    part of a reference, [^A-Za-z0-9-] as -."""
-    target = schema.targets[id(node)]
-    if id(target) not in names:
-        last = re.sub(r"[^A-Za-z0-9-]+", "-", node["$ref"].rsplit("/", 1)[-1]).strip("-") or "root"
-        names[id(target)] = name = f"{last}-{len(defs)}"
-        defs[name] = {}   # taken before the copy: a schema that refers to itself finds its name
-        defs[name] = _rewritten(target, schema, defs, names)
-    return names[id(target)]
-
-
 # -- Tools, the worker pool (skip on first read) ---------------------------------------
 # ToolRegistry.call runs each tool on a shared daemon thread under its time limit (_POOL.run)
 
-_IDLE_SECONDS = 5.0         # an idle worker thread exits after this long
-_MAX_ABANDONED = 16         # calls still running past their limit; beyond this no call is started
 _MIN_START_SECONDS = 0.05   # a tool is never started with less of the caller's time budget left
-
-
-class _Timeout(Exception):
-    """A tool ran past its time limit (internal)."""
-
-
-class _NotStarted(Exception):
-    """A tool call was refused before the tool ran (internal); the message says why."""
-
-
-class _Raised(Exception):
-    """A tool raised ``args[0]`` on a worker thread (internal): never a Ctrl-C of the caller's."""
-
-
-def _raised(name: str, exc: BaseException) -> _ToolResult:
-    if isinstance(exc, _ToolFailed):
-        return _failed(exc.args[0])
-    return _failed(_TOOL_RAISED.format(name=name, kind=type(exc).__name__, message=_text(exc)))
-
-
-def _too_late(name: str, deadline: Optional[float]) -> Optional[_ToolResult]:
-    """The refusal when less than the floor is left before ``deadline``: the tool could only be
-    abandoned."""
-    left = None if deadline is None else deadline - time.monotonic()
-    if left is None or left >= _MIN_START_SECONDS:  # nan fails this too, and is refused
-        return None
-    return _failed(_TOO_LATE.format(name=name, left=max(left, 0.0)))
-
-
-async def _awaited(awaitable: Any) -> Any:
-    return await awaitable
 
 
 def _invoke(func: Callable, kwargs: dict) -> Any:
@@ -1685,7 +1665,10 @@ def _invoke(func: Callable, kwargs: dict) -> Any:
     if hasattr(type(result), "__await__"):
         import asyncio  # only async tools pay for the import
 
-        result = asyncio.run(_awaited(result))
+        async def awaited() -> Any:   # asyncio.run takes a coroutine, not any awaitable
+            return await result
+
+        result = asyncio.run(awaited())
     return result
 
 
@@ -1708,38 +1691,48 @@ class _Pool:
     """The process-wide daemon threads that run tools with a time limit (internal).
 
     Python cannot kill a thread, so what can be bounded is: one pool for every
-    registry; idle workers exit after ``_IDLE_SECONDS``; a worker whose caller gave
+    registry; idle workers exit after ``IDLE_SECONDS``; a worker whose caller gave
     up (its limit, or Ctrl-C) ends when its tool returns; and while
-    ``_MAX_ABANDONED`` such workers are still running, no new call is started.
+    ``MAX_ABANDONED`` such workers are still running, no new call is started.
     Live threads are then at most busy + idle + abandoned.
     """
+
+    IDLE_SECONDS = 5.0    # an idle worker thread exits after this long
+    MAX_ABANDONED = 16    # calls still running past their limit; beyond this no call is started
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.idle: list = []     # the inboxes of workers waiting for a job
         self.abandoned = 0       # workers still inside a tool nobody waits for
 
-    def run(self, func: Callable, kwargs: dict, limit: Optional[float]) -> Any:
-        """Run func on a worker; _Timeout past limit, _NotStarted over the cap."""
-        job = _Job(func, kwargs)
+    def run(self, name: str, func: Callable, kwargs: dict, limit: Optional[float]) -> Any:
+        """Run tool ``name``'s func on a worker and return its value; _ToolFailed when it is not
+        started (over the cap, or no worker within limit), runs past limit, or raises."""
+        job, outcome = _Job(func, kwargs), None
         try:
-            self._hand_over(job)
-            ok, value = self._wait(job, limit)
-        except BaseException as exc:  # the limit passed, or Ctrl-C (even while handing over)
-            with self.lock:  # no call before the state changes (CPython checks signals at calls)
-                if job.state == "running":
-                    job.state = "abandoned"
-                    self.abandoned += 1
-                elif job.state == "waiting":
-                    job.state = "cancelled"
-            if job.state == "cancelled" and isinstance(exc, _Timeout):
-                raise _NotStarted(_NO_WORKER.format(limit=limit)) from None
-            raise
+            self._hand_over(job, name)
+            outcome = self._wait(job, limit)
+        finally:
+            if outcome is None:  # the limit passed, or Ctrl-C (even while handing over)
+                with self.lock:  # no call before the state changes: CPython checks signals at calls
+                    if job.state == "running":
+                        job.state = "abandoned"
+                        self.abandoned += 1
+                    elif job.state == "waiting":
+                        job.state = "cancelled"
+        if outcome is None:
+            why = _NO_WORKER.format(limit=limit)
+            raise _ToolFailed(_NOT_STARTED.format(name=name, why=why) if job.state == "cancelled"
+                              else _TIMED_OUT.format(name=name, seconds=round(limit, 2)))
+        ok, value = outcome
         if ok:
             return value
-        raise _Raised(value)  # a real Ctrl-C arrives in the caller's thread, never on a worker
+        # the tool's own exception, even a KeyboardInterrupt: a real Ctrl-C arrives in the
+        # caller's thread, never on a worker
+        raise _ToolFailed.raised(name, value)
 
-    def _wait(self, job: _Job, limit: Optional[float]) -> tuple:
+    def _wait(self, job: _Job, limit: Optional[float]) -> Optional[tuple]:
+        """The job's outcome, (ok, value); None when the limit passes first."""
         # A signal can end SimpleQueue.get early with Empty: only the clock says the limit passed.
         # Waits longer than TIMEOUT_MAX (a huge finite limit) overflow, so such a wait is taken in
         # parts.
@@ -1754,14 +1747,14 @@ class _Pool:
                     continue
             with self.lock:
                 if job.state != "done":
-                    raise _Timeout
+                    return None
             return job.outcome.get_nowait()  # it finished just as the limit passed
 
-    def _hand_over(self, job: _Job) -> None:
+    def _hand_over(self, job: _Job, name: str) -> None:
         with self.lock:
-            if self.abandoned >= _MAX_ABANDONED:
-                raise _NotStarted(_TOO_MANY_ABANDONED.format(n=self.abandoned,
-                                                             most=_MAX_ABANDONED))
+            if self.abandoned >= self.MAX_ABANDONED:
+                why = _TOO_MANY_ABANDONED.format(n=self.abandoned, most=self.MAX_ABANDONED)
+                raise _ToolFailed(_NOT_STARTED.format(name=name, why=why))
             inbox = self.idle.pop() if self.idle else None
             if inbox is not None:
                 inbox.put(job)  # under the lock, so a worker never retires with a job on its way
@@ -1795,7 +1788,7 @@ class _Pool:
         long)."""
         while True:
             try:
-                job = inbox.get(timeout=_IDLE_SECONDS)
+                job = inbox.get(timeout=self.IDLE_SECONDS)
             except queue.Empty:
                 job = None
             with self.lock:
@@ -6946,12 +6939,6 @@ _SYNTAX_NAMES = {
 }
 
 
-_ADDITIVE = {"+": ast.Add, "-": ast.Sub}
-_MULTIPLICATIVE = {"*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv, "%": ast.Mod}
-_CHAIN_SYMBOLS = {**_ADDITIVE, **_MULTIPLICATIVE}
-_OPENERS, _CLOSERS = ("(", "[", "{"), (")", "]", "}")
-
-
 def safe_eval(expr: str) -> int | float:
     """Evaluate an arithmetic expression without eval: ``ast`` plus a whitelist.
 
@@ -6982,12 +6969,16 @@ def safe_eval(expr: str) -> int | float:
     if len(expr) > _MAX_EXPR_CHARS:
         raise UnsafeExpression(f"expression is {len(expr):,} characters long (limit "
                                f"{_MAX_EXPR_CHARS:,})", expr[:100])
-    noisy = _NOISY_INPUT.search(expr)
+    # Input on which Python's own tokenizer warns on stderr (the library never prints): a
+    # backslash, or a number run into a keyword ("1if 1 else 2", "0x1for"). Neither can be
+    # arithmetic, so it is refused before parsing; silencing warnings instead would change the
+    # process-wide filters under other threads.
+    noisy = re.search(r"\\|[0-9a-fA-F._jJ](?:and|else|for|if|in|is|not|or)", expr)
     if noisy:
         raise UnsafeExpression(f"not a valid arithmetic expression: {noisy.group()!r} (a "
                                "backslash, or a number run into a keyword)", expr)
     depth = 0
-    for match in _BRACKETS.finditer(expr):
+    for match in re.finditer(r"[][(){}]", expr):
         depth += 1 if match.group() in "([{" else -1
         if depth > _MAX_NESTING:
             raise UnsafeExpression(f"brackets nested more than {_MAX_NESTING} "
@@ -7014,14 +7005,6 @@ def safe_eval(expr: str) -> int | float:
         raise UnsafeExpression(f"result too large: {exc}", expr) from None
 
 
-_BRACKETS = re.compile(r"[][(){}]")
-# Input on which Python's own tokenizer warns on stderr (the library never prints): a backslash, or
-# a number run into a keyword ("1if 1 else 2", "0x1for"). Neither can be arithmetic, so it is
-# refused before parsing; silencing warnings instead would change the process-wide filters under
-# other threads.
-_NOISY_INPUT = re.compile(r"\\|[0-9a-fA-F._jJ](?:and|else|for|if|in|is|not|or)")
-
-
 def _check_number(value, expr: str = ""):
     if type(value) is int:
         if abs(value) >= _INT_LIMIT:
@@ -7036,13 +7019,12 @@ def _check_number(value, expr: str = ""):
     raise UnsafeExpression(f"{type(value).__name__} values are not allowed", expr)
 
 
-def _operator_name(op: ast.AST) -> str:
-    return _OPERATOR_SYMBOLS.get(type(op), type(op).__name__)
-
-
 def _parse_chain(text: str) -> ast.AST:
     # Fold "a op b op c ..." with two precedence levels (+ - below * / // %);
     # each operand is parsed by ast alone, and _eval_node walks the spine in a loop.
+    additive = {"+": ast.Add, "-": ast.Sub}
+    multiplicative = {"*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv, "%": ast.Mod}
+    openers, closers = ("(", "[", "{"), (")", "]", "}")
     # 1. (start, end, symbol) of each binary + - * / // % outside brackets, found with tokenize
     lines = io.StringIO(text).readlines()
     offsets = list(itertools.accumulate(map(len, lines), initial=0))
@@ -7052,12 +7034,13 @@ def _parse_chain(text: str) -> ast.AST:
         for token in tokenize.generate_tokens(iter(lines).__next__):
             if token.type not in operand_types and token.type != tokenize.OP:
                 continue  # line breaks, comments, the end marker
-            depth += (token.string in _OPENERS) - (token.string in _CLOSERS)
-            if depth == 0 and after_operand and token.string in _CHAIN_SYMBOLS:
+            depth += (token.string in openers) - (token.string in closers)
+            if depth == 0 and after_operand and (token.string in additive
+                                                 or token.string in multiplicative):
                 start = offsets[token.start[0] - 1] + token.start[1]
                 cuts.append((start, start + len(token.string), token.string))
             # A + or - right after an operand is binary; after an operator or "(" it is unary.
-            after_operand = token.type in operand_types or token.string in _CLOSERS
+            after_operand = token.type in operand_types or token.string in closers
     except (tokenize.TokenError, SyntaxError) as exc:
         raise SyntaxError(f"{exc}") from None
     # 2. the operands between the cuts, folded
@@ -7068,10 +7051,10 @@ def _parse_chain(text: str) -> ast.AST:
                                   [c[2] for c in cuts] + [None]):
         node = ast.parse(text[start:end].strip(), mode="eval").body
         term = node if term_op is None else ast.BinOp(term, term_op(), node)
-        term_op = _MULTIPLICATIVE.get(symbol)
+        term_op = multiplicative.get(symbol)
         if term_op is None:
             total = term if total_op is None else ast.BinOp(total, total_op(), term)
-            total_op, term = _ADDITIVE.get(symbol), None
+            total_op, term = additive.get(symbol), None
     return total
 
 
@@ -7089,13 +7072,15 @@ def _eval_node(node: ast.AST, depth: int):
         for binop in reversed(chain):
             op = _BINARY_OPS.get(type(binop.op))
             if op is None:
-                raise UnsafeExpression(f"operator {_operator_name(binop.op)} is not allowed")
+                shown = _OPERATOR_SYMBOLS.get(type(binop.op), type(binop.op).__name__)
+                raise UnsafeExpression(f"operator {shown} is not allowed")
             value = _check_number(op(value, _eval_node(binop.right, depth + 1)))
         return value
     if isinstance(node, ast.UnaryOp):
         op = _UNARY_OPS.get(type(node.op))
         if op is None:
-            raise UnsafeExpression(f"operator {_operator_name(node.op)} is not allowed")
+            shown = _OPERATOR_SYMBOLS.get(type(node.op), type(node.op).__name__)
+            raise UnsafeExpression(f"operator {shown} is not allowed")
         return op(_eval_node(node.operand, depth + 1))
     if isinstance(node, ast.Constant):
         value = node.value
@@ -7139,47 +7124,45 @@ def _eval_node(node: ast.AST, depth: int):
 # -- Calculator and demo, the demo tools and the offline planner -----------------------
 # the calculator and clock tools, and the planner MockLLM runs without a script
 
-def _calculator(expression: str) -> str:
-    """Evaluate an arithmetic expression: + - * / // % **, parentheses, sqrt, log, sin, pi, ...
-
-    Args:
-        expression: The arithmetic to evaluate, e.g. "(128*3+40)/4".
-    """
-    value = safe_eval(expression)
-    return str(value) if isinstance(value, int) else f"{value:.15g}"
-
-
-def _clock() -> str:
-    """The current date and time in UTC."""
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-
-
 # the demo tools' names, which the offline planner calls
 _CALCULATOR, _CLOCK = "calculator", "clock"
 
 
 def _demo_tools() -> ToolRegistry:
+    """A registry of the demo's two tools, plain functions as any user's: calculator and clock."""
     registry = ToolRegistry()
-    registry.register(_calculator, name=_CALCULATOR)
-    registry.register(_clock, name=_CLOCK)
+
+    @registry.register(name=_CALCULATOR)
+    def calculator(expression: str) -> str:
+        """Evaluate an arithmetic expression: + - * / // % **, parentheses, sqrt, log, sin, pi, ...
+
+        Args:
+            expression: The arithmetic to evaluate, e.g. "(128*3+40)/4".
+        """
+        value = safe_eval(expression)
+        return str(value) if isinstance(value, int) else f"{value:.15g}"
+
+    @registry.register(name=_CLOCK)
+    def clock() -> str:
+        """The current date and time in UTC."""
+        return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+
     return registry
 
 
-# A run of arithmetic characters from a digit or "(", taken whole (no backtracking, so the scan is
-# linear); its end is then cut back to the last digit or ")".
-_ARITHMETIC_RUN = re.compile(r"[\d(][\d\s.+\-*/%()^_]*")
-_HAS_OPERATOR = re.compile(r"[\d)]\s*(?:\*\*|[-+*/%^])\s*[-+(]*[\d(]")
-
-
 def _find_arithmetic(task: str) -> list:
+    """The arithmetic expressions in a task, in order, ^ written **."""
     found = []
-    for match in _ARITHMETIC_RUN.finditer(task):
+    # A run of arithmetic characters from a digit or "(", taken whole (no backtracking, so the scan
+    # is linear); its end is then cut back to the last digit or ")".
+    for match in re.finditer(r"[\d(][\d\s.+\-*/%()^_]*", task):
         candidate, end = match.group(), match.end() - match.start()
         # \d is isdecimal
         while end and not (candidate[end - 1].isdecimal() or candidate[end - 1] == ")"):
             end -= 1
         candidate = candidate[:end]
-        if len(candidate) > 1 and _HAS_OPERATOR.search(candidate):
+        # an operator between two operands
+        if len(candidate) > 1 and re.search(r"[\d)]\s*(?:\*\*|[-+*/%^])\s*[-+(]*[\d(]", candidate):
             found.append(candidate.replace("^", "**"))
     return found
 
@@ -7202,9 +7185,6 @@ def _task_index(messages: list[dict]) -> Optional[int]:
     return None
 
 
-_TIME_WORDS = re.compile(r"\b(?:time|date|clock|today|now)\b", re.I)
-
-
 def _offline_reply(messages: list[dict]) -> str:
     """The offline planner's next reply: the clock for a question about the time, the calculator for
     each arithmetic expression in the task, then a final answer from the observations."""
@@ -7212,7 +7192,7 @@ def _offline_reply(messages: list[dict]) -> str:
     task = messages[task_at]["content"] if task_at is not None else ""
     results = [_observation_result(m["content"]) or "" for m in messages[(task_at or 0) + 1:]
                if m["role"] == "user"]
-    plan = [(_CLOCK, {})] if _TIME_WORDS.search(task) else []
+    plan = [(_CLOCK, {})] if re.search(r"\b(?:time|date|clock|today|now)\b", task, re.I) else []
     plan += [(_CALCULATOR, {"expression": expr}) for expr in _find_arithmetic(task)]
     if len(results) < len(plan):
         name, arguments = plan[len(results)]

@@ -162,18 +162,21 @@ def convert_units(amount: float, from_unit: str, to_unit: str) -> str:
     return f"{_number(float(amount))} {source} = {_number(value)} {target}"
 
 
+_DEMO = agent._demo_tools()   # the agent's own calculator and clock
+
+
 def calculator(expression: str) -> str:
     """Evaluate an arithmetic expression: + - * / // % **, parentheses, sqrt, log, sin, pi, ...
 
     Args:
         expression: The arithmetic to evaluate, e.g. "(128*3+40)/4".
     """
-    return agent._calculator(expression)
+    return _DEMO.get("calculator").func(expression)
 
 
 def clock() -> str:
     """The current date and time in UTC."""
-    return agent._clock()
+    return _DEMO.get("clock").func()
 
 
 # the plain functions, in the order the registry lists them (a peer builds its own tools from these)

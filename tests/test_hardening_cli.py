@@ -181,11 +181,12 @@ def test_replay_reads_a_saved_result_with_a_utf8_bom(tmp_path, capsys):
 # -- item 25: the offline planner's scan is linear ----------------------------------------------------------
 
 _OLD_RUN = re.compile(r"[\d(][\d\s.+\-*/%()^_]*[\d)]")   # the backtracking pattern it replaced: the reference
+_HAS_OPERATOR = re.compile(r"[\d)]\s*(?:\*\*|[-+*/%^])\s*[-+(]*[\d(]")   # the planner's operator test, frozen
 
 
 def old_find_arithmetic(task):
     return [m.group().strip().replace("^", "**") for m in _OLD_RUN.finditer(task)
-            if agent._HAS_OPERATOR.search(m.group().strip())]
+            if _HAS_OPERATOR.search(m.group().strip())]
 
 
 @given(st.text(alphabet="0123456789 .+-*/%()^_ab\n\t\u2003\u0663\x1c", max_size=40))

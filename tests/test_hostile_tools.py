@@ -37,7 +37,7 @@ def wait_until(condition, seconds=10.0):
 @pytest.fixture
 def quick_idle(monkeypatch):
     """Idle workers exit after 10 ms instead of seconds, so a test can see them go."""
-    monkeypatch.setattr(agent, "_IDLE_SECONDS", 0.01)
+    monkeypatch.setattr(agent._Pool, "IDLE_SECONDS", 0.01)
 
 
 # -- threads: one bounded pool for the whole process ------------------------------------
@@ -80,7 +80,7 @@ def test_workers_are_daemon_threads():
 
 
 def test_abandoned_workers_are_capped_and_the_call_is_not_started(monkeypatch):
-    monkeypatch.setattr(agent, "_MAX_ABANDONED", 2)
+    monkeypatch.setattr(agent._Pool, "MAX_ABANDONED", 2)
     release, ran = threading.Event(), []
     registry = ToolRegistry()
 
@@ -142,8 +142,8 @@ KINDS = st.sampled_from(["fast", "slow", "raise", "interrupt"])
 @settings(max_examples=25, deadline=None)
 @given(st.lists(KINDS, max_size=12))
 def test_any_mix_of_tools_keeps_the_thread_count_bounded(kinds):
-    saved = agent._IDLE_SECONDS, agent._MAX_ABANDONED
-    agent._IDLE_SECONDS, agent._MAX_ABANDONED = 0.01, CAP
+    saved = agent._Pool.IDLE_SECONDS, agent._Pool.MAX_ABANDONED
+    agent._Pool.IDLE_SECONDS, agent._Pool.MAX_ABANDONED = 0.01, CAP
     release = threading.Event()
     registry = ToolRegistry(default_timeout=2)
     registry.register(lambda: "ok", name="fast")
@@ -172,7 +172,7 @@ def test_any_mix_of_tools_keeps_the_thread_count_bounded(kinds):
         assert wait_until(lambda: tool_threads() <= before)
     finally:
         release.set()
-        agent._IDLE_SECONDS, agent._MAX_ABANDONED = saved
+        agent._Pool.IDLE_SECONDS, agent._Pool.MAX_ABANDONED = saved
 
 
 # -- the time budget: a tool is never started too late -----------------------------------
