@@ -2070,17 +2070,14 @@ def _interpret(obj: dict, repairs: list) -> Action:
     "arguments".
     """
     keys = _Keys.read(obj, repairs)
-
-    def unheld(key: str) -> bool:
-        return obj.get(key) is None or (key in keys.stand_ins and obj.get(key) in _Keys.EMPTY)
-
     thought = obj.get("thought")
     if thought is not None and not isinstance(thought, str):
         thought = json.dumps(thought, ensure_ascii=False)
     # 1. a final answer: its text
     if keys.kind == "final":
         answer = obj.get("answer")
-        if unheld("answer"):
+        # missing: absent or null, or nothing ("", {}, []) while another key stands for it
+        if answer is None or ("answer" in keys.stand_ins and answer in _Keys.EMPTY):
             raise _refuse(keys.missing("answer"), _FINAL_SHAPE)
         if not isinstance(answer, str):
             _note(repairs, "answer_not_text")
@@ -2088,7 +2085,7 @@ def _interpret(obj: dict, repairs: list) -> Action:
         return Action("final", answer=answer, thought=thought, repairs=tuple(repairs))
     # 2. a call: the tool's name, alone
     name = obj.get("name")
-    if unheld("name"):
+    if name is None or ("name" in keys.stand_ins and name in _Keys.EMPTY):
         raise _refuse(f"{keys.missing('name')} for the tool to call", _CALL_SHAPE)
     if not isinstance(name, str) or not name.strip():
         raise _refuse(f'"name" must be the tool name as text, got {_shown(name)}', _CALL_SHAPE)
@@ -2641,14 +2638,15 @@ class _ActionScanner:
     def _scan(self, text: str, pos: int, base: int) -> Optional[int]:
         """Count brackets outside strings from text[pos]; return the end once the action has
         closed."""
-        closers = self._closers
+        # locals: this loop runs once per bracket and string of every reply
+        closers, structure, string_rest = self._closers, self.STRUCTURE, self.STRING_REST
         while True:
             if self._quote:
                 if self._escaped:
                     if pos >= len(text):
                         return None
                     pos, self._escaped = pos + 1, False
-                pos = self.STRING_REST[self._quote].match(text, pos).end()
+                pos = string_rest[self._quote].match(text, pos).end()
                 if pos >= len(text):
                     return None
                 # a lone backslash ends the piece: it escapes the next one's first character
@@ -2657,7 +2655,7 @@ class _ActionScanner:
                     return None
                 self._quote, pos = "", pos + 1
                 continue
-            match = self.STRUCTURE.search(text, pos)
+            match = structure.search(text, pos)
             if match is None:
                 return None
             char, pos = match.group(), match.end()
