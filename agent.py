@@ -6100,8 +6100,10 @@ class Agent:
         return replace(action, answer=own)
 
     def _run_tool(self, state: _RunState, step: Step, action: Action) -> _ToolResult:
-        started, tool = _now(), self.tools.get(action.name)
-        if tool is not None and not tool.confirm:    # a confirmation prompt needs the terminal
+        started = _now()
+        tool = self.tools.get(action.name) if self.on_wait is not None else None
+        told = tool is not None and not tool.confirm   # a confirmation prompt needs the terminal
+        if told:
             limits = [limit for limit in (self.tools.default_timeout if tool.timeout is None
                                           else tool.timeout, self._time_left(state))
                       if limit is not None]
@@ -6112,7 +6114,7 @@ class Agent:
                                              max_chars=self.max_observation_chars,
                                              timeout=self._time_left(state))
         finally:
-            if tool is not None and not tool.confirm:
+            if told:
                 self._wait(step, None)
         step.tool_seconds = _now() - started
         _log.debug("step %d: tool %s took %.3f s", step.index, action.name, step.tool_seconds)
