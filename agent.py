@@ -6411,11 +6411,13 @@ def _copied(action: Action, example: Optional[_Example], seen: Callable[[], str]
     task alone counts, since the refusals the model is sent quote the placeholders."""
     arguments = [(f'argument "{key}"', value) for key, value in _leaves(action.arguments)]
     for where, value in [("answer", action.answer), ("tool name", action.name)] + arguments:
-        # one of the prompt's placeholders, in any case, or an ellipsis however it is typed
-        if (isinstance(value, str) and (value.strip().lower() in _PLACEHOLDERS
-                                        or re.match(r"[.\u2026]{2,}\Z", value.strip()))
-                and value.strip().lower() not in task.lower()):
-            return _COPIED_PLACEHOLDER.format(where=where, value=value.strip())
+        # one of the prompt's placeholders, in any case, or an ellipsis however it is typed ("...",
+        # "....", "…")
+        shown = value.strip() if isinstance(value, str) else None
+        if (shown is not None and (shown.lower() in _PLACEHOLDERS
+                                   or (len(shown) > 1 and not shown.strip(".\u2026")))
+                and shown.lower() not in task.lower()):
+            return _COPIED_PLACEHOLDER.format(where=where, value=shown)
     if example is None:
         return None
     if action.kind == "final" and action.answer == example.final["answer"]:
