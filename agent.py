@@ -3430,6 +3430,7 @@ class OpenAICompatLLM:
     last_model = _PerThread()
     last_error = _PerThread()   # the LLMError this thread's last call raised, None when it answered
 
+    # Building a client: the constructor, or the environment
     def __init__(self, model: str, base_url: str = "https://api.openai.com/v1",
                  api_key: Optional[str] = None, *, temperature: Optional[float] = 0.0,
                  max_tokens: Optional[int] = None, timeout: float = 60, max_retries: int = 3,
@@ -3514,6 +3515,7 @@ class OpenAICompatLLM:
             llm._guard_env_key()
         return llm
 
+    # A call, what the client keeps between calls, and the models a server serves
     def chat(self, messages: list[dict], *, response_schema: Optional[dict] = None,
              temperature: Optional[float] = None, max_seconds: Optional[float] = None,
              frequency_penalty: Optional[float] = None) -> str:
@@ -3606,6 +3608,7 @@ class OpenAICompatLLM:
         return [entry["id"] for entry in listed if isinstance(entry, dict)
                 and isinstance(entry.get("id"), str)]
 
+    # The request: adapting it to what the server refused, its body, the post and its retries
     def _adapt(self, exc: LLMError, body: dict) -> bool:
         """Adapt to a refusal of part of what was sent (a row of _ADAPTATIONS); True to try again.
 
@@ -3733,6 +3736,7 @@ class OpenAICompatLLM:
             headers[name] = value
         return headers
 
+    # One attempt: open the connection, read the answer as events or as JSON
     def _attempt(self, data: bytes, stream: bool, deadline: _Deadline) -> _Reply:
         response = self._open(data, stream, deadline)
         try:
@@ -3872,6 +3876,7 @@ class OpenAICompatLLM:
                       _reported_usage(data.get("usage")),
                       model=data["model"] if isinstance(data.get("model"), str) else None)
 
+    # What failed, said without a secret; the reply kept
     def _unreadable(self, problem: str, text: str, url: Optional[str] = None) -> LLMError:
         """The error for an answer that holds no reply, quoting its start, scrubbed."""
         return LLMError(f"{url or self.url} {problem}: {_quoted_body(text, self._scrub)}")
@@ -3955,7 +3960,7 @@ class OpenAICompatLLM:
                    *(_basic_secrets(self._basic) + [self._basic] if self._basic else [])]
         return _scrubbed(text, secrets + _header_secrets(self.headers))
 
-    # Method group: the patterns an error is read with, retry timing, the base URL's credential
+    # The patterns an error is read with, retry timing, the base URL's credential
 
     # a context overflow in llama.cpp's, OpenAI's, vLLM's (two wordings) and Anthropic-style
     # proxies' words, and the counts it reports
