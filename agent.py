@@ -1881,7 +1881,13 @@ def _example(registry: ToolRegistry) -> _Example:
 
 def _render_prompt(template: Optional[str], registry: ToolRegistry) -> str:
     """The system prompt: SYSTEM_PROMPT filled in, or a custom one with ``{tools}`` replaced."""
-    lines = [f"- {t.name}: {t.description} {_compact(_listed(t.parameters))}" for t in registry]
+    lines = []
+    for t in registry:
+        try:
+            listed = _listed(t.parameters)
+        except ToolError:   # an extension keyword's value nested too deep to trim: as it is
+            listed = t.parameters
+        lines.append(f"- {t.name}: {t.description} {_compact(listed)}")
     listing = "\n".join(lines) or "(none: answer directly with the final shape)"
     if template is not None:
         return template.replace("{tools}", listing)
@@ -2115,7 +2121,7 @@ def _interpret(obj: dict, repairs: list) -> Action:
                 raise _refuse(f'use "arguments" instead of {shown}', _CALL_SHAPE)
             raise _refuse(f'the tool call has no "arguments" but has {shown} beside them; put the '
                           f'tool\'s arguments inside "arguments", as in "arguments": {{{shown}: '
-                          '...}}', _CALL_SHAPE)
+                          '...}', _CALL_SHAPE)
         if arguments is None:
             _note(repairs, "missing_arguments")
         arguments = {}
@@ -6549,11 +6555,12 @@ def run_batch(agent: Agent, tasks: Iterable[dict], *, workers: int = 4, out: Opt
         finally:
             outbox.put(("done", None))
 
-    for number in range(workers):   # daemons: after a second Ctrl-C the runs in flight are dropped
-        threading.Thread(target=work, name=f"agent-batch-{number + 1}", daemon=True).start()
-    # 2. Write and pass on each result as it comes, until the workers are done; the Ctrl-C rule.
     error, interrupted, running = None, False, workers
     try:
+        for number in range(workers):   # daemons: after a second Ctrl-C the runs in flight drop
+            threading.Thread(target=work, name=f"agent-batch-{number + 1}", daemon=True).start()
+        # 2. Write and pass on each result as it comes, until the workers are done; the Ctrl-C
+        # rule.
         while running:
             try:
                 kind, value = outbox.get()
@@ -8062,8 +8069,9 @@ class _StatusLine:
                 self.what = None
                 self._erase()
                 return
-            self.step, self.what, self.since = step, what, _now()
-            self.text, self.tokens, self.told = "", 0, False
+            if (step, what) != (self.step, self.what):   # the same wait asked again keeps its clock
+                self.step, self.what, self.since, self.told = step, what, _now(), False
+            self.text, self.tokens = "", 0
             self._draw()
 
     def __call__(self, piece: Optional[str]) -> None:

@@ -187,7 +187,7 @@ def _arguments(obj: dict, repairs: list) -> dict:
                 raise _refuse(f'use "arguments" instead of {shown}', _CALL_SHAPE)
             raise _refuse(f'the tool call has no "arguments" but has {shown} beside them; put the '
                           f'tool\'s arguments inside "arguments", as in "arguments": {{{shown}: '
-                          '...}}', _CALL_SHAPE)
+                          '...}', _CALL_SHAPE)
         if arguments is None:
             _note(repairs, "missing_arguments")
         return {}

@@ -500,3 +500,24 @@ def test_the_live_line_shows_done_solved_running_failures_rate_and_time_left():
     line = progress.line()
     assert line.startswith("2/5 done, 1 solved, 3 running, max_steps 1, ")
     assert "/min, " in line and line.endswith(" s left")
+
+
+def test_a_worker_that_cannot_start_leaves_the_results_file_closed_and_unlocked(tmp_path, monkeypatch):
+    out, started = str(tmp_path / "out.jsonl"), []
+    real_start = threading.Thread.start
+
+    def start(thread):
+        if thread.name.startswith("agent-batch-") and started:
+            raise RuntimeError("can't start new thread")
+        started.append(thread.name)
+        real_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    agent_ = Agent(MockLLM([final("4")] * 5), make_tools())
+    # the traceback is kept, as an interactive session keeps it: it holds run_batch's frame
+    with pytest.raises(RuntimeError) as caught:
+        run_batch(agent_, [{"id": 1, "task": "2+2"}], workers=2, out=out)
+    monkeypatch.setattr(threading.Thread, "start", real_start)
+    summary = run_batch(Agent(MockLLM([final("4")] * 5), make_tools()),
+                        [{"id": 2, "task": "2+2"}], workers=1, out=out)
+    assert summary["tasks"] >= 1 and caught.value is not None

@@ -537,3 +537,23 @@ def test_the_real_session_commands_run_as_written(serve, capsys):
         server = serve(lambda ex: answers[ex.handler.command](ex))
         assert main(served_by(server.base_url, command)) == 0, command
         assert capsys.readouterr().out == "395\n"
+
+
+def test_the_same_wait_asked_again_keeps_its_clock_and_says_it_is_slow_once(monkeypatch, clock):
+    # the tool rung's copy is not run and the model is asked again: one wait, as the user sees it
+    monkeypatch.setattr(agent._StatusLine, "_TICK_SECONDS", 0.01)
+    stderr = Told()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    live = agent._StatusLine(terminal=False)
+    live.wait(1, "waiting for the model")
+    clock[0] += agent._StatusLine._SLOW_SECONDS + 1
+    assert stderr.wrote.wait(10)
+    live.wait(1, "waiting for the model")
+    stderr.wrote.clear()
+    clock[0] += agent._StatusLine._SLOW_SECONDS + 1
+    assert not stderr.wrote.wait(0.2)    # many ticks, and no second slow line
+    live.wait(2, "waiting for the model")
+    clock[0] += agent._StatusLine._SLOW_SECONDS + 1
+    assert stderr.wrote.wait(10)         # a new step is a new wait
+    live.close()
+    assert stderr.getvalue().count("so far") == 2

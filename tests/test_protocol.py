@@ -494,3 +494,9 @@ def test_an_observation_reads_back_as_the_text_it_carries(text, step, max_steps)
     assert message.startswith("[OBSERVATION] ")
     assert agent_module._observation_result(message) == text.strip()
     assert agent_module._observation_result(text if not text.startswith("[OBSERVATION]") else "x") is None
+
+
+def test_an_argument_beside_no_arguments_is_refused_with_a_balanced_example():
+    with pytest.raises(ActionFormatError) as caught:
+        parse_action('{"name": "f", "step": 2}')
+    assert 'as in "arguments": {"step": ...}. Reply' in str(caught.value)

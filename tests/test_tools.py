@@ -6,7 +6,7 @@ from typing import Any, Dict, List, Literal, Optional
 
 import pytest
 
-from agent import Tool, ToolError, ToolRegistry
+from agent import Agent, MockLLM, Tool, ToolError, ToolRegistry
 
 
 def schema_of(func, **options):
@@ -610,3 +610,15 @@ def test_enum_and_const_use_one_equality(schema, value, ok):
     registry = ToolRegistry()
     registry.register(lambda x: "ran", name="f", parameters={"type": "object", "properties": {"x": schema}})
     assert (registry.call("f", {"x": value}) == "ran") == ok
+
+
+def test_a_tool_whose_extension_keyword_nests_too_deep_to_trim_is_listed_as_it_is():
+    deep = {}
+    for _ in range(450):                 # deeper than the trimmer goes; the schema check skips x-*
+        deep = {"x": deep}
+    tools = ToolRegistry()
+    tools.register(lambda city: city, name="echo", description="Echo.",
+                   parameters={"type": "object", "properties": {"city": {"type": "string"}},
+                               "x-meta": deep})
+    prompt = Agent(MockLLM([]), tools).system_prompt
+    assert '- echo: Echo. {"type":"object","properties":{"city":{"type":"string"}},"x-meta":' in prompt
