@@ -5699,8 +5699,9 @@ class Agent:
         tool, invalid arguments, a tool that raises or times out, a declined
         confirmation, a repeated call (not run again), and a reply that cannot be
         parsed, repeats itself or was cut off (up to ``max_format_errors`` in a
-        row). After a format error later calls send the action schema, and after a
-        failed reply repeats an earlier one a raised temperature (``constrain``).
+        row). After a format error later calls send the action schema, after a
+        failed reply repeats an earlier one a raised temperature, and the last
+        attempt allowed may only answer (``constrain``).
         A context overflow sets a context budget for the rest of the run and retries
         once. Stops the run, with a ``stop_reason`` and every step kept: one of
         ``STOP_REASONS`` (``_STOPS`` says what each means), ``llm_error`` when the
@@ -6141,6 +6142,11 @@ class Agent:
         if state.format_errors > self.max_format_errors:
             return "format_errors"
         left = self.max_format_errors - state.format_errors + 1
+        # The last attempt asks for the final answer: a model that cannot write a call in three
+        # tries rarely writes one in the fourth, and an answer is more use than format_errors
+        # (docs/NOTES.md, "The answer rung").
+        if left == 1 and self.constrain != "never":
+            self._answer_rung(state, step, "the next unusable reply would stop the run")
         return self._observe(state, step, _ATTEMPTS_LEFT.format(error=step.error, left=left,
                                                                 s="s" if left != 1 else ""))
 

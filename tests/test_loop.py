@@ -580,7 +580,8 @@ def test_the_first_call_may_only_call_a_tool_and_a_format_error_turns_on_the_sch
 
 def test_a_repeated_failed_reply_raises_the_temperature():
     llm = MockLLM(["17 * 23 + 4 = 349", "Not JSON", "17 * 23 + 4 = 349", final("395"), ])
-    result = Agent(llm, make_tools()).run("t")
+    # four attempts: the fourth call is not the last one allowed, which takes the answer rung
+    result = Agent(llm, make_tools(), max_format_errors=4).run("t")
     assert [sorted(options) for options in llm.options] == [
         ["frequency_penalty", "response_schema"], ["frequency_penalty", "response_schema"],
         ["frequency_penalty", "response_schema"],
@@ -624,7 +625,7 @@ def test_constrain_always_with_a_plain_client_warns_once_and_runs(caplog):
 def test_a_client_naming_only_response_schema_gets_only_that():
     registry = make_tools()
     llm = SchemaOnlyClient(["no", "no", "no", final("x")])
-    result = Agent(llm, registry, max_seconds=60).run("t")
+    result = Agent(llm, registry, max_seconds=60, max_format_errors=4).run("t")
     assert llm.calls == [tool_calls(registry)] + [registry.action_schema()] * 3
     assert result.answer == "x"
 
@@ -848,3 +849,18 @@ def test_on_wait_hears_each_model_call_and_tool_start_and_end_but_not_a_confirme
     assert heard == [(1, "waiting for the model"), (1, None), (1, "running add (limit 30 s)"),
                      (1, None), (2, "waiting for the model"), (2, None),
                      (3, "waiting for the model"), (3, None)]
+
+
+def test_the_last_attempt_after_unusable_replies_asks_for_the_final_answer():
+    llm = MockLLM(["no", "still no", "never", final("Paris")])
+    result = Agent(llm, make_tools()).run("What is the capital of France?")
+    assert (result.stop_reason, result.answer) == ("final", "Paris")
+    assert llm.options[3]["response_schema"]["properties"]["type"] == {"const": "final"}
+    assert "temperature" not in llm.options[3]     # an answer is asked at the client's own
+    assert any("the next unusable reply would stop the run: the next call asks for the final "
+               "answer" in note for note in result.steps[2].notes)
+
+
+def test_an_unusable_reply_to_the_last_attempt_still_stops_the_run():
+    result = Agent(MockLLM(["no", "still no", "never", "nope"]), make_tools()).run("t")
+    assert result.stop_reason == "format_errors" and len(result.steps) == 4
