@@ -2092,6 +2092,11 @@ def _interpret(obj: dict, repairs: list) -> Action:
     # 2. a call: the tool's name, alone
     name = obj.get("name")
     if name is None or ("name" in keys.stand_ins and name in _Keys.EMPTY):
+        if ("name" not in keys.stand_ins and obj.get("answer") not in _Keys.EMPTY
+                and obj.get("arguments") in _Keys.EMPTY):
+            raise _refuse('the reply holds an "answer" and no tool to call, but its "type" is '
+                          '"tool_call"; to give the final answer, use "type": "final"',
+                          _FINAL_SHAPE)
         raise _refuse(f"{keys.missing('name')} for the tool to call", _CALL_SHAPE)
     if not isinstance(name, str) or not name.strip():
         raise _refuse(f'"name" must be the tool name as text, got {_shown(name)}', _CALL_SHAPE)
@@ -6082,7 +6087,7 @@ class Agent:
             if step.finish_reason == "length":
                 raise ActionFormatError(_CUT_OFF, step.raw) from None
             raise
-        action = self._own_answer(state, step, action)
+        action = self._own_answer(state, step, self._final_as_call(action))
         # the example only where the run's system prompt is the one that shows it
         example = self._example if state.messages[0]["content"] == self.system_prompt else None
         task = state.messages[state.head - 1]["content"]
@@ -6090,6 +6095,20 @@ class Agent:
         if copied is not None:
             raise _refuse(copied, _CALL_SHAPE if action.kind == "tool_call" else _BOTH_SHAPES)
         return action
+
+    def _final_as_call(self, action: Action) -> Action:
+        """The action; a call to "final" or "final_answer" with an answer alone as its arguments,
+        where no tool has that name, is the final answer written as a call (docs/NOTES.md, "The
+        final answer as a call"), tagged ``final_as_call``."""
+        answer = action.arguments.get("answer") if action.kind == "tool_call" else None
+        if (action.name not in ("final", "final_answer") or action.name in self.tools
+                or not set(action.arguments) <= {"answer", "thought"}
+                or not isinstance(answer, (str, int, float)) or not str(answer).strip()):
+            return action
+        thought = action.arguments.get("thought")
+        return Action("final", answer=answer if isinstance(answer, str) else json.dumps(answer),
+                      thought=thought if isinstance(thought, str) else action.thought,
+                      repairs=action.repairs + ("final_as_call",))
 
     def _own_answer(self, state: _RunState, step: Step, action: Action) -> Action:
         """The action; from the answer rung on, a final answer without the rung's words when the

@@ -250,6 +250,10 @@ def fixes(obj):
     for k, v in obj.items():   # 4: an object is read as misplaced arguments, anything else as a stray
         if _spelling(k) in _CALL_METADATA and isinstance(v, (dict, list)) and _present(obj, k):
             found += ['the tool call has no "arguments" but has', f'use "arguments" instead of {json.dumps(k)}']
+    # 5: a call with an answer and no tool name, no arguments: asked for "type": "final" (2026-12-07)
+    empty = (None, "", {}, [])
+    if not stand_ins(obj, "name") and obj.get("answer") not in empty and obj.get("arguments") in empty:
+        found.append('the reply holds an "answer" and no tool to call')
     return found
 
 
@@ -294,6 +298,11 @@ FIXES = [
     ({"type": "tool_call", "name": "f", "id": [1]},
      ("read", ("tool_call", "f", {}, None, None, ("missing_arguments",))),
      'the tool call has no "arguments" but has "id"'),
+    # 5. A call with an answer and no tool name or arguments was asked for a tool name, and a model
+    #    that meant to answer (Qwen2.5-Coder-1.5B) started the task over. Still refused, now asking
+    #    for "type": "final".
+    ({"type": "tool_call", "thought": "The total is 2165.", "answer": "2165"},
+     ("refused", '"name" is missing for the tool to call'), 'the reply holds an "answer" and no tool'),
 ]
 
 

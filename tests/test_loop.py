@@ -76,6 +76,39 @@ def test_unknown_tool_becomes_error_observation():
     assert result.stop_reason == "final"
 
 
+@pytest.mark.parametrize("name, arguments", [
+    # Qwen2.5-Coder-1.5B, after the results it needed; told "unknown tool", it started the task over
+    ("final", {"answer": "The total distance is 2628 km."}),
+    ("final_answer", {"thought": "1410 + 1218", "answer": "The total distance is 2628 km."}),
+])
+def test_a_call_to_final_with_an_answer_is_the_final_answer(name, arguments):
+    ran = []
+    result = Agent(MockLLM([call("add", a=1, b=2), call(name, **arguments)]), make_tools(ran)).run("t")
+    assert result.stop_reason == "final" and result.answer == "The total distance is 2628 km."
+    assert result.steps[-1].action.kind == "final" and "final_as_call" in result.steps[-1].action.repairs
+    assert ran == [("add", 1, 2)]
+
+
+@pytest.mark.parametrize("arguments", [{"answer": "3", "a": 1}, {"answer": ""}, {"text": "3"}, {}])
+def test_a_call_to_final_with_more_or_less_than_an_answer_is_an_unknown_tool(arguments):
+    result = Agent(MockLLM([call("final", **arguments), final("3")]), make_tools()).run("t")
+    assert result.steps[0].error.startswith("ERROR: unknown tool 'final'") and len(result.steps) == 2
+
+
+def test_a_registered_tool_named_final_is_called():
+    ran = []
+    tools = make_tools()
+
+    @tools.register
+    def final(answer: str) -> str:
+        """Record an answer."""
+        ran.append(answer)
+        return "recorded"
+
+    result = Agent(MockLLM([call("final", answer="3"), '{"type": "final", "answer": "done"}']), tools).run("t")
+    assert ran == ["3"] and result.answer == "done"
+
+
 def test_tool_exception_becomes_error_observation():
     result = Agent(MockLLM([call("fail"), final("sorry")]), make_tools()).run("t")
     assert "ERROR: 'fail' raised RuntimeError: disk on fire" in result.steps[0].observation
