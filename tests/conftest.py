@@ -13,6 +13,7 @@ The fixtures: ``serve`` starts scripted local HTTP servers (tests/_http_servers.
 """
 import json
 import os
+import signal
 import sys
 import tempfile
 
@@ -27,6 +28,10 @@ sys.path.insert(0, ROOT)
 # It changes nothing a test sees.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 os.environ.setdefault("PYTHONPYCACHEPREFIX", os.path.join(tempfile.gettempdir(), "agentpy-pycache"))
+# The Ctrl-C tests send SIGINT to this process and to the programs they start. A run started in the
+# background of a shell script (`nohup ... &`) inherits SIGINT ignored, and four of them then failed
+# for that alone (2026-12-07); Python's own handler makes the run what it is at a terminal.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from _http_servers import ScriptedServer  # noqa: E402  (beside this file; agent.py only once ROOT is on the path)
 from agent import ToolRegistry  # noqa: E402
