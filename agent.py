@@ -6099,12 +6099,15 @@ class Agent:
     def _final_as_call(self, action: Action) -> Action:
         """The action; a call to "final" or "final_answer" with an answer alone as its arguments,
         where no tool has that name, is the final answer written as a call (docs/NOTES.md, "The
-        final answer as a call"), tagged ``final_as_call``."""
-        answer = action.arguments.get("answer") if action.kind == "tool_call" else None
-        if (action.name not in ("final", "final_answer") or action.name in self.tools
-                or not set(action.arguments) <= {"answer", "thought"}
-                or not isinstance(answer, (str, int, float)) or not str(answer).strip()):
+        final answer as a call"), tagged ``final_as_call``; any other call to it is refused with
+        the final shape."""
+        if action.name not in ("final", "final_answer") or action.name in self.tools:
             return action
+        answer = action.arguments.get("answer")
+        if (not set(action.arguments) <= {"answer", "thought"}
+                or not isinstance(answer, (str, int, float)) or not str(answer).strip()):
+            raise _refuse(f'"{action.name}" is not a tool; to give the final answer, use "type": '
+                          '"final" with your answer in "answer"', _FINAL_SHAPE)
         thought = action.arguments.get("thought")
         return Action("final", answer=answer if isinstance(answer, str) else json.dumps(answer),
                       thought=thought if isinstance(thought, str) else action.thought,
