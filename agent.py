@@ -5821,11 +5821,14 @@ class Agent:
         # may make a summary call first, so the options come after it
         messages = self._context(state, step)
         options = self._options(state)
-        tool_rung = not state.steps and "response_schema" in options and len(self.tools)
+        tool_rung = "response_schema" in options and self._tool_rung(state)
         if tool_rung:
             self._rung(step,
                        "the first call of a run may only call a tool (a response_schema of the "
                        "tool calls)")
+        elif "response_schema" in options and tool_rung is False and self.constrain == "auto":
+            self._rung(step, "the task shares no word with any tool, so the first call may call a "
+                             "tool or answer (the action schema is sent as response_schema)")
         try:
             raw = self.llm.chat(messages, **options)
         except LLMError as exc:
@@ -5958,16 +5961,27 @@ class Agent:
             options["max_seconds"] = self._time_left(state)
         return options
 
+    def _tool_rung(self, state: _RunState) -> Optional[bool]:
+        """None after the first call of a run, without tools, or when the run has one step (it
+        must be able to answer); else whether the first call takes the tool rung: when the task
+        shares a word with a tool or has a digit. A task that shares none may need no tool
+        (docs/NOTES.md, "The tool rung")."""
+        if state.steps or not len(self.tools) or self.max_steps == 1:
+            return None
+        return _may_need_a_tool(state.messages[state.head - 1]["content"], self.tools)
+
     def _rung_schema(self, state: _RunState) -> Optional[dict]:
         """The response_schema of the next call: the tool rung (the first call of a run may only
         call a tool), the answer rung (the final shape alone), or the action schema once a reply
         failed."""
         if self.constrain == "never" or "response_schema" not in self._accepts:
             return None
-        # one step only: it must be able to answer
-        if not state.steps and len(self.tools) and self.max_steps > 1:
+        tool_rung = self._tool_rung(state)
+        if tool_rung is not None:
             schema = self.tools.action_schema()   # with its $defs: the calls may refer to them
-            return dict(schema, anyOf=schema["anyOf"][:-1])
+            # a free first call, for a task that shares no word with any tool, is still one JSON
+            # object: a small model writes prose without the schema (docs/NOTES.md, "The tool rung")
+            return dict(schema, anyOf=schema["anyOf"][:-1]) if tool_rung else schema
         # The answer rung: the final shape without its "thought". A model whose last reply copied
         # "thought": "<why>" goes on from that thought to "answer": "<the answer>"; with no thought
         # to write, it answers from the result (docs/NOTES.md, "The answer rung"). A new dict each
@@ -6473,6 +6487,33 @@ def _copied(action: Action, example: Optional[_Example], seen: Callable[[], str]
                 and not any(s.lower() in seen().lower() for s in example.subjects)):
             return _COPIED_ARGUMENT.format(where=where)
     return None
+
+
+# English words a task and a tool share without meaning the same thing (_may_need_a_tool); "now"
+# is not one: a task about the present cannot be answered from memory
+_COMMON_WORDS = frozenset("""about all also and any are been can could did does each find for from
+get give has have how into its let make many more most much need one our please right some tell
+than that the their then there these this those was were what when where which who whom why will
+with would you your""".split())
+
+
+def _content_words(text: str) -> set:
+    """The words of text a task and a tool may share: letters only, three or more, no common word,
+    "ies" read as "y", each cut to its first five letters ("prices" and "price" are one, and so are
+    "cities" and "city"); a name's parts in camelCase are words."""
+    text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text).lower()
+    return {re.sub(r"ies$", "y", word)[:5] for word in re.findall(r"[^\W\d_]{3,}", text)
+            if word not in _COMMON_WORDS}
+
+
+def _may_need_a_tool(task: str, registry: ToolRegistry) -> bool:
+    """Whether the tool rung is taken for task: it has a digit (arithmetic, or data to look up by),
+    or it shares a word with a tool's name, description or parameters."""
+    if re.search(r"\d", task):
+        return True
+    listed = " ".join(f"{tool.name.replace('_', ' ')} {tool.description} "
+                      f"{json.dumps(tool.parameters)}" for tool in registry)
+    return bool(_content_words(task) & _content_words(listed))
 
 
 def _description_copy(action: Action, registry: ToolRegistry, seen: Callable[[], str]

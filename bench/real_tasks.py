@@ -23,7 +23,8 @@ one will do) and its "reject" several texts (none may appear).
 The tasks are in bench/real_tasks.jsonl and their tools in bench/real_tools.py: a made-up
 price list, weather table and inventory, so an answer from memory is wrong. Each answer is
 checked against the tools' truth: a number within 0.005 of the expected one (after the
-answer's last "=" when it has one, in an answer that reports no error), a text that must
+answer's last "=" when it has one, in an answer that reports no error; a whole number up to twelve
+may be an English word, "eight"), a text that must
 (and one that must not) appear, and for a guessable answer the tool results it rests on
 ("evidence"), or, for the time, the HH:MM that the clock tool
 returned during that run (a made-up time does not count). A number written with a decimal comma
@@ -57,6 +58,9 @@ TASKS_FILE = os.path.join(HERE, "real_tasks.jsonl")
 SPLIT_FILES = {"dev": os.path.join(HERE, "suite_dev.jsonl"), "test": os.path.join(HERE, "suite_test.jsonl")}
 SUITE_MAX_STEPS = 8   # the suite's budget (real_tasks.jsonl alone keeps 10)
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+# a whole number up to twelve written as an English word ("A spider has eight legs."), read as its number
+_NUMBER_WORDS = {word: n for n, word in enumerate("zero one two three four five six seven eight nine ten eleven "
+                                                  "twelve".split())}
 _DECIMAL_COMMA = re.compile(r"-?\d+,\d{1,2}")   # "14,55": a decimal comma, not a thousands separator
 _CLOCK_TIME = re.compile(r"\d{2}:\d{2}")
 _ERROR = re.compile(r"\berrors?\b", re.I)
@@ -83,7 +87,9 @@ def solved(task: dict, answer: str | None, results: list) -> bool:
     if isinstance(expect, (int, float)):
         # after an "=", only what it gives: "2 * 395 EUR + 4 = 80 EUR" holds 395 and is wrong; and an
         # error passed on is no answer ("The error occurred while evaluating '7006652 ticket price'")
-        numbers = [_number(n) for n in _NUMBER.findall(answer.rsplit("=", 1)[-1])]
+        tail = answer.rsplit("=", 1)[-1]
+        numbers = [_number(n) for n in _NUMBER.findall(tail)]
+        numbers += [_NUMBER_WORDS[w] for w in re.findall(r"[a-z]+", tail.lower()) if w in _NUMBER_WORDS]
         return any(abs(n - expect) < 0.005 for n in numbers) and not _ERROR.search(answer)
     expects = [expect] if isinstance(expect, str) else expect
     rejects = [task["reject"]] if isinstance(task.get("reject"), str) else task.get("reject") or []

@@ -227,3 +227,11 @@ def test_bfcl_irrelevance_scoring_and_a_scripted_run():
     assert bfcl.totals([row]) == {"simple": {"items": 1, "ok": 1, "percent": 100.0},
                                   "irrelevance": {"items": 0, "ok": 0, "percent": None}}
     assert json.dumps(row)
+
+
+@pytest.mark.parametrize("answer, right", [
+    ("A spider has eight legs.", True), ("8 legs", True), ("Eight.", True),
+    ("Spiders have seven or so legs.", False), ("It has eighteen legs.", False),
+])
+def test_a_small_whole_number_may_be_written_as_a_word(answer, right):
+    assert real_tasks.solved({"expect": 8}, answer, []) is right

@@ -311,6 +311,56 @@ def test_the_first_call_may_only_call_a_tool_and_later_ones_are_free(serve):
         "decoding ladder: the first call of a run may only call a tool (a response_schema of the tool calls)"]
 
 
+@pytest.mark.parametrize("task", [
+    "What is 2 + 3?",                    # a digit: arithmetic, or data to look up by
+    "Please add these numbers up.",      # shares "add" with the tool add ("Add two integers.")
+    "Echo the word hello back to me.",   # "echo", the tool's name
+    "Which integers are there?",         # "integers", cut to "integ" like "integers" in add's description
+])
+def test_a_task_with_a_digit_or_a_word_of_a_tool_takes_the_tool_rung(task):
+    llm = MockLLM([call("add", a=2, b=3), final("5")])
+    Agent(llm, make_tools()).run(task)
+    assert "response_schema" in llm.options[0]
+
+
+@pytest.mark.parametrize("task", [
+    "What is the capital of France?",
+    "Who wrote the play Romeo and Juliet?",
+    "¿Cuál es la capital de Italia?",    # a task in another language than the tools' shares none either
+])
+def test_a_task_that_shares_no_word_with_any_tool_may_answer_at_once_in_json(task):
+    llm = MockLLM([final("Paris")])
+    result = Agent(llm, make_tools()).run(task)
+    # the action schema: either shape, so a model that writes prose without one still sends JSON
+    assert llm.options[0]["response_schema"] == make_tools().action_schema()
+    assert result.steps[0].notes == ["decoding ladder: the task shares no word with any tool, so the first call "
+                                     "may call a tool or answer (the action schema is sent as response_schema)"]
+    assert result.answer == "Paris" and len(result.steps) == 1
+
+
+def test_a_free_first_call_is_free_text_for_a_client_without_a_schema_and_with_never():
+    class PlainClient:   # its chat takes no per-call options
+        def chat(self, messages):
+            return final("Paris")
+
+    assert Agent(PlainClient(), make_tools()).run("What is the capital of France?").answer == "Paris"
+    llm = MockLLM([final("Paris")])
+    Agent(llm, make_tools(), constrain="never").run("What is the capital of France?")
+    assert llm.options == [{}]
+
+
+def test_the_words_a_task_and_a_tool_share_are_cut_and_split_alike():
+    registry = agent.ToolRegistry()
+    registry.register(lambda: "1%", name="CalculateTax", description="")           # BFCL's names
+    registry.register(lambda city: "ok", name="air_quality", description="",
+                      parameters={"type": "object", "properties": {"city": {"type": "string",
+                                                                              "description": "A city's name"}}})
+    assert agent._may_need_a_tool("How are taxes calculated?", registry)            # tax, calcu
+    assert agent._may_need_a_tool("Which cities are the largest?", registry)        # "cities" is "city"
+    assert not agent._may_need_a_tool("What are the primary colours?", registry)
+    assert agent._content_words("What are the prices of bread?") == {"price", "bread"}
+
+
 def test_a_task_that_needs_no_tool_costs_one_step_more(serve):
     result, _ = run_on_server(serve, [call("echo", text="Paris"), final("Paris")])
     assert result.answer == "Paris" and len(result.steps) == 2
@@ -331,9 +381,10 @@ def run_weather(serve, replies, task, tools=None):
 
 
 def test_a_tool_rung_call_that_only_copies_its_descriptions_example_is_asked_again_without_the_rung(serve):
-    # Qwen2.5-Coder-0.5B, made to call a tool for "thank you" in French, sent get_weather("Rome")
+    # Qwen2.5-Coder-0.5B, made to call a tool for "thank you" in French, sent get_weather("Rome"); a task that
+    # shares a word with a tool takes the rung (one that shares none, as that one, no longer does)
     copy = call("get_weather", city="Rome")
-    result, bodies = run_weather(serve, [copy, final("merci")], "How do you say 'thank you' in French?")
+    result, bodies = run_weather(serve, [copy, final("merci")], "How do you say 'weather' in French?")
     assert tool_calls_only(bodies[0]) and "response_format" not in bodies[1]
     assert bodies[1]["messages"] == bodies[0]["messages"]          # the same question, nothing run
     assert result.answer == "merci" and len(result.steps) == 1 and result.steps[0].raw == final("merci")
@@ -344,7 +395,7 @@ def test_a_tool_rung_call_that_only_copies_its_descriptions_example_is_asked_aga
 @pytest.mark.parametrize("tools", [weather_tools("The city, e.g. Rome."), weather_tools("The city.", examples=["Rome"])],
                          ids=["bare word", "examples keyword"])
 def test_an_example_unquoted_or_in_the_schemas_examples_counts_too(serve, tools):
-    result, bodies = run_weather(serve, [call("get_weather", city="rome"), final("merci")], "Thank you in French?", tools)
+    result, bodies = run_weather(serve, [call("get_weather", city="rome"), final("merci")], "'Weather' in French?", tools)
     assert len(bodies) == 2 and "response_format" not in bodies[1] and result.answer == "merci"
 
 
@@ -375,14 +426,14 @@ def test_the_second_ask_gets_what_is_left_of_max_seconds():
             time.sleep(0.05)   # the first call takes time: the second may take only what is left
             return self.replies.pop(0)
 
-    result = Agent(Client(), weather_tools(), max_seconds=60).run("Thank you in French?")
+    result = Agent(Client(), weather_tools(), max_seconds=60).run("'Weather' in French?")
     assert result.answer == "merci" and [s for s, _ in seen] == [True, False]
     assert seen[1][1] < seen[0][1] - 0.04 and seen[0][1] <= 60
 
 
 def test_with_constrain_always_the_second_ask_sends_the_action_schema(serve):
     server = serve(chat_answer(call("get_weather", city="Rome")), chat_answer(final("merci")))
-    result = Agent(client(server, stream=False), weather_tools(), constrain="always").run("Thank you in French?")
+    result = Agent(client(server, stream=False), weather_tools(), constrain="always").run("'Weather' in French?")
     bodies = [r["body"] for r in server.requests]
     assert tool_calls_only(bodies[0]) and action_schema(bodies[1]) and not tool_calls_only(bodies[1])
     assert result.answer == "merci"
@@ -479,11 +530,11 @@ def test_text_around_dots_or_brackets_is_an_answer(answer):
 
 def test_a_replay_of_a_run_whose_copy_was_asked_again_makes_the_same_calls(serve, tmp_path):
     copy = call("get_weather", city="Rome")
-    result, _ = run_weather(serve, [copy, final("merci")], "How do you say 'thank you' in French?")
+    result, _ = run_weather(serve, [copy, final("merci")], "How do you say 'weather' in French?")
     path = tmp_path / "run.json"
     result.save(str(path))
     replay = MockLLM.from_trace(str(path))
     assert replay.replies == [copy, final("merci")]      # the copied reply, then the step's own
-    again = Agent(replay, weather_tools()).run("How do you say 'thank you' in French?")
+    again = Agent(replay, weather_tools()).run("How do you say 'weather' in French?")
     assert [(s.raw, s.observation, s.notes) for s in again.steps] == [(s.raw, s.observation, s.notes) for s in result.steps]
     assert again.answer == "merci" and len(replay.calls) == 2 and replay.calls[1] == replay.calls[0]
