@@ -5619,7 +5619,8 @@ class Agent:
         confirm=True; None declines every such call
       constrain (default: 'auto')
         the decoding ladder, for a client whose chat takes ``response_schema``: 'auto' sends a
-        schema when it helps (a first call may only call a tool; the action schema after a failed
+        schema when it helps (a first call may only call a tool when the task has a digit or
+        shares a word with one, else it sends the action schema; the action schema after a failed
         reply), 'always' the action schema from the second call too, 'never' none
       memory (default: 'digest')
         what stands in for dropped steps: 'digest' (a line each), 'summary' (the model's
@@ -5748,6 +5749,8 @@ class Agent:
                           started=_now(), budget=self.max_context_chars, memory=self.memory)
         if self.constrain == "always" and "response_schema" in self._accepts:
             state.schema = self.tools.action_schema()
+        if len(self.tools) and self.constrain != "never" and "response_schema" in self._accepts:
+            state.tool_task = _may_need_a_tool(task, self.tools)   # the task alone, not the history
         return state
 
     def _over_budget(self, state: _RunState) -> Optional[str]:
@@ -5968,7 +5971,7 @@ class Agent:
         (docs/NOTES.md, "The tool rung")."""
         if state.steps or not len(self.tools) or self.max_steps == 1:
             return None
-        return _may_need_a_tool(state.messages[state.head - 1]["content"], self.tools)
+        return state.tool_task
 
     def _rung_schema(self, state: _RunState) -> Optional[dict]:
         """The response_schema of the next call: the tool rung (the first call of a run may only
@@ -6115,17 +6118,19 @@ class Agent:
         where no tool has that name, is the final answer written as a call (docs/NOTES.md, "The
         final answer as a call"), tagged ``final_as_call``; any other call to it is refused with
         the final shape."""
-        if action.name not in ("final", "final_answer") or action.name in self.tools:
+        if (action.kind != "tool_call" or action.name in self.tools
+                or _Keys.spelling(action.name) not in ("final", "final_answer")):
             return action
         answer = action.arguments.get("answer")
-        if (not set(action.arguments) <= {"answer", "thought"}
-                or not isinstance(answer, (str, int, float)) or not str(answer).strip()):
+        if not set(action.arguments) <= {"answer", "thought"} or answer in _Keys.EMPTY:
             raise _refuse(f'"{action.name}" is not a tool; to give the final answer, use "type": '
                           '"final" with your answer in "answer"', _FINAL_SHAPE)
+        repairs = action.repairs + ("final_as_call",)
+        if not isinstance(answer, str):    # as a final answer's: a number, a list, turned into text
+            answer, repairs = json.dumps(answer, ensure_ascii=False), repairs + ("answer_not_text",)
         thought = action.arguments.get("thought")
-        return Action("final", answer=answer if isinstance(answer, str) else json.dumps(answer),
-                      thought=thought if isinstance(thought, str) else action.thought,
-                      repairs=action.repairs + ("final_as_call",))
+        return Action("final", answer=answer, repairs=repairs,
+                      thought=thought if isinstance(thought, str) else action.thought)
 
     def _own_answer(self, state: _RunState, step: Step, action: Action) -> Action:
         """The action; from the answer rung on, a final answer without the rung's words when the
@@ -6283,6 +6288,7 @@ class _RunState:
     hot: bool = False                     # second rung: a raised temperature is sent
     failed: set[str] = field(default_factory=set)    # raw replies that could not be parsed
     answer_rung: int = 0                  # the step whose model call may send only a final answer
+    tool_task: bool = True    # the task has a digit or shares a word with a tool (the tool rung)
     memory: str = "digest"  # what stands in for dropped steps: digest, summary or none
     # joined to the task while steps are dropped ("\n\n" and the digest, the summary or a count),
     # counted in what is sent
@@ -6499,21 +6505,34 @@ with would you your""".split())
 
 def _content_words(text: str) -> set:
     """The words of text a task and a tool may share: letters only, three or more, no common word,
-    "ies" read as "y", each cut to its first five letters ("prices" and "price" are one, and so are
-    "cities" and "city"); a name's parts in camelCase are words."""
+    each cut to its first five letters ("prices" and "price" are one), a word in "ies" also with
+    "y" ("cities" is "city" too, "movies" "movie"); a name's parts in camelCase are words."""
     text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text).lower()
-    return {re.sub(r"ies$", "y", word)[:5] for word in re.findall(r"[^\W\d_]{3,}", text)
-            if word not in _COMMON_WORDS}
+    words = [word for word in re.findall(r"[^\W\d_]{3,}", text) if word not in _COMMON_WORDS]
+    return ({word[:5] for word in words}
+            | {word[:-3] + "y" for word in words if word.endswith("ies")})
 
 
 def _may_need_a_tool(task: str, registry: ToolRegistry) -> bool:
     """Whether the tool rung is taken for task: it has a digit (arithmetic, or data to look up by),
-    or it shares a word with a tool's name, description or parameters."""
+    or it shares a word with a tool's name, description, or its parameters' names, descriptions
+    and titles (not the schema's own keywords: "type", "string", "description")."""
     if re.search(r"\d", task):
         return True
-    listed = " ".join(f"{tool.name.replace('_', ' ')} {tool.description} "
-                      f"{json.dumps(tool.parameters)}" for tool in registry)
-    return bool(_content_words(task) & _content_words(listed))
+    texts, schemas = [], []
+    for tool in registry:
+        texts += [tool.name.replace("_", " "), str(tool.description or "")]
+        schemas.append(tool.parameters)
+    while schemas:          # every nested schema, as a list of what is left to read
+        schema = schemas.pop()
+        if isinstance(schema, list):
+            schemas += schema
+        elif isinstance(schema, dict):
+            texts += [str(schema.get(key)) for key in ("description", "title") if key in schema]
+            properties = schema.get("properties")
+            texts += list(properties) if isinstance(properties, dict) else []
+            schemas += [value for value in schema.values() if isinstance(value, (dict, list))]
+    return bool(_content_words(task) & _content_words(" ".join(texts)))
 
 
 def _description_copy(action: Action, registry: ToolRegistry, seen: Callable[[], str]

@@ -89,6 +89,13 @@ def test_a_call_to_final_with_an_answer_is_the_final_answer(name, arguments):
     assert ran == [("add", 1, 2)]
 
 
+@pytest.mark.parametrize("name, answer, text", [
+    ("Final", ["Oslo", "Lima"], '["Oslo", "Lima"]'), ("final-answer", 3, "3"), ("FINAL_ANSWER", True, "true")])
+def test_a_call_to_final_spelled_otherwise_or_with_an_answer_not_text_is_read_as_a_final_answer(name, answer, text):
+    result = Agent(MockLLM([call(name, answer=answer)]), make_tools()).run("t")
+    assert result.answer == text and result.steps[0].action.repairs == ("final_as_call", "answer_not_text")
+
+
 @pytest.mark.parametrize("arguments", [
     {"thought": "Paris is warmer."},   # Qwen2.5-Coder-1.5B; told "unknown tool", it started over
     {"answer": "3", "a": 1}, {"answer": ""}, {"text": "3"}, {}])

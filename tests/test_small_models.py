@@ -361,6 +361,51 @@ def test_the_words_a_task_and_a_tool_share_are_cut_and_split_alike():
     assert agent._content_words("What are the prices of bread?") == {"price", "bread"}
 
 
+def weather_registry(description="The city's name."):
+    registry = agent.ToolRegistry()
+    registry.register(lambda city: city, name="get_weather", description="The weather in a city.",
+                      parameters={"type": "object", "additionalProperties": False, "required": ["city"],
+                                  "properties": {"city": {"type": "string", "description": description}}})
+    return registry
+
+
+@pytest.mark.parametrize("task", ["Describe a sunset in one sentence.", "Type a haiku about spring.",
+                                  "Translate this string into French.", "Explain the properties of gold."])
+def test_the_schemas_own_keywords_are_no_words_of_a_tool(task):
+    assert not agent._may_need_a_tool(task, weather_registry())
+
+
+def test_words_beyond_ascii_and_plurals_in_ies_are_shared():
+    assert agent._may_need_a_tool("Quelle température fait-il ?", weather_registry("La température du lieu."))
+    registry = agent.ToolRegistry()
+    registry.register(lambda title: title, name="find_movie", description="Showtimes of a movie.")
+    assert agent._may_need_a_tool("Which movies are showing tonight?", registry)
+
+
+def test_the_tool_rung_is_judged_on_the_task_alone_once_a_run():
+    # a run that stopped on max_steps ends in an observation with a digit: the next turn's task has none
+    first = Agent(MockLLM([call("echo", text="a"), call("echo", text="b")]), make_tools(), max_steps=2).run("Echo a")
+    judged = []
+    real = agent._may_need_a_tool
+    agent._may_need_a_tool = lambda task, registry: judged.append(task) or real(task, registry)
+    try:
+        llm = MockLLM([final("Paris")])
+        result = Agent(llm, make_tools()).run("What is the capital of France?", history=first.messages)
+    finally:
+        agent._may_need_a_tool = real
+    assert judged == ["What is the capital of France?"] and "shares no word" in result.steps[0].notes[0]
+
+
+def test_a_tool_whose_parameters_are_no_schema_does_not_stop_the_run():
+    registry = make_tools()
+    registry.register(lambda: "ok", name="odd", description="Odd.")
+    runner = Agent(MockLLM([final("Paris")]), registry)
+    # replaced after the prompt was written: no longer JSON (a set), checked when the tool is called
+    registry.get("odd").parameters = {"type": "object", "properties": {"x": {"enum": {1, 2}}}}
+    result = runner.run("What is the capital of France?")
+    assert result.stop_reason == "final" and result.answer == "Paris"
+
+
 def test_a_task_that_needs_no_tool_costs_one_step_more(serve):
     result, _ = run_on_server(serve, [call("echo", text="Paris"), final("Paris")])
     assert result.answer == "Paris" and len(result.steps) == 2
