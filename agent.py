@@ -5619,8 +5619,7 @@ class Agent:
         confirm=True; None declines every such call
       constrain (default: 'auto')
         the decoding ladder, for a client whose chat takes ``response_schema``: 'auto' sends a
-        schema when it helps (a first call may only call a tool when the task has a digit or
-        shares a word with one, else it sends the action schema; the action schema after a failed
+        schema when it helps (a first call may only call a tool; the action schema after a failed
         reply), 'always' the action schema from the second call too, 'never' none
       memory (default: 'digest')
         what stands in for dropped steps: 'digest' (a line each), 'summary' (the model's
@@ -5749,8 +5748,6 @@ class Agent:
                           started=_now(), budget=self.max_context_chars, memory=self.memory)
         if self.constrain == "always" and "response_schema" in self._accepts:
             state.schema = self.tools.action_schema()
-        if len(self.tools) and self.constrain != "never" and "response_schema" in self._accepts:
-            state.tool_task = _may_need_a_tool(task, self.tools)   # the task alone, not the history
         return state
 
     def _over_budget(self, state: _RunState) -> Optional[str]:
@@ -5824,14 +5821,11 @@ class Agent:
         # may make a summary call first, so the options come after it
         messages = self._context(state, step)
         options = self._options(state)
-        tool_rung = "response_schema" in options and self._tool_rung(state)
+        tool_rung = not state.steps and "response_schema" in options and len(self.tools)
         if tool_rung:
             self._rung(step,
                        "the first call of a run may only call a tool (a response_schema of the "
                        "tool calls)")
-        elif "response_schema" in options and tool_rung is False and self.constrain == "auto":
-            self._rung(step, "the task shares no word with any tool, so the first call may call a "
-                             "tool or answer (the action schema is sent as response_schema)")
         try:
             raw = self.llm.chat(messages, **options)
         except LLMError as exc:
@@ -5964,27 +5958,16 @@ class Agent:
             options["max_seconds"] = self._time_left(state)
         return options
 
-    def _tool_rung(self, state: _RunState) -> Optional[bool]:
-        """None after the first call of a run, without tools, or when the run has one step (it
-        must be able to answer); else whether the first call takes the tool rung: when the task
-        shares a word with a tool or has a digit. A task that shares none may need no tool
-        (docs/NOTES.md, "The tool rung")."""
-        if state.steps or not len(self.tools) or self.max_steps == 1:
-            return None
-        return state.tool_task
-
     def _rung_schema(self, state: _RunState) -> Optional[dict]:
         """The response_schema of the next call: the tool rung (the first call of a run may only
         call a tool), the answer rung (the final shape alone), or the action schema once a reply
         failed."""
         if self.constrain == "never" or "response_schema" not in self._accepts:
             return None
-        tool_rung = self._tool_rung(state)
-        if tool_rung is not None:
+        # one step only: it must be able to answer
+        if not state.steps and len(self.tools) and self.max_steps > 1:
             schema = self.tools.action_schema()   # with its $defs: the calls may refer to them
-            # a free first call, for a task that shares no word with any tool, is still one JSON
-            # object: a small model writes prose without the schema (docs/NOTES.md, "The tool rung")
-            return dict(schema, anyOf=schema["anyOf"][:-1]) if tool_rung else schema
+            return dict(schema, anyOf=schema["anyOf"][:-1])
         # The answer rung: the final shape without its "thought". A model whose last reply copied
         # "thought": "<why>" goes on from that thought to "answer": "<the answer>"; with no thought
         # to write, it answers from the result (docs/NOTES.md, "The answer rung"). A new dict each
@@ -6288,7 +6271,6 @@ class _RunState:
     hot: bool = False                     # second rung: a raised temperature is sent
     failed: set[str] = field(default_factory=set)    # raw replies that could not be parsed
     answer_rung: int = 0                  # the step whose model call may send only a final answer
-    tool_task: bool = True    # the task has a digit or shares a word with a tool (the tool rung)
     memory: str = "digest"  # what stands in for dropped steps: digest, summary or none
     # joined to the task while steps are dropped ("\n\n" and the digest, the summary or a count),
     # counted in what is sent
@@ -6493,46 +6475,6 @@ def _copied(action: Action, example: Optional[_Example], seen: Callable[[], str]
                 and not any(s.lower() in seen().lower() for s in example.subjects)):
             return _COPIED_ARGUMENT.format(where=where)
     return None
-
-
-# English words a task and a tool share without meaning the same thing (_may_need_a_tool); "now"
-# is not one: a task about the present cannot be answered from memory
-_COMMON_WORDS = frozenset("""about all also and any are been can could did does each find for from
-get give has have how into its let make many more most much need one our please right some tell
-than that the their then there these this those was were what when where which who whom why will
-with would you your""".split())
-
-
-def _content_words(text: str) -> set:
-    """The words of text a task and a tool may share: letters only, three or more, no common word,
-    each cut to its first five letters ("prices" and "price" are one), a word in "ies" also with
-    "y" ("cities" is "city" too, "movies" "movie"); a name's parts in camelCase are words."""
-    text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text).lower()
-    words = [word for word in re.findall(r"[^\W\d_]{3,}", text) if word not in _COMMON_WORDS]
-    return ({word[:5] for word in words}
-            | {word[:-3] + "y" for word in words if word.endswith("ies")})
-
-
-def _may_need_a_tool(task: str, registry: ToolRegistry) -> bool:
-    """Whether the tool rung is taken for task: it has a digit (arithmetic, or data to look up by),
-    or it shares a word with a tool's name, description, or its parameters' names, descriptions
-    and titles (not the schema's own keywords: "type", "string", "description")."""
-    if re.search(r"\d", task):
-        return True
-    texts, schemas = [], []
-    for tool in registry:
-        texts += [tool.name.replace("_", " "), str(tool.description or "")]
-        schemas.append(tool.parameters)
-    while schemas:          # every nested schema, as a list of what is left to read
-        schema = schemas.pop()
-        if isinstance(schema, list):
-            schemas += schema
-        elif isinstance(schema, dict):
-            texts += [str(schema.get(key)) for key in ("description", "title") if key in schema]
-            properties = schema.get("properties")
-            texts += list(properties) if isinstance(properties, dict) else []
-            schemas += [value for value in schema.values() if isinstance(value, (dict, list))]
-    return bool(_content_words(task) & _content_words(" ".join(texts)))
 
 
 def _description_copy(action: Action, registry: ToolRegistry, seen: Callable[[], str]

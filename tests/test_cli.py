@@ -112,7 +112,7 @@ def test_endpoint_failure_exits_3_and_keeps_the_trace(tmp_path, capsys, serve):
 def test_json_schema_flag_sends_the_action_schema(capsys, serve):
     server = serve(chat_answer(final("hi")))
     assert main(["--quiet", "--model", "m", "--base-url", server.base_url, "--json-schema",
-                 "--temperature", "0.3", "--max-tokens", "99", "Say 2 words"]) == 0
+                 "--temperature", "0.3", "--max-tokens", "99", "Say hi"]) == 0
     body = server.requests[0]["body"]
     tool_calls = agent._demo_tools().action_schema()["anyOf"][:-1]   # the first call may only call a tool
     assert body["response_format"]["json_schema"]["schema"] == {"anyOf": tool_calls}
@@ -261,7 +261,7 @@ def test_the_live_line_drops_a_tool_rung_copy_that_is_not_run(monkeypatch):
     copy = call("calculator", expression="(128*3+40)/4")
     client = SchemaStreamingClient([copy, final("merci")])
     monkeypatch.setattr(agent, "_cli_model", lambda args: (client, "scripted"))
-    assert main(["Please evaluate an expression for me."]) == 0
+    assert main(["How do you say 'thank you' in French?"]) == 0
     assert "response_schema" in client.options[0] and "response_schema" not in client.options[1]
     err = terminal.getvalue()
     assert '\r\x1b[K[step 1] 2 tokens, 0 s: {"type": "final", "thought": "done", "answer": "merci"}' in err

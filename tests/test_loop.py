@@ -613,7 +613,7 @@ def tool_calls(registry):
 def test_the_first_call_may_only_call_a_tool_and_a_format_error_turns_on_the_schema():
     registry = make_tools()
     llm = MockLLM(["Sure! 42.", call("add", a=1, b=1), final("2")])
-    result = Agent(llm, registry).run("add 1 and 1")
+    result = Agent(llm, registry).run("t")
     assert llm.options[0] == {"response_schema": tool_calls(registry), "frequency_penalty": 0.5}
     constrained = {"response_schema": registry.action_schema(), "frequency_penalty": 0.5}
     assert llm.options[1] == llm.options[2] == constrained
@@ -626,7 +626,7 @@ def test_the_first_call_may_only_call_a_tool_and_a_format_error_turns_on_the_sch
 def test_a_repeated_failed_reply_raises_the_temperature():
     llm = MockLLM(["17 * 23 + 4 = 349", "Not JSON", "17 * 23 + 4 = 349", final("395"), ])
     # four attempts: the fourth call is not the last one allowed, which takes the answer rung
-    result = Agent(llm, make_tools(), max_format_errors=4).run("add 1 and 1")
+    result = Agent(llm, make_tools(), max_format_errors=4).run("t")
     assert [sorted(options) for options in llm.options] == [
         ["frequency_penalty", "response_schema"], ["frequency_penalty", "response_schema"],
         ["frequency_penalty", "response_schema"],
@@ -652,7 +652,7 @@ def test_constrain_never_takes_no_rung():
 def test_constrain_always_sends_the_schema_from_the_first_call():
     registry = make_tools()
     llm = MockLLM([call("add", a=1, b=1), final("x")])
-    Agent(llm, registry, constrain="always").run("add 1 and 1")
+    Agent(llm, registry, constrain="always").run("t")
     assert llm.options == [{"response_schema": tool_calls(registry), "frequency_penalty": 0.5},
                            {"response_schema": registry.action_schema(), "frequency_penalty": 0.5}]
 
@@ -670,14 +670,14 @@ def test_constrain_always_with_a_plain_client_warns_once_and_runs(caplog):
 def test_a_client_naming_only_response_schema_gets_only_that():
     registry = make_tools()
     llm = SchemaOnlyClient(["no", "no", "no", final("x")])
-    result = Agent(llm, registry, max_seconds=60, max_format_errors=4).run("add 1 and 1")
+    result = Agent(llm, registry, max_seconds=60, max_format_errors=4).run("t")
     assert llm.calls == [tool_calls(registry)] + [registry.action_schema()] * 3
     assert result.answer == "x"
 
 
 def test_the_ladder_is_logged_at_info(caplog):
     with caplog.at_level(logging.INFO, logger="agent"):
-        Agent(MockLLM(["no", "no", final("x")]), make_tools()).run("add 1 and 1")
+        Agent(MockLLM(["no", "no", final("x")]), make_tools()).run("t")
     messages = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
     assert any("step 1: decoding ladder: the first call of a run may only call a tool" in m for m in messages)
     assert any("step 1: decoding ladder: a reply could not be used: from the next call on" in m for m in messages)

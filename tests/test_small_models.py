@@ -311,101 +311,6 @@ def test_the_first_call_may_only_call_a_tool_and_later_ones_are_free(serve):
         "decoding ladder: the first call of a run may only call a tool (a response_schema of the tool calls)"]
 
 
-@pytest.mark.parametrize("task", [
-    "What is 2 + 3?",                    # a digit: arithmetic, or data to look up by
-    "Please add these numbers up.",      # shares "add" with the tool add ("Add two integers.")
-    "Echo the word hello back to me.",   # "echo", the tool's name
-    "Which integers are there?",         # "integers", cut to "integ" like "integers" in add's description
-])
-def test_a_task_with_a_digit_or_a_word_of_a_tool_takes_the_tool_rung(task):
-    llm = MockLLM([call("add", a=2, b=3), final("5")])
-    Agent(llm, make_tools()).run(task)
-    assert "response_schema" in llm.options[0]
-
-
-@pytest.mark.parametrize("task", [
-    "What is the capital of France?",
-    "Who wrote the play Romeo and Juliet?",
-    "¿Cuál es la capital de Italia?",    # a task in another language than the tools' shares none either
-])
-def test_a_task_that_shares_no_word_with_any_tool_may_answer_at_once_in_json(task):
-    llm = MockLLM([final("Paris")])
-    result = Agent(llm, make_tools()).run(task)
-    # the action schema: either shape, so a model that writes prose without one still sends JSON
-    assert llm.options[0]["response_schema"] == make_tools().action_schema()
-    assert result.steps[0].notes == ["decoding ladder: the task shares no word with any tool, so the first call "
-                                     "may call a tool or answer (the action schema is sent as response_schema)"]
-    assert result.answer == "Paris" and len(result.steps) == 1
-
-
-def test_a_free_first_call_is_free_text_for_a_client_without_a_schema_and_with_never():
-    class PlainClient:   # its chat takes no per-call options
-        def chat(self, messages):
-            return final("Paris")
-
-    assert Agent(PlainClient(), make_tools()).run("What is the capital of France?").answer == "Paris"
-    llm = MockLLM([final("Paris")])
-    Agent(llm, make_tools(), constrain="never").run("What is the capital of France?")
-    assert llm.options == [{}]
-
-
-def test_the_words_a_task_and_a_tool_share_are_cut_and_split_alike():
-    registry = agent.ToolRegistry()
-    registry.register(lambda: "1%", name="CalculateTax", description="")           # BFCL's names
-    registry.register(lambda city: "ok", name="air_quality", description="",
-                      parameters={"type": "object", "properties": {"city": {"type": "string",
-                                                                              "description": "A city's name"}}})
-    assert agent._may_need_a_tool("How are taxes calculated?", registry)            # tax, calcu
-    assert agent._may_need_a_tool("Which cities are the largest?", registry)        # "cities" is "city"
-    assert not agent._may_need_a_tool("What are the primary colours?", registry)
-    assert agent._content_words("What are the prices of bread?") == {"price", "bread"}
-
-
-def weather_registry(description="The city's name."):
-    registry = agent.ToolRegistry()
-    registry.register(lambda city: city, name="get_weather", description="The weather in a city.",
-                      parameters={"type": "object", "additionalProperties": False, "required": ["city"],
-                                  "properties": {"city": {"type": "string", "description": description}}})
-    return registry
-
-
-@pytest.mark.parametrize("task", ["Describe a sunset in one sentence.", "Type a haiku about spring.",
-                                  "Translate this string into French.", "Explain the properties of gold."])
-def test_the_schemas_own_keywords_are_no_words_of_a_tool(task):
-    assert not agent._may_need_a_tool(task, weather_registry())
-
-
-def test_words_beyond_ascii_and_plurals_in_ies_are_shared():
-    assert agent._may_need_a_tool("Quelle température fait-il ?", weather_registry("La température du lieu."))
-    registry = agent.ToolRegistry()
-    registry.register(lambda title: title, name="find_movie", description="Showtimes of a movie.")
-    assert agent._may_need_a_tool("Which movies are showing tonight?", registry)
-
-
-def test_the_tool_rung_is_judged_on_the_task_alone_once_a_run():
-    # a run that stopped on max_steps ends in an observation with a digit: the next turn's task has none
-    first = Agent(MockLLM([call("echo", text="a"), call("echo", text="b")]), make_tools(), max_steps=2).run("Echo a")
-    judged = []
-    real = agent._may_need_a_tool
-    agent._may_need_a_tool = lambda task, registry: judged.append(task) or real(task, registry)
-    try:
-        llm = MockLLM([final("Paris")])
-        result = Agent(llm, make_tools()).run("What is the capital of France?", history=first.messages)
-    finally:
-        agent._may_need_a_tool = real
-    assert judged == ["What is the capital of France?"] and "shares no word" in result.steps[0].notes[0]
-
-
-def test_a_tool_whose_parameters_are_no_schema_does_not_stop_the_run():
-    registry = make_tools()
-    registry.register(lambda: "ok", name="odd", description="Odd.")
-    runner = Agent(MockLLM([final("Paris")]), registry)
-    # replaced after the prompt was written: no longer JSON (a set), checked when the tool is called
-    registry.get("odd").parameters = {"type": "object", "properties": {"x": {"enum": {1, 2}}}}
-    result = runner.run("What is the capital of France?")
-    assert result.stop_reason == "final" and result.answer == "Paris"
-
-
 def test_a_task_that_needs_no_tool_costs_one_step_more(serve):
     result, _ = run_on_server(serve, [call("echo", text="Paris"), final("Paris")])
     assert result.answer == "Paris" and len(result.steps) == 2
@@ -426,10 +331,9 @@ def run_weather(serve, replies, task, tools=None):
 
 
 def test_a_tool_rung_call_that_only_copies_its_descriptions_example_is_asked_again_without_the_rung(serve):
-    # Qwen2.5-Coder-0.5B, made to call a tool for "thank you" in French, sent get_weather("Rome"); a task that
-    # shares a word with a tool takes the rung (one that shares none, as that one, no longer does)
+    # Qwen2.5-Coder-0.5B, made to call a tool for "thank you" in French, sent get_weather("Rome")
     copy = call("get_weather", city="Rome")
-    result, bodies = run_weather(serve, [copy, final("merci")], "How do you say 'weather' in French?")
+    result, bodies = run_weather(serve, [copy, final("merci")], "How do you say 'thank you' in French?")
     assert tool_calls_only(bodies[0]) and "response_format" not in bodies[1]
     assert bodies[1]["messages"] == bodies[0]["messages"]          # the same question, nothing run
     assert result.answer == "merci" and len(result.steps) == 1 and result.steps[0].raw == final("merci")
@@ -440,7 +344,7 @@ def test_a_tool_rung_call_that_only_copies_its_descriptions_example_is_asked_aga
 @pytest.mark.parametrize("tools", [weather_tools("The city, e.g. Rome."), weather_tools("The city.", examples=["Rome"])],
                          ids=["bare word", "examples keyword"])
 def test_an_example_unquoted_or_in_the_schemas_examples_counts_too(serve, tools):
-    result, bodies = run_weather(serve, [call("get_weather", city="rome"), final("merci")], "'Weather' in French?", tools)
+    result, bodies = run_weather(serve, [call("get_weather", city="rome"), final("merci")], "Thank you in French?", tools)
     assert len(bodies) == 2 and "response_format" not in bodies[1] and result.answer == "merci"
 
 
@@ -471,14 +375,14 @@ def test_the_second_ask_gets_what_is_left_of_max_seconds():
             time.sleep(0.05)   # the first call takes time: the second may take only what is left
             return self.replies.pop(0)
 
-    result = Agent(Client(), weather_tools(), max_seconds=60).run("'Weather' in French?")
+    result = Agent(Client(), weather_tools(), max_seconds=60).run("Thank you in French?")
     assert result.answer == "merci" and [s for s, _ in seen] == [True, False]
     assert seen[1][1] < seen[0][1] - 0.04 and seen[0][1] <= 60
 
 
 def test_with_constrain_always_the_second_ask_sends_the_action_schema(serve):
     server = serve(chat_answer(call("get_weather", city="Rome")), chat_answer(final("merci")))
-    result = Agent(client(server, stream=False), weather_tools(), constrain="always").run("'Weather' in French?")
+    result = Agent(client(server, stream=False), weather_tools(), constrain="always").run("Thank you in French?")
     bodies = [r["body"] for r in server.requests]
     assert tool_calls_only(bodies[0]) and action_schema(bodies[1]) and not tool_calls_only(bodies[1])
     assert result.answer == "merci"
@@ -575,11 +479,11 @@ def test_text_around_dots_or_brackets_is_an_answer(answer):
 
 def test_a_replay_of_a_run_whose_copy_was_asked_again_makes_the_same_calls(serve, tmp_path):
     copy = call("get_weather", city="Rome")
-    result, _ = run_weather(serve, [copy, final("merci")], "How do you say 'weather' in French?")
+    result, _ = run_weather(serve, [copy, final("merci")], "How do you say 'thank you' in French?")
     path = tmp_path / "run.json"
     result.save(str(path))
     replay = MockLLM.from_trace(str(path))
     assert replay.replies == [copy, final("merci")]      # the copied reply, then the step's own
-    again = Agent(replay, weather_tools()).run("How do you say 'weather' in French?")
+    again = Agent(replay, weather_tools()).run("How do you say 'thank you' in French?")
     assert [(s.raw, s.observation, s.notes) for s in again.steps] == [(s.raw, s.observation, s.notes) for s in result.steps]
     assert again.answer == "merci" and len(replay.calls) == 2 and replay.calls[1] == replay.calls[0]
