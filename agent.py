@@ -2092,8 +2092,8 @@ def _interpret(obj: dict, repairs: list) -> Action:
     # 2. a call: the tool's name, alone
     name = obj.get("name")
     if name is None or ("name" in keys.stand_ins and name in _Keys.EMPTY):
-        if ("name" not in keys.stand_ins and obj.get("answer") not in _Keys.EMPTY
-                and obj.get("arguments") in _Keys.EMPTY):
+        if (not {"name", "arguments"} & set(keys.stand_ins)
+                and obj.get("answer") not in _Keys.EMPTY and obj.get("arguments") in _Keys.EMPTY):
             raise _refuse('the reply holds an "answer" and no tool to call, but its "type" is '
                           '"tool_call"; to give the final answer, use "type": "final"',
                           _FINAL_SHAPE)

@@ -252,7 +252,8 @@ def fixes(obj):
             found += ['the tool call has no "arguments" but has', f'use "arguments" instead of {json.dumps(k)}']
     # 5: a call with an answer and no tool name, no arguments: asked for "type": "final" (2026-12-07)
     empty = (None, "", {}, [])
-    if not stand_ins(obj, "name") and obj.get("answer") not in empty and obj.get("arguments") in empty:
+    if (not stand_ins(obj, "name") and not stand_ins(obj, "arguments") and obj.get("answer") not in empty
+            and obj.get("arguments") in empty):
         found.append('the reply holds an "answer" and no tool to call')
     return found
 
@@ -304,6 +305,12 @@ FIXES = [
     ({"type": "tool_call", "thought": "The total is 2165.", "answer": "2165"},
      ("refused", '"name" is missing for the tool to call'), 'the reply holds an "answer" and no tool'),
 ]
+
+
+def test_a_call_with_an_answer_and_arguments_under_another_key_is_asked_for_its_name():
+    with pytest.raises(ActionFormatError) as info:
+        parse_action('{"type": "tool_call", "answer": "x", "args": {"q": 1}}')
+    assert str(info.value).startswith('"name" is missing for the tool to call'), str(info.value)
 
 
 @pytest.mark.parametrize("obj, old, now", FIXES, ids=[str(i) for i in range(1, len(FIXES) + 1)])
