@@ -293,6 +293,10 @@ def _asked_problem(message: str) -> str:
 _OBSERVATION = "[OBSERVATION]"
 _BUDGET = "(step {step} of {max_steps}{last})"
 _LAST_STEP = "; your next reply is the last: give the final answer"   # {last} before the last call
+# A result that came back (not an error) names the call it answers: shown "395" alone, a model
+# took it for a part and went on ("Now I need to add 4 to the result"; docs/NOTES.md, "The
+# observation").
+_RETURNED = "{call} returned: {result}"
 
 # The loop: a reply it refuses, and what it adds to an observation.
 _CUT_OFF = _ask("your reply was cut off at the token limit before the JSON object was complete; "
@@ -2340,14 +2344,24 @@ def _observation(text: str, step: int, max_steps: int) -> str:
     return f"{_OBSERVATION} {text}\n{_BUDGET.format(step=step, max_steps=max_steps, last=last)}"
 
 
-def _observation_result(message: str) -> Optional[str]:
-    """The text an ``_observation`` message carries, without its marker and budget line; None for
-    any other."""
+def _returned(name: str, arguments: dict, result: str) -> str:
+    """A result as its observation carries it: after the call that it answers, cut to 200
+    characters (a call that writes a file is not sent back whole)."""
+    return _RETURNED.format(call=_cut(f"{name}({_compact(arguments)})", 200), result=result)
+
+
+def _observation_result(message: str, call: Optional[tuple[str, dict]] = None) -> Optional[str]:
+    """The text an ``_observation`` message carries, without its marker and budget line, and without
+    the call it names when ``call`` is that call's (name, arguments); None for any other message."""
     if not message.startswith(_OBSERVATION):
         return None
     text = message[len(_OBSERVATION):]
     body, newline, last = text.rpartition("\n")
-    return (body if newline and last.startswith(_BUDGET.split("{", 1)[0]) else text).strip()
+    text = (body if newline and last.startswith(_BUDGET.split("{", 1)[0]) else text).strip()
+    if call is not None:
+        named = _returned(*call, "")
+        text = text[len(named):] if text.startswith(named) else text
+    return text
 
 
 # -- Protocol, loop detection: _repeating_tail -----------------------------------------
@@ -6029,7 +6043,8 @@ class Agent:
                 self._climb(state, step, "the model called a tool that does not exist")
             result = self._run_tool(state, step, action)
             state.calls[key] = _Earlier(step.index, result.text, result.failed)
-            text = result.text
+            text = (result.text if result.failed
+                    else _returned(action.name, action.arguments, result.text))
         else:
             earlier = state.calls[key] = earlier._replace(repeats=earlier.repeats + 1)
             if earlier.repeats > self.max_repeats:
@@ -6437,7 +6452,7 @@ def _digest_line(step: Step, calls: dict, result_chars: Optional[int]) -> str:
     earlier = calls.get((action.name, _canonical(action.arguments)))
     if earlier is not None and earlier.step != step.index:
         return f"{step.index}. {call} → {_DIGEST_REPEAT.format(step=earlier.step)}"
-    result = _observation_result(step.observation or "") or ""
+    result = _observation_result(step.observation or "", (action.name, action.arguments)) or ""
     return f"{step.index}. {call} → {_cut(result, result_chars, one_line=True)}"
 
 
@@ -7237,10 +7252,11 @@ def _offline_reply(messages: list[dict]) -> str:
     each arithmetic expression in the task, then a final answer from the observations."""
     task_at = _task_index(messages)
     task = messages[task_at]["content"] if task_at is not None else ""
-    results = [_observation_result(m["content"]) or "" for m in messages[(task_at or 0) + 1:]
-               if m["role"] == "user"]
     plan = [(_CLOCK, {})] if re.search(r"\b(?:time|date|clock|today|now)\b", task, re.I) else []
     plan += [(_CALCULATOR, {"expression": expr}) for expr in _find_arithmetic(task)]
+    observed = [m["content"] for m in messages[(task_at or 0) + 1:] if m["role"] == "user"]
+    results = [_observation_result(message, call) or ""
+               for message, call in zip(observed, plan + [None] * len(observed))]
     if len(results) < len(plan):
         name, arguments = plan[len(results)]
         thought = ("I need the current time." if name == _CLOCK
@@ -7859,8 +7875,8 @@ def _cli_progress(step: Step, first: Optional[int] = None) -> str:
             came = _cut(step.error if step.error.startswith("ERROR:") else f"ERROR: {step.error}",
                         90, one_line=True, escape=True)
         else:
-            came = _cut(_observation_result(step.observation or "") or "", 60, one_line=True,
-                        escape=True)
+            came = _cut(_observation_result(step.observation or "", (action.name, action.arguments))
+                        or "", 60, one_line=True, escape=True)
         arguments = _cut(json.dumps(action.arguments, ensure_ascii=False), 60, one_line=True,
                          escape=True)
         what = f"{action.name} {arguments} → {came}"

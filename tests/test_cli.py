@@ -338,7 +338,7 @@ def test_tools_from_a_file(tmp_path, capsys, source, names):
     path = replay_file(tmp_path, call("shout", text="hi"), final("HI"))
     assert main(["--quiet", "--json", "--tools", str(tools), "--replay", path, "t"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["steps"][0]["observation"].startswith("[OBSERVATION] HI")
+    assert data["steps"][0]["observation"].startswith('[OBSERVATION] shout({"text":"hi"}) returned: HI')
     listed = [line.split(":")[0][2:] for line in data["messages"][0]["content"].splitlines() if line.startswith("- ")]
     assert listed == names
 

@@ -147,7 +147,8 @@ def test_the_quick_start_runs_against_a_local_server(serve, monkeypatch, capsys)
     namespace = {}
     exec(python_blocks()[0], namespace)
     assert capsys.readouterr().out == "14 °C\n"
-    assert namespace["result"].steps[0].observation.startswith("[OBSERVATION] 14 °C in Paris")
+    assert namespace["result"].steps[0].observation.startswith(
+        '[OBSERVATION] get_weather({"city":"Paris"}) returned: 14 °C in Paris')
 
 
 @pytest.mark.skipif(not __import__("importlib").util.find_spec("mcp_server_time"), reason="needs mcp-server-time")

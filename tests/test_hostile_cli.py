@@ -160,7 +160,7 @@ def test_undecodable_tool_output_survives_stderr_and_the_trace(tmp_path):
     assert json.loads(done.stdout)["answer"] == "caf\udce9.txt"
     assert b"[step 1] caf\\udce9 | listing {}" in done.stderr
     steps = [json.loads(line) for line in trace.read_text(encoding="utf-8").split("\n") if line]
-    assert steps[0]["observation"].startswith("[OBSERVATION] caf\udce9.txt")
+    assert steps[0]["observation"].startswith("[OBSERVATION] listing({}) returned: caf\udce9.txt")
 
 
 ANY_TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, blacklist_categories=()), min_size=1)

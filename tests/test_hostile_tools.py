@@ -51,7 +51,7 @@ def test_thread_count_returns_to_start_after_a_thousand_runs(quick_idle):
     for _ in range(500):
         assert agent.run("What is 6 * 7?").answer is not None  # a new registry every call
         result = Agent(MockLLM([call("shout", text="hi"), final("HI")]), [shout]).run("go")
-        assert result.steps[0].observation.startswith("[OBSERVATION] HI")
+        assert result.steps[0].observation.startswith('[OBSERVATION] shout({"text":"hi"}) returned: HI')
         assert tool_threads() <= 2  # idle workers are reused across registries, not piled up
     assert wait_until(lambda: threading.active_count() == before)
 
@@ -368,7 +368,7 @@ def test_a_huge_finite_limit_is_no_limit_in_practice():
     assert registry.call("note", {}) == "ok" and registry.call("own", {}) == "ok"
     assert registry.call("note", {}, timeout=float("inf")) == "ok"
     result = Agent(MockLLM([call("note"), final("done")]), registry, max_seconds=1e300).run("go")
-    assert result.steps[0].observation.startswith("[OBSERVATION] ok") and result.stop_reason == "final"
+    assert result.steps[0].observation.startswith("[OBSERVATION] note({}) returned: ok") and result.stop_reason == "final"
 
 
 def test_a_tools_own_keyboard_interrupt_on_a_worker_is_an_observation():

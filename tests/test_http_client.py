@@ -248,7 +248,7 @@ def test_whole_agent_runs_over_http(serve):
     result = Agent(llm, registry).run("What is 2 + 40?")
     assert result.answer == "42" and result.stop_reason == "final"
     second = server.requests[1]["body"]["messages"]
-    assert second[-1] == {"role": "user", "content": "[OBSERVATION] 42\n(step 1 of 10)"}
+    assert second[-1] == {"role": "user", "content": '[OBSERVATION] add({"a":2,"b":40}) returned: 42\n(step 1 of 10)'}
     assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
     assert result.usage["estimated"] is False and result.usage["completion_tokens"] == 24
 

@@ -39,7 +39,7 @@ def test_tool_call_then_final_trace():
     assert roles(result) == ["system", "user", "assistant", "user", "assistant"]
     first = result.steps[0]
     assert (first.index, first.action.name, first.action.arguments) == (1, "add", {"a": 40, "b": 2})
-    assert first.observation == "[OBSERVATION] 42\n(step 1 of 10)"
+    assert first.observation == '[OBSERVATION] add({"a":40,"b":2}) returned: 42\n(step 1 of 10)'
     assert result.messages[3] == {"role": "user", "content": first.observation}
     assert first.error is None and first.tool_seconds >= 0 and first.llm_seconds >= 0
     assert llm.calls[1][-1]["content"] == first.observation  # the model saw the observation
@@ -51,7 +51,7 @@ def test_tools_may_be_a_list_of_functions():
         return text.upper()
 
     result = Agent(MockLLM([call("shout", text="hi"), final("HI")]), [shout]).run("shout hi")
-    assert result.steps[0].observation.startswith("[OBSERVATION] HI")
+    assert result.steps[0].observation.startswith('[OBSERVATION] shout({"text":"hi"}) returned: HI')
 
 
 def test_module_run_uses_the_offline_planner_and_demo_tools():
@@ -170,7 +170,7 @@ def test_confirm_tool_runs_when_the_callback_says_yes():
     confirm = lambda name, args: asked.append((name, args)) or True  # noqa: E731
     result = Agent(MockLLM([call("delete", path="/x"), final("ok")]), make_tools(log), confirm=confirm).run("t")
     assert log == [("delete", "/x")] and asked == [("delete", {"path": "/x"})]
-    assert result.steps[0].observation.startswith("[OBSERVATION] deleted /x")
+    assert result.steps[0].observation.startswith('[OBSERVATION] delete({"path":"/x"}) returned: deleted /x')
 
 
 def test_long_observation_is_cut_to_max_observation_chars():
@@ -210,13 +210,31 @@ def _failing_tools():
     return registry
 
 
+def test_a_result_names_the_call_it_answers_and_a_failure_comes_alone():
+    registry = _failing_tools()
+    llm = MockLLM([call("add", a=1, b=2), call("boom"), call("add", a=1, b=2), final("3")])
+    result = Agent(llm, registry).run("t")
+    added, failed, repeated = result.steps[:3]
+    assert added.observation == '[OBSERVATION] add({"a":1,"b":2}) returned: 3\n(step 1 of 10)'
+    assert failed.observation.startswith("[OBSERVATION] ERROR: 'boom' raised RuntimeError")
+    # the answer rung shows the result alone, and the result alone is what the history digests
+    assert repeated.observation.startswith("[OBSERVATION] The result of your call is:\n3\n")
+    assert agent_module._observation_result(added.observation, ("add", {"a": 1, "b": 2})) == "3"
+    assert agent_module._observation_result(added.observation) == 'add({"a":1,"b":2}) returned: 3'
+    assert agent_module._observation_result(added.observation, ("add", {"a": 2, "b": 1})) == (
+        'add({"a":1,"b":2}) returned: 3')
+    long = agent_module._returned("write", {"text": "x" * 1000}, "written")
+    assert long == 'write({"text":"' + "x" * 184 + '\u2026 returned: written'
+
+
 def test_a_tool_whose_output_starts_with_error_is_not_a_failed_step():
     registry = _failing_tools()
     llm = MockLLM([call("report"), call("report"), final("x")])
     result = Agent(llm, registry).run("t")
     first, repeat = result.steps[:2]
     assert first.error is None
-    assert first.observation == "[OBSERVATION] ERROR: not really\n(step 1 of 10)"
+    # named as every result is, so it reads as what the tool returned, not as a failure
+    assert first.observation == "[OBSERVATION] report({}) returned: ERROR: not really\n(step 1 of 10)"
     # a repeat of a call that succeeded: the result is in hand (a failed one would be "Its result:")
     assert "The result of your call is:\nERROR: not really\nYou already have it. Give the final answer now" in repeat.observation
     assert any("a call that already succeeded was repeated" in note for note in repeat.notes)
@@ -274,13 +292,14 @@ def test_the_loop_runs_tools_through_an_overridden_call():
     assert refused.observation == ("[OBSERVATION] ERROR: sandbox: 'boom' is disabled here.\n"
                                    "(step 1 of 10)")
     assert refused.error == "ERROR: sandbox: 'boom' is disabled here."
-    assert (added.observation, added.error) == ("[OBSERVATION] 3\n(step 2 of 10)", None)
+    assert (added.observation, added.error) == ('[OBSERVATION] add({"a":1,"b":2}) returned: 3\n(step 2 of 10)', None)
 
     plain = _failing_tools()
     calls = []
     plain.call = lambda name, arguments, **options: calls.append(name) or "patched"
     result = Agent(MockLLM([call("add", a=1, b=2), final("x")]), plain).run("t")
-    assert calls == ["add"] and result.steps[0].observation.startswith("[OBSERVATION] patched")
+    assert calls == ["add"] and result.steps[0].observation.startswith(
+        '[OBSERVATION] add({"a":1,"b":2}) returned: patched')
 
 
 def test_the_loop_runs_tools_through_a_call_patched_on_the_class(monkeypatch):
@@ -890,7 +909,7 @@ def test_on_wait_hears_each_model_call_and_tool_start_and_end_but_not_a_confirme
     llm = MockLLM([call("add", a=1, b=2), call("delete", path="/x"), final("3")])
     result = Agent(llm, make_tools(), confirm=lambda name, arguments: True,
                    on_wait=lambda step, what: heard.append((step, what))).run("add 1 and 2")
-    assert result.answer == "3" and result.steps[1].observation.startswith("[OBSERVATION] deleted")
+    assert result.answer == "3" and result.steps[1].observation.startswith('[OBSERVATION] delete({"path":"/x"}) returned: deleted')
     assert heard == [(1, "waiting for the model"), (1, None), (1, "running add (limit 30 s)"),
                      (1, None), (2, "waiting for the model"), (2, None),
                      (3, "waiting for the model"), (3, None)]

@@ -133,7 +133,7 @@ def test_one_connection_serves_concurrent_calls(real, transport):
 def test_an_agent_runs_an_mcp_tool(real):
     llm = agent.MockLLM([call("add", a=2, b=40), final("42")])
     result = agent.Agent(llm, real["sdk"]).run("What is 2 + 40?")
-    assert result.answer == "42" and result.steps[0].observation.startswith("[OBSERVATION] 42\n")
+    assert result.answer == "42" and result.steps[0].observation.startswith('[OBSERVATION] add({"a":2,"b":40}) returned: 42\n')
     assert "- add: Add two integers." in agent._render_prompt(None, real["sdk"])
 
 
@@ -196,7 +196,8 @@ def test_a_server_reported_failure_is_a_failed_step_and_its_text_is_the_same(old
     assert result.steps[0].error == failed
     assert result.steps[0].observation == f"[OBSERVATION] {failed}\n(step 1 of 10)"
     assert result.steps[1].error is None              # a tool's own text that starts with ERROR:
-    assert result.steps[1].observation == "[OBSERVATION] ERROR: not really\n(step 2 of 10)"
+    assert result.steps[1].observation == ('[OBSERVATION] echo({"text":"ERROR: not really"}) returned: '
+                                            "ERROR: not really\n(step 2 of 10)")
     assert old._result("refuses", {}).failed is True
     assert old._result("echo", {"text": "ERROR: not really"}).failed is False
 

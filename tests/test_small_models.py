@@ -351,7 +351,8 @@ def test_an_example_unquoted_or_in_the_schemas_examples_counts_too(serve, tools)
 @pytest.mark.parametrize("task", ["How warm is it in Rome?", "Is it raining in rome today?"])
 def test_the_example_is_run_where_the_task_names_it(serve, task):
     result, bodies = run_weather(serve, [call("get_weather", city="Rome"), final("18 C")], task)
-    assert result.steps[0].observation.startswith("[OBSERVATION] Rome: 18 C") and result.answer == "18 C"
+    assert result.steps[0].observation.startswith(
+        '[OBSERVATION] get_weather({"city":"Rome"}) returned: Rome: 18 C') and result.answer == "18 C"
     assert "messages" in bodies[1] and bodies[1]["messages"][-1]["content"].startswith("[OBSERVATION]")
 
 
@@ -361,7 +362,8 @@ def test_a_call_with_a_value_of_its_own_beside_an_example_is_run(serve):
                    parameters={"type": "object", "required": ["city", "unit"], "properties": {
                        "city": {"type": "string"}, "unit": {"type": "string", "description": "e.g. celsius"}}})
     result, bodies = run_weather(serve, [call("get_temp", city="Oslo", unit="celsius"), final("18")], "Is it cold?", tools)
-    assert result.steps[0].observation.startswith("[OBSERVATION] Oslo: 18 celsius") and len(bodies) == 2
+    assert result.steps[0].observation.startswith(
+        '[OBSERVATION] get_temp({"city":"Oslo","unit":"celsius"}) returned: Oslo: 18 celsius') and len(bodies) == 2
 
 
 def test_the_second_ask_gets_what_is_left_of_max_seconds():
@@ -392,7 +394,8 @@ def test_only_the_tool_rungs_call_is_checked_for_a_description_copy(serve):
     replies = [call("get_weather", city="Oslo"), call("get_weather", city="Rome"), final("both")]
     result, _ = run_weather(serve, replies, "Compare Oslo with another city.")
     assert [s.observation.split("\n")[0] for s in result.steps[:2]] == [
-        "[OBSERVATION] Oslo: 18 C", "[OBSERVATION] Rome: 18 C"]
+        '[OBSERVATION] get_weather({"city":"Oslo"}) returned: Oslo: 18 C',
+        '[OBSERVATION] get_weather({"city":"Rome"}) returned: Rome: 18 C']
 
 
 def refs(value):

@@ -586,7 +586,7 @@ def test_agent_runs_an_async_tool():
     replies = ['{"type": "tool_call", "thought": "", "name": "shout", "arguments": {"text": "hi"}}',
                '{"type": "final", "thought": "", "answer": "HI"}']
     result = Agent(MockLLM(replies), [shout]).run("shout hi")
-    assert result.steps[0].observation.startswith("[OBSERVATION] HI")
+    assert result.steps[0].observation.startswith('[OBSERVATION] shout({"text":"hi"}) returned: HI')
 
 
 def test_one_type_table_describes_hints_and_names_values():
