@@ -73,6 +73,7 @@ import array
 import ast
 import atexit
 import collections
+import copy
 import difflib
 import functools
 import importlib.util
@@ -2359,8 +2360,8 @@ def _observation_result(message: str, call: Optional[tuple[str, dict]] = None) -
     body, newline, last = text.rpartition("\n")
     text = (body if newline and last.startswith(_BUDGET.split("{", 1)[0]) else text).strip()
     if call is not None:
-        named = _returned(*call, "")
-        text = text[len(named):] if text.startswith(named) else text
+        named = _returned(*call, "").rstrip()     # an empty result's space went with strip()
+        text = text[len(named):].strip() if text.startswith(named) else text
     return text
 
 
@@ -6161,7 +6162,10 @@ class Agent:
             self._wait(step, f"running {action.name}"
                              + (f" (limit {min(limits):.3g} s)" if limits else ""))
         try:
-            result = self.tools._loop_result(action.name, action.arguments, confirm=self.confirm,
+            # a copy: what the tool, confirm or an overridden call does to its arguments is not the
+            # model's call, which its observation, the trace and the digest show
+            result = self.tools._loop_result(action.name, copy.deepcopy(action.arguments),
+                                             confirm=self.confirm,
                                              max_chars=self.max_observation_chars,
                                              timeout=self._time_left(state))
         finally:
@@ -6304,8 +6308,14 @@ class _RunState:
         self.tail_chars += len(content)
 
     def user_text(self) -> str:
-        """The text of the conversation's user messages: what the model was given to work from."""
-        return "\n".join(m["content"] for m in self.messages if m["role"] == "user")
+        """The text of the conversation's user messages: what the model was given to work from,
+        each observation without the call it names (the model's own words, not given to it)."""
+        results = {step.observation: _observation_result(step.observation,
+                                                         (step.action.name, step.action.arguments))
+                   for step in self.steps if step.observation and step.action is not None
+                   and step.action.kind == "tool_call"}
+        return "\n".join(results.get(m["content"], m["content"]) for m in self.messages
+                         if m["role"] == "user")
 
     def answering(self) -> bool:
         """Whether the next model call is the answer rung's (it may send only a final answer)."""

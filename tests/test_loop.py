@@ -1,4 +1,5 @@
 """The loop: each test scripts the model, runs, and asserts on the trace."""
+import datetime
 import json
 import logging
 import time
@@ -225,6 +226,86 @@ def test_a_result_names_the_call_it_answers_and_a_failure_comes_alone():
         'add({"a":1,"b":2}) returned: 3')
     long = agent_module._returned("write", {"text": "x" * 1000}, "written")
     assert long == 'write({"text":"' + "x" * 184 + '\u2026 returned: written'
+
+
+# -- a result after its call: what is echoed, and what is read back ---------------------------
+
+def _fetch_tools(func):
+    tools = ToolRegistry()
+    tools.register(func, name="fetch", description="Fetch a URL.",
+                   parameters={"type": "object", "properties": {"request": {"type": "object"}},
+                               "required": ["request"]})
+    return tools
+
+
+# the echo serialises the arguments after the tool ran: a value the tool added crashed the run
+def test_a_tool_that_adds_a_non_json_value_to_its_arguments_does_not_crash_the_run():
+    def fetch(request):
+        request["sent_at"] = datetime.datetime(2000, 1, 1)    # the tool's own bookkeeping
+        return "200 OK"
+
+    llm = MockLLM([call("fetch", request={"url": "https://example.com"}), final("ok")])
+    result = Agent(llm, _fetch_tools(fetch), constrain="never").run("Fetch example.com")
+    assert result.answer == "ok"
+
+
+# ... and what the tool (or confirm, or an overridden call) wrote into them goes to the model
+def test_the_echoed_call_is_the_models_not_what_the_tool_made_of_it():
+    def fetch(request):
+        request.setdefault("headers", {})["Authorization"] = "Bearer sk-SECRET"
+        return "200 OK"
+
+    llm = MockLLM([call("fetch", request={"url": "https://example.com"}), final("ok")])
+    Agent(llm, _fetch_tools(fetch), constrain="never").run("Fetch example.com")
+    sent = llm.calls[1][-1]["content"]
+    assert sent.startswith('[OBSERVATION] fetch({"request":{"url":"https://example.com"}}) returned: 200 OK')
+    assert "sk-SECRET" not in json.dumps(llm.calls)
+
+
+def test_an_argument_a_confirm_callback_adds_is_not_echoed():
+    tools = ToolRegistry()
+    tools.register(lambda path, **_: "written", name="write", description="Write a file.", confirm=True,
+                   parameters={"type": "object", "properties": {"path": {"type": "string"}},
+                               "additionalProperties": True})
+
+    def confirm(name, arguments):
+        arguments["owner_token"] = "tok-SECRET"               # an audit hook that annotates the call
+        return True
+
+    llm = MockLLM([call("write", path="a.txt"), final("ok")])
+    Agent(llm, tools, constrain="never", confirm=confirm).run("Write a.txt")
+    assert "tok-SECRET" not in llm.calls[1][-1]["content"]
+
+
+# the copy check: the model's own earlier argument, echoed, now "names" the example's subject
+def test_an_echoed_argument_does_not_make_a_copy_of_the_examples_argument_pass():
+    tools = ToolRegistry()
+    tools.register(lambda query: "no results", name="search", description="Search.")
+    tools.register(lambda item: "29 EUR", name="get_price", description="A price.")
+    replies = [call("search", query="Eiffel Tower"), call("get_price", item="Louvre ticket price"), final("5")]
+    result = Agent(MockLLM(replies), tools, constrain="never").run("What is 2 + 3?")
+    assert result.steps[1].action is None                     # refused as a copy, as before 9e06572
+    assert "copied from the instructions' example" in result.steps[1].error
+
+
+# an empty result (or one that starts with white space) is not read back without its call
+def test_an_empty_result_reads_back_empty():
+    message = agent_module._observation(agent_module._returned("touch", {"path": "a.txt"}, ""), 1, 10)
+    assert agent_module._observation_result(message, ("touch", {"path": "a.txt"})) == ""
+
+
+def test_an_empty_result_shows_no_call_in_the_digest_and_the_progress_line():
+    tools = ToolRegistry()
+    tools.register(lambda path: "", name="touch", description="Create an empty file.")
+    result = Agent(MockLLM([call("touch", path="a.txt"), final("ok")]), tools, constrain="never").run("Make a.txt")
+    step = result.steps[0]
+    assert agent_module._digest_line(step, {}, 100) == '1. touch(path="a.txt") → '
+    assert "returned" not in agent_module._cli_progress(step)
+
+
+def test_a_result_read_back_is_stripped_as_before():
+    message = agent_module._observation(agent_module._returned("cat", {}, "\n\n  line two"), 1, 10)
+    assert agent_module._observation_result(message, ("cat", {})) == "line two"
 
 
 def test_a_tool_whose_output_starts_with_error_is_not_a_failed_step():
