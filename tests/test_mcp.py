@@ -28,9 +28,18 @@ HAS_SDK = all(__import__("importlib").util.find_spec(name) for name in ("mcp", "
 needs_sdk = pytest.mark.skipif(not HAS_SDK, reason="the mcp SDK and mcp-server-time (tests/requirements.txt)")
 
 
-def scripted(*args, timeout=2.0, **options):
-    registry = ToolRegistry()
-    registry.add_mcp(SCRIPTED + list(args or ["old"]), timeout=timeout, **options)
+def scripted(*args, timeout=2.0, call_timeout=None, **options):
+    """A registry with the scripted server. call_timeout: the calls' limit after an open with the
+    longer timeout, so a short limit under test does not also fail the handshake on a busy machine."""
+    registry, caller = ToolRegistry(), agent._mcp_caller
+    if call_timeout is not None:
+        agent._mcp_caller = lambda session, remote, _: caller(session, remote, call_timeout)
+    try:
+        registry.add_mcp(SCRIPTED + list(args or ["old"]), timeout=timeout, **options)
+    finally:
+        agent._mcp_caller = caller
+    if call_timeout is not None:
+        registry._servers[-1].seconds = call_timeout   # the session's own waits (a write, a ping)
     return registry
 
 
@@ -236,12 +245,12 @@ def test_a_server_that_dies_mid_call_is_an_error_quoting_its_stderr():
 
 
 def test_a_hung_call_times_out_alone():
-    with scripted(timeout=0.2) as registry:
+    with scripted(call_timeout=0.5) as registry:
         with ThreadPoolExecutor(2) as pool:
             hung = pool.submit(registry.call, "hang", {})
             assert registry.call("echo", {"text": "meanwhile"}) == "meanwhile"
             assert not hung.done()
-            assert hung.result(timeout=5).startswith("ERROR: 'hang' got no answer from its MCP server within 0.2 s")
+            assert hung.result(timeout=5).startswith("ERROR: 'hang' got no answer from its MCP server within 0.5 s")
             assert registry._result("hang", {}).failed is True
         assert registry.call("echo", {"text": "after"}) == "after"
 
@@ -330,7 +339,7 @@ def test_a_named_server_is_named_so_in_messages():
 
 def test_a_server_that_stops_reading_cannot_hold_a_write_or_close(monkeypatch):
     monkeypatch.setattr(agent._McpStdio, "close_seconds", 0.2, raising=False)
-    registry = scripted(timeout=0.3)
+    registry = scripted(call_timeout=0.3)
     assert registry.call("stop_reading", {}).startswith("ERROR: 'stop_reading' got no answer")
     started = time.monotonic()
     text = registry.call("echo", {"text": "x" * 2**20})        # far more than a pipe holds
@@ -342,7 +351,7 @@ def test_a_server_that_stops_reading_cannot_hold_a_write_or_close(monkeypatch):
 
 def test_a_ping_flood_while_reading_nothing_holds_neither_the_call_nor_close(monkeypatch):
     monkeypatch.setattr(agent._McpStdio, "close_seconds", 0.2, raising=False)
-    registry = scripted(timeout=0.3)
+    registry = scripted(call_timeout=0.3)
     started = time.monotonic()
     assert registry.call("ping_flood", {}).startswith("ERROR: 'ping_flood' got no answer from its MCP server")
     assert time.monotonic() - started < 2.0
