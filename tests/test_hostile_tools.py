@@ -7,6 +7,7 @@ huge integers in to_dict(), and safe_eval's warnings.
 """
 import json
 import os
+import re
 import signal
 import stat
 import threading
@@ -183,9 +184,10 @@ def test_a_tool_is_not_started_with_less_than_the_floor_left():
     registry.register(lambda: ran.append(1) or "ran", name="act")
     for left in (0.0, -1.0, 0.01, 0.049):
         observation = registry.call("act", {}, timeout=left)
-        assert observation.startswith(f"ERROR: 'act' was not started: only {max(left, 0):.2f} s of the time budget")
+        said = re.match(r"ERROR: 'act' was not started: only (\d+\.\d\d) s of the time budget", observation)
+        assert said and float(said[1]) <= max(left, 0) + 0.005   # left when it checks (rounded): less when busy
     assert ran == []
-    assert registry.call("act", {}, timeout=0.06) == "ran"  # the deadline is fixed on entry: a little over 50 ms
+    assert registry.call("act", {}, timeout=0.2) == "ran"   # above the 50 ms floor by more than a busy machine's delay
 
 
 def test_not_started_is_told_apart_from_abandoned():
@@ -193,7 +195,7 @@ def test_not_started_is_told_apart_from_abandoned():
     registry = ToolRegistry()
     registry.register(lambda: release.wait(5) and "late", name="slow")
     try:
-        assert "was abandoned" in registry.call("slow", {}, timeout=0.06)
+        assert "was abandoned" in registry.call("slow", {}, timeout=0.3)   # well above the floor
         assert "was not started" in registry.call("slow", {}, timeout=0.01)
     finally:
         release.set()
