@@ -6026,8 +6026,8 @@ class Agent:
 
     # Acting on the reply: an answer, a call to run, a repeat, a reply that cannot be used
     def _act(self, state: _RunState, step: Step) -> Optional[str]:
-        """Parse the reply; answer, or run the call (a repeat gets the earlier result), and send the
-        observation."""
+        """Parse the reply; answer, or run the call (a repeat gets the earlier result, a third call
+        of one tool on its own results the first), and send the observation."""
         try:
             action = self._parse(step, state)
         except ActionFormatError as exc:
@@ -6039,7 +6039,12 @@ class Agent:
             return "final"
         key = (action.name, _canonical(action.arguments))
         earlier = state.calls.get(key)
-        if earlier is None:
+        started = (state.chain_start(action) if earlier is None and self.constrain != "never"
+                   else None)
+        if started is not None:   # not run: the model computes on past its task
+            self._answer_rung(state, step, "a tool was fed its own result a second time in a row")
+            text = _IN_HAND.format(result=started.result)
+        elif earlier is None:
             if action.name not in self.tools:
                 self._climb(state, step, "the model called a tool that does not exist")
             result = self._run_tool(state, step, action)
@@ -6316,6 +6321,25 @@ class _RunState:
                    and step.action.kind == "tool_call"}
         return "\n".join(results.get(m["content"], m["content"]) for m in self.messages
                          if m["role"] == "user")
+
+    def chain_start(self, action: Action) -> Optional[_Earlier]:
+        """The call that began a chain, when this call would feed its tool its own result a second
+        time in a row: the two calls before it went to the same tool and succeeded, and each call's
+        arguments hold a number of the result before it ("(17*23)+4" gives 395, then "395+22",
+        then "417+29"). The chain's first call is the one the task asked for (docs/NOTES.md, "The
+        answer rung")."""
+        calls = [s.action for s in self.steps
+                 if s.action is not None and s.action.kind == "tool_call"][-2:]
+        ran = [(a, self.calls.get((a.name, _canonical(a.arguments)))) for a in calls]
+        if len(ran) < 2 or any(r is None or r.failed or a.name != action.name for a, r in ran):
+            return None
+        (first, started), (second, fed) = ran
+
+        def numbers(text: str) -> set:
+            return {float(n) for n in re.findall(r"\d+(?:\.\d+)?", text)}
+        feeds = [numbers(started.result) & numbers(json.dumps(second.arguments)),
+                 numbers(fed.result) & numbers(json.dumps(action.arguments))]
+        return started if all(feeds) else None
 
     def answering(self) -> bool:
         """Whether the next model call is the answer rung's (it may send only a final answer)."""

@@ -176,6 +176,39 @@ def test_a_repeat_of_a_call_that_succeeded_asks_for_the_answer_with_the_final_sh
     assert result.answer == "5" and len(result.steps) == 3
 
 
+def test_a_tool_fed_its_own_result_a_second_time_is_not_run_and_the_chains_first_result_is_asked_for(serve):
+    # Qwen2.5-Coder-1.5B on "What is 17 * 23 + 4?": (17*23)+4 gave 395, then 395+22, 417+29, … to max_steps
+    ran = []
+    result, bodies = run_on_server(serve, [call("add", a=2, b=3), call("add", a=5, b=22), call("add", a=27, b=29),
+                                           final("5")], tools=make_tools(ran))
+    assert ran == [("add", 2, 3), ("add", 5, 22)]
+    assert not any(final_only(b) for b in bodies[:3]) and final_only(bodies[3])
+    assert bodies[3]["messages"][-1]["content"] == ("[OBSERVATION] The result of your call is:\n5\nYou already have "
+                                                    "it. Give the final answer now, from this result.\n(step 3 of 10)")
+    assert any("fed its own result a second time" in n for n in result.steps[2].notes)
+    assert result.answer == "5" and result.stop_reason == "final"
+
+
+@pytest.mark.parametrize("replies", [
+    [call("add", a=2, b=3), call("add", a=5, b=4), final("9")],                          # fed once: a step
+    [call("add", a=2, b=3), call("add", a=1, b=1), call("add", a=2, b=7), final("9")],  # 1+1 is not fed 5
+    [call("add", a=2, b=3), call("echo", text="5"), call("add", a=5, b=4), final("9")],   # another tool between
+    [call("add", a=2, b=3), call("add", a=5, b="x"), call("add", a=5, b=4), final("9")],  # one failed
+])
+def test_a_call_outside_a_chain_of_one_tool_on_its_own_results_runs(serve, replies):
+    ran = []
+    result, bodies = run_on_server(serve, replies, tools=make_tools(ran))
+    assert len(ran) == sum('"tool_call"' in r and '"x"' not in r for r in replies)
+    assert not any(final_only(b) for b in bodies) and result.answer == "9"
+
+
+def test_with_constrain_never_a_chain_runs_on(serve):
+    ran = []
+    result, _ = run_on_server(serve, [call("add", a=2, b=3), call("add", a=5, b=22), call("add", a=27, b=29),
+                                      final("56")], tools=make_tools(ran), constrain="never")
+    assert len(ran) == 3 and result.answer == "56"
+
+
 @pytest.mark.parametrize("answer, own", [
     # Qwen2.5-Coder-0.5B, streaming from the CLI, after clock() twice
     ("The result of your call is: 5. You already have it. Give the final answer now, from this result.", "5."),
