@@ -6324,10 +6324,12 @@ class _RunState:
 
     def chain_start(self, action: Action) -> Optional[_Earlier]:
         """The call that began a chain, when this call would feed its tool its own result a second
-        time in a row: the two calls before it went to the same tool and succeeded, and each call's
-        arguments hold a number of the result before it ("(17*23)+4" gives 395, then "395+22",
-        then "417+29"). The chain's first call is the one the task asked for (docs/NOTES.md, "The
-        answer rung")."""
+        time in a row: the two calls before it went to the same tool and succeeded, each produced
+        one number that its arguments did not hold, and the next call's arguments hold it
+        ("(17*23)+4" gives 395, then "395+22" 417, then "417+29"; "4 tarn" gives "4 tarn = 7000
+        cm", then "7000 cm" "7000 cm = 70 m", then "70 m"). A result of several new numbers (a
+        listing, a date) is no chain. The chain's first call is the one the task asked for
+        (docs/NOTES.md, "The answer rung")."""
         calls = [s.action for s in self.steps
                  if s.action is not None and s.action.kind == "tool_call"][-2:]
         ran = [(a, self.calls.get((a.name, _canonical(a.arguments)))) for a in calls]
@@ -6335,11 +6337,16 @@ class _RunState:
             return None
         (first, started), (second, fed) = ran
 
-        def numbers(text: str) -> set:
+        def numbers(value: Any) -> set:
+            text = value if isinstance(value, str) else json.dumps(value)
             return {float(n) for n in re.findall(r"\d+(?:\.\d+)?", text)}
-        feeds = [numbers(started.result) & numbers(json.dumps(second.arguments)),
-                 numbers(fed.result) & numbers(json.dumps(action.arguments))]
-        return started if all(feeds) else None
+
+        def feeds(arguments: dict, result: _Earlier, then: dict) -> bool:
+            produced = numbers(result.result) - numbers(arguments)
+            return len(produced) == 1 and produced <= numbers(then)
+        chained = (feeds(first.arguments, started, second.arguments)
+                   and feeds(second.arguments, fed, action.arguments))
+        return started if chained else None
 
     def answering(self) -> bool:
         """Whether the next model call is the answer rung's (it may send only a final answer)."""

@@ -9,7 +9,7 @@ from _http_servers import chat_answer, client
 from conftest import call, final, make_tools
 
 import agent
-from agent import Agent, MockLLM
+from agent import Agent, MockLLM, ToolRegistry
 
 
 def run_on_server(serve, replies, tools=None, **options):
@@ -200,6 +200,28 @@ def test_a_call_outside_a_chain_of_one_tool_on_its_own_results_runs(serve, repli
     result, bodies = run_on_server(serve, replies, tools=make_tools(ran))
     assert len(ran) == sum('"tool_call"' in r and '"x"' not in r for r in replies)
     assert not any(final_only(b) for b in bodies) and result.answer == "9"
+
+
+def test_a_result_of_several_new_numbers_or_one_echoed_back_is_no_chain(serve):
+    registry, ran = ToolRegistry(), []
+
+    @registry.register
+    def page(n: int) -> str:
+        """A numbered listing."""
+        ran.append(n)
+        return "1. a 2. b 3. c"              # the next page is among its numbers, but not alone
+
+    @registry.register
+    def convert(amount: float, unit: str) -> str:
+        """Convert units."""
+        ran.append(amount)
+        return f"{amount:g} {unit} = {amount * 10:g} dm"   # the amount echoed, one new number
+    replies = [call("page", n=1), call("page", n=2), call("page", n=3),
+               call("convert", amount=4, unit="m"), call("convert", amount=40, unit="dm"),
+               call("convert", amount=400, unit="dm"), final("400")]
+    result, _ = run_on_server(serve, replies, tools=registry)
+    assert ran == [1, 2, 3, 4, 40] and result.answer == "400"
+    assert "The result of your call is:\n4 m = 40 dm" in result.steps[5].observation
 
 
 def test_with_constrain_never_a_chain_runs_on(serve):
