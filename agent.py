@@ -6043,6 +6043,7 @@ class Agent:
                    else None)
         if started is not None:   # not run: the model computes on past its task
             self._answer_rung(state, step, "a tool was fed its own result a second time in a row")
+            state.calls[key] = started._replace(step=step.index)   # sent again, it is a repeat
             text = _IN_HAND.format(result=started.result)
         elif earlier is None:
             if action.name not in self.tools:
@@ -6323,29 +6324,30 @@ class _RunState:
                          if m["role"] == "user")
 
     def chain_start(self, action: Action) -> Optional[_Earlier]:
-        """The call that began a chain, when this call would feed its tool its own result a second
-        time in a row: the two calls before it went to the same tool and succeeded, each produced
-        one number that its arguments did not hold, and the next call's arguments hold it
-        ("(17*23)+4" gives 395, then "395+22" 417, then "417+29"; "4 tarn" gives "4 tarn = 7000
-        cm", then "7000 cm" "7000 cm = 70 m", then "70 m"). A result of several new numbers (a
-        listing, a date) is no chain. The chain's first call is the one the task asked for
-        (docs/NOTES.md, "The answer rung")."""
+        """The call that began a chain, when this call would compute on past the task: the chain's
+        first call held every number of the task, and this is the third call in a row to its tool,
+        each earlier one succeeded with a result that is one number, and each next call's
+        arguments hold that number ("What is 17 * 23 + 4?": "(17*23)+4" gives 395, then "395+22"
+        417, then "417+29"). A step-by-step computation, whose first call leaves out a number of
+        the task, and a lookup (ids, listings, dates) are no chain (docs/NOTES.md, "The answer
+        rung")."""
         calls = [s.action for s in self.steps
                  if s.action is not None and s.action.kind == "tool_call"][-2:]
         ran = [(a, self.calls.get((a.name, _canonical(a.arguments)))) for a in calls]
         if len(ran) < 2 or any(r is None or r.failed or a.name != action.name for a, r in ran):
             return None
         (first, started), (second, fed) = ran
+        task = self.messages[self.head - 1]["content"] if self.head else ""
 
         def numbers(value: Any) -> set:
-            text = value if isinstance(value, str) else json.dumps(value)
-            return {float(n) for n in re.findall(r"\d+(?:\.\d+)?", text)}
+            texts = [value] if isinstance(value, str) else [str(v) for _, v in _leaves(value)]
+            return {n for text in texts for n in re.findall(r"\d+(?:\.\d+)?", str(text))}
 
-        def feeds(arguments: dict, result: _Earlier, then: dict) -> bool:
-            produced = numbers(result.result) - numbers(arguments)
-            return len(produced) == 1 and produced <= numbers(then)
-        chained = (feeds(first.arguments, started, second.arguments)
-                   and feeds(second.arguments, fed, action.arguments))
+        def feeds(result: _Earlier, then: dict) -> bool:
+            return (re.fullmatch(r"\s*-?\d+(?:\.\d+)?\s*", result.result) is not None
+                    and result.result.strip().lstrip("-") in numbers(then))
+        chained = (bool(numbers(task)) and numbers(task) <= numbers(first.arguments)
+                   and feeds(started, second.arguments) and feeds(fed, action.arguments))
         return started if chained else None
 
     def answering(self) -> bool:

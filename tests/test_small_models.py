@@ -202,26 +202,42 @@ def test_a_call_outside_a_chain_of_one_tool_on_its_own_results_runs(serve, repli
     assert not any(final_only(b) for b in bodies) and result.answer == "9"
 
 
-def test_a_result_of_several_new_numbers_or_one_echoed_back_is_no_chain(serve):
+def test_a_lookup_or_a_step_by_step_computation_is_no_chain(serve):
     registry, ran = ToolRegistry(), []
 
     @registry.register
     def page(n: int) -> str:
         """A numbered listing."""
-        ran.append(n)
-        return "1. a 2. b 3. c"              # the next page is among its numbers, but not alone
+        ran.append(("page", n))
+        return "1. a 2. b 3. c"              # the next page is among its numbers: not one number
 
     @registry.register
     def convert(amount: float, unit: str) -> str:
         """Convert units."""
-        ran.append(amount)
-        return f"{amount:g} {unit} = {amount * 10:g} dm"   # the amount echoed, one new number
+        ran.append(("convert", amount))
+        return f"{amount:g} {unit} = {amount * 10:g} dm"
+
+    @registry.register
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        ran.append(("add", a, b))
+        return a + b
     replies = [call("page", n=1), call("page", n=2), call("page", n=3),
                call("convert", amount=4, unit="m"), call("convert", amount=40, unit="dm"),
-               call("convert", amount=400, unit="dm"), final("400")]
-    result, _ = run_on_server(serve, replies, tools=registry)
-    assert ran == [1, 2, 3, 4, 40] and result.answer == "400"
-    assert "The result of your call is:\n4 m = 40 dm" in result.steps[5].observation
+               call("convert", amount=400, unit="dm"),
+               # "What is 2 + 3?" one step at a time: the first call leaves out the task's 3
+               call("add", a=2, b=1), call("add", a=3, b=2), call("add", a=5, b=0), final("5")]
+    result, _ = run_on_server(serve, replies, tools=registry, max_steps=12)
+    assert len(ran) == 9 and result.answer == "5"
+
+
+def test_a_cut_call_sent_again_is_a_repeat_and_is_not_run(serve):
+    ran = []
+    result, _ = run_on_server(serve, [call("add", a=2, b=3), call("add", a=5, b=22), call("add", a=27, b=29),
+                                      call("add", a=27, b=29), final("5")], tools=make_tools(ran))
+    assert ran == [("add", 2, 3), ("add", 5, 22)]
+    assert result.steps[3].observation.startswith("[OBSERVATION] The result of your call is:\n5\n")
+    assert result.answer == "5"
 
 
 def test_with_constrain_never_a_chain_runs_on(serve):
