@@ -314,6 +314,9 @@ _REPEAT = ("You already made this exact call in step {step}; it was not run agai
 # first, a small model answers with those words (docs/NOTES.md, "The answer rung").
 _IN_HAND = ("The result of your call is:\n{result}\nYou already have it. Give the final answer "
             "now, from this result.")
+# A call that computes on past the task (_RunState.chain_start) is not run: the step's note, and
+# what the CLI's line and the history's digest show in place of its result.
+_PAST_TASK = "not run: the call computes on past the task"
 # The last repeat allowed of a failed call; the model's own thought comes last: a small model copies
 # the text nearest its reply (docs/NOTES.md, "The answer rung").
 _GIVE_UP = ("You already made this exact call in step {step}; it failed again and will not work. "
@@ -6042,7 +6045,7 @@ class Agent:
         started = (state.chain_start(action) if earlier is None and self.constrain != "never"
                    else None)
         if started is not None:   # not run: the model computes on past its task
-            self._answer_rung(state, step, "a tool was fed its own result a second time in a row")
+            self._answer_rung(state, step, _PAST_TASK)
             state.calls[key] = started._replace(step=step.index)   # sent again, it is a repeat
             text = _IN_HAND.format(result=started.result)
         elif earlier is None:
@@ -6496,6 +6499,8 @@ def _digest_line(step: Step, calls: dict, result_chars: Optional[int]) -> str:
     if earlier is not None and earlier.step != step.index:
         return f"{step.index}. {call} → {_DIGEST_REPEAT.format(step=earlier.step)}"
     result = _observation_result(step.observation or "", (action.name, action.arguments)) or ""
+    if any(_PAST_TASK in note for note in step.notes):
+        result = _PAST_TASK
     return f"{step.index}. {call} → {_cut(result, result_chars, one_line=True)}"
 
 
@@ -7914,6 +7919,8 @@ def _cli_progress(step: Step, first: Optional[int] = None) -> str:
     else:
         if first not in (None, step.index):
             came = f"the call of step {first} again: not run again"
+        elif any(_PAST_TASK in note for note in step.notes):
+            came = _PAST_TASK
         elif step.error is not None:     # the start of what came back: its error, else its result
             came = _cut(step.error if step.error.startswith("ERROR:") else f"ERROR: {step.error}",
                         90, one_line=True, escape=True)

@@ -185,7 +185,9 @@ def test_a_tool_fed_its_own_result_a_second_time_is_not_run_and_the_chains_first
     assert not any(final_only(b) for b in bodies[:3]) and final_only(bodies[3])
     assert bodies[3]["messages"][-1]["content"] == ("[OBSERVATION] The result of your call is:\n5\nYou already have "
                                                     "it. Give the final answer now, from this result.\n(step 3 of 10)")
-    assert any("fed its own result a second time" in n for n in result.steps[2].notes)
+    assert any(agent._PAST_TASK in n for n in result.steps[2].notes)
+    assert f"→ {agent._PAST_TASK} (" in agent._cli_progress(result.steps[2])   # not the rung's words
+    assert agent._digest_line(result.steps[2], {}, 80).endswith(f"→ {agent._PAST_TASK}")
     assert result.answer == "5" and result.stop_reason == "final"
 
 
