@@ -6649,6 +6649,7 @@ def run_batch(agent: Agent, tasks: Iterable[dict], *, workers: int = 4, out: Opt
             outbox.put(("done", None))
 
     error, interrupted, running = None, False, workers
+    unpassed = None   # a result written and counted, not yet passed to on_result
     try:
         for number in range(workers):   # daemons: after a second Ctrl-C the runs in flight drop
             threading.Thread(target=work, name=f"agent-batch-{number + 1}", daemon=True).start()
@@ -6663,14 +6664,22 @@ def run_batch(agent: Agent, tasks: Iterable[dict], *, workers: int = 4, out: Opt
                     error = error or value
                     feed.stop.set()
                 else:
-                    if results is not None:
-                        results.write(value)
-                    tally.add(value, earlier=False)
+                    # a Ctrl-C waits for a result's line and count (it lost the result before), and
+                    # one that came as they were made still passes the result on
+                    with _interrupts_held():
+                        if results is not None:
+                            results.write(value)
+                        tally.add(value, earlier=False)
+                        unpassed = value
                     if on_result is not None:
+                        unpassed, value = None, unpassed
                         on_result(value)
             except KeyboardInterrupt:
                 if interrupted:
                     raise
+                if unpassed is not None and on_result is not None:
+                    unpassed, value = None, unpassed
+                    on_result(value)
                 interrupted = True
                 feed.stop.set()
                 _log.warning("interrupted: no more tasks start; the running ones end and are "
@@ -6687,6 +6696,31 @@ def run_batch(agent: Agent, tasks: Iterable[dict], *, workers: int = 4, out: Opt
     if interrupted:
         raise KeyboardInterrupt
     return tally.summary()
+
+
+class _interrupts_held:
+    """A block that a Ctrl-C does not interrupt: in the main thread, SIGINT's handler is called as
+    the block ends, once, if the signal came during it. Elsewhere a plain block (Python raises
+    KeyboardInterrupt in the main thread only)."""
+
+    def __enter__(self) -> None:
+        import signal
+        self._came: list = []
+        self._old = None
+        # a handler installed outside Python (getsignal: None) could not be put back
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is not None):
+            self._old = signal.signal(signal.SIGINT, lambda _, frame: self._came.append(frame))
+
+    def __exit__(self, *exc: Any) -> None:
+        import signal
+        if self._old is None:
+            return
+        signal.signal(signal.SIGINT, self._old)
+        if self._came and callable(self._old):
+            self._old(signal.SIGINT, self._came[0])
+        elif self._came and self._old == signal.SIG_DFL:
+            os.kill(os.getpid(), signal.SIGINT)
 
 
 def _task_problem(item: Any) -> Optional[str]:

@@ -354,6 +354,23 @@ def test_ctrl_c_twice_exits_at_once_and_loses_only_the_runs_in_flight(tmp_path, 
     assert len(ids(tmp_path / "out.jsonl")) == 1   # the one run that had ended, whole
 
 
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                    reason="SIGINT is handled in the main thread")
+def test_a_ctrl_c_as_a_result_is_written_waits_for_its_line_and_its_on_result(tmp_path, monkeypatch):
+    # the CLI's batch lost the one finished run this way about once in twenty (test above)
+    write, passed = agent._write_json_line, []
+
+    def interrupted_write(handle, record):
+        os.kill(os.getpid(), signal.SIGINT)       # arrives in the middle of making the line
+        write(handle, record)
+    monkeypatch.setattr(agent, "_write_json_line", interrupted_write)
+    llm = MockLLM([final("done")])
+    with pytest.raises(KeyboardInterrupt):
+        run_batch(Agent(llm, make_tools()), [{"id": 1, "task": "x"}], workers=1, out=str(tmp_path / "o"),
+                  on_result=passed.append)
+    assert ids(tmp_path / "o") == [1] and [r["id"] for r in passed] == [1]
+
+
 def test_resume_after_a_kill_mid_run_has_no_duplicate_and_no_lost_id(tmp_path, serve):
     script, state = blocked_answers(n_free=3)
     process = start_batch(tmp_path, serve(script), n=8, workers=2)
