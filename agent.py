@@ -6617,15 +6617,15 @@ def run_batch(agent: Agent, tasks: Iterable[dict], *, workers: int = 4, out: Opt
     replays it. The summary counts every result in ``out``, earlier ones too
     (``_Tally.summary``).
 
-    A first KeyboardInterrupt starts no more tasks, lets the running ones end and
-    be written, then raises KeyboardInterrupt; a second one raises at once (the
-    runs in flight are lost, no line is half-written). ValueError for a malformed
-    task or an id that came before (the tasks before it have run), and, before any
-    task runs, for an ``out`` that another run holds, that is no regular file or
-    that holds a line that is no result; OSError when ``out`` or ``traces`` cannot be
-    written; an exception from ``on_result`` or the agent's ``on_step`` stops the
-    batch the same way and is raised.
+    A first KeyboardInterrupt starts no more tasks, lets the running ones end and be written,
+    then raises KeyboardInterrupt; a second one raises at once (the runs in flight are lost, the
+    ones that ended are written, no line is half-written). ValueError for a malformed task or an
+    id that came before (the tasks before it have run), and, before any task runs, for an
+    ``out`` that another run holds, that is no regular file or that holds a line that is no
+    result; OSError when ``out`` or ``traces`` cannot be written; an exception from
+    ``on_result`` or the agent's ``on_step`` stops the batch the same way and is raised.
     """
+    import signal   # noqa: F401  (loaded now: a Ctrl-C inside its first import was not held)
     _check_setting("workers", workers)
     tally = _Tally()
     results = _ResultsFile(out, tally.add) if out is not None else None
@@ -6649,7 +6649,22 @@ def run_batch(agent: Agent, tasks: Iterable[dict], *, workers: int = 4, out: Opt
             outbox.put(("done", None))
 
     error, interrupted, running = None, False, workers
-    unpassed = None   # a result written and counted, not yet passed to on_result
+    # a result taken from the outbox and not yet written, then written and not yet passed on: a
+    # Ctrl-C may land between any two lines, and deliver() finishes what it left
+    pending = unpassed = None
+
+    def deliver(pass_on: bool = True) -> None:
+        nonlocal pending, unpassed
+        with _interrupts_held():   # a Ctrl-C waits for the line and the count
+            if pending is not None:
+                if results is not None:
+                    results.write(pending)
+                tally.add(pending, earlier=False)
+                pending, unpassed = None, pending
+        if pass_on and unpassed is not None and on_result is not None:
+            value, unpassed = unpassed, None
+            on_result(value)
+
     try:
         for number in range(workers):   # daemons: after a second Ctrl-C the runs in flight drop
             threading.Thread(target=work, name=f"agent-batch-{number + 1}", daemon=True).start()
@@ -6664,26 +6679,22 @@ def run_batch(agent: Agent, tasks: Iterable[dict], *, workers: int = 4, out: Opt
                     error = error or value
                     feed.stop.set()
                 else:
-                    # a Ctrl-C waits for a result's line and count (it lost the result before), and
-                    # one that came as they were made still passes the result on
-                    with _interrupts_held():
-                        if results is not None:
-                            results.write(value)
-                        tally.add(value, earlier=False)
-                        unpassed = value
-                    if on_result is not None:
-                        unpassed, value = None, unpassed
-                        on_result(value)
+                    pending = value
+                    deliver()
             except KeyboardInterrupt:
-                if interrupted:
+                if interrupted:   # at once; a run that ended before it is written all the same
+                    deliver(pass_on=False)
+                    while not outbox.empty():
+                        kind, value = outbox.get_nowait()
+                        if kind == "result":
+                            pending = value
+                            deliver(pass_on=False)
                     raise
-                if unpassed is not None and on_result is not None:
-                    unpassed, value = None, unpassed
-                    on_result(value)
                 interrupted = True
                 feed.stop.set()
                 _log.warning("interrupted: no more tasks start; the running ones end and are "
                              "written (interrupt again to stop at once)")
+                deliver()
             # the writer or on_result failed: stop, let the runs end, raise it
             except BaseException as exc:
                 error = error or exc
