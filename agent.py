@@ -329,6 +329,8 @@ _COPIED_ANSWER = ("your answer is the one of the instructions' example, which is
                   "task; answer yours")
 _COPIED_CALL = ("you copied the call of the instructions' example; call one of the listed tools "
                 "for your own task")
+# an answer with nothing in it (Agent._parse): no user takes "" for an answer
+_EMPTY_ANSWER = 'your "answer" is empty; write the answer to the task in it'
 # (names nothing of the example: a refusal is in what the model saw, which the check reads)
 _COPIED_ARGUMENT = ("your {where} is copied from the instructions' example, which is about "
                     "another task; ask for what yours needs")
@@ -6101,7 +6103,7 @@ class Agent:
 
     def _parse(self, step: Step, state: _RunState) -> Action:
         """parse_action, with what the client reported: a reply that repeated itself or was cut off
-        is refused, and so is one that copied the prompt."""
+        is refused, and so is one that copied the prompt or answers nothing."""
         if step.finish_reason == "repetition":
             raise ActionFormatError(_REPEATED, step.raw)
         try:
@@ -6119,6 +6121,8 @@ class Agent:
         copied = _copied(action, example, state.user_text, task)
         if copied is not None:
             raise _refuse(copied, _CALL_SHAPE if action.kind == "tool_call" else _BOTH_SHAPES)
+        if action.kind == "final" and not action.answer.strip():
+            raise _refuse(_EMPTY_ANSWER, _FINAL_SHAPE)
         return action
 
     def _final_as_call(self, action: Action) -> Action:

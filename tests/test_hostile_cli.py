@@ -167,8 +167,8 @@ ANY_TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, blackl
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-# (an answer the loop refuses as a copied placeholder, such as "…", is not what this test is about)
-@given(answer=ANY_TEXT.filter(lambda text: not (text.strip().lower() in agent._PLACEHOLDERS or re.match(r"[.\u2026]{2,}\Z", text.strip()))), thought=ANY_TEXT)
+# (an answer the loop refuses, a copied placeholder such as "…" or a blank one, is not what this test is about)
+@given(answer=ANY_TEXT.filter(lambda text: text.strip() and not (text.strip().lower() in agent._PLACEHOLDERS or re.match(r"[.\u2026]{2,}\Z", text.strip()))), thought=ANY_TEXT)
 def test_any_str_survives_every_cli_writer(tmp_path_factory, monkeypatch, capsysbinary, answer, thought):
     trace = tmp_path_factory.mktemp("t") / "trace.jsonl"
     scripted(monkeypatch, call("calculator", thought=thought, expression="1+1"), final(answer, thought))
