@@ -549,7 +549,7 @@ def test_a_placeholder_quoted_by_a_refusal_is_still_a_copy():
 
 @pytest.mark.parametrize("answer", ["", "  ", "\n"])
 def test_an_empty_answer_is_refused_and_the_next_one_taken(answer):
-    # Qwen2.5-Coder-1.5B ended a run with "answer": "" after a format error; it read as solved
+    # Qwen2.5-Coder-1.5B ended a run with "answer": "" after a format error, a final answer of nothing
     result = Agent(MockLLM([final(answer), final("5")]), make_tools(), constrain="never").run("t")
     assert result.steps[0].error.startswith('your "answer" is empty') and result.answer == "5"
     assert '"answer": "<the answer>"' in result.steps[0].observation and result.stop_reason == "final"
