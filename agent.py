@@ -5854,7 +5854,41 @@ class Agent:
             self._overflowed(state, step, exc)
             messages, options = self._context(state, step), self._options(state)
             raw = self.llm.chat(messages, **options)
+        if tool_rung:
+            raw = self._named(state, step, raw, messages, options)
         return self._untooled(state, step, raw, messages, options) if tool_rung else raw
+
+    def _named(self, state: _RunState, step: Step, raw: Any, messages: list,
+               options: dict) -> Any:
+        """The tool rung's reply; when it names no registered tool, the reply to the same messages
+        with the tools whose words its name shares (all of them when none does) as the names."""
+        try:
+            action = parse_action(raw if isinstance(raw, str) else "")
+        except ActionFormatError:
+            return raw
+        if action.kind != "tool_call" or action.name in self.tools:
+            return raw
+        schema = self.tools.action_schema()
+        calls = schema["anyOf"][:-1]
+        names = _sharing(action.name, self.tools)
+        kept = [c for c in calls if c["properties"]["name"]["const"] in names] or calls
+        return self._again(state, step, raw, messages,
+                           dict(options, response_schema=dict(schema, anyOf=kept)),
+                           f"the call named {action.name!r}, which is not a tool, so it is not run "
+                           "and the model is asked again with the names of "
+                           + (", ".join(names) if names else "every tool"))
+
+    def _again(self, state: _RunState, step: Step, raw: Any, messages: list, options: dict,
+               why: str) -> Any:
+        """The reply to the same messages with other options, the first reply kept in the step's
+        ``discarded_raw`` and its tokens counted; ``why`` goes in the step's notes."""
+        step.discarded_raw.append(raw if isinstance(raw, str) else str(raw))
+        self._rung(step, why)
+        self._count_tokens(state, raw)
+        self._wait(step, "waiting for the model")   # nothing was run: a new reply is awaited
+        if "max_seconds" in options:
+            options = dict(options, max_seconds=self._time_left(state))
+        return self.llm.chat(messages, **options)
 
     def _untooled(self, state: _RunState, step: Step, raw: Any, messages: list,
                   options: dict) -> Any:
@@ -5867,19 +5901,14 @@ class Agent:
         copy = _description_copy(action, self.tools, state.user_text)
         if copy is None:
             return raw
-        step.discarded_raw.append(raw if isinstance(raw, str) else str(raw))
-        self._rung(step, f"the call only copied {copy}, which no user message names, so it is "
-                         "not run and the model is asked again without the rung")
-        self._count_tokens(state, raw)
-        self._wait(step, "waiting for the model")   # the copy is not run: a new reply is awaited
         if state.schema is None:
             options = {k: v for k, v in options.items()
                        if k not in ("response_schema", "frequency_penalty")}
         else:   # constrain="always": the action schema, which allows the final shape
             options = dict(options, response_schema=state.schema)
-        if "max_seconds" in options:
-            options["max_seconds"] = self._time_left(state)
-        return self.llm.chat(messages, **options)
+        return self._again(state, step, raw, messages, options,
+                           f"the call only copied {copy}, which no user message names, so it is "
+                           "not run and the model is asked again without the rung")
 
     def _context(self, state: _RunState, step: Step) -> list[dict]:
         """What the next call sends; over the context budget, the oldest steps are dropped and
@@ -5986,8 +6015,7 @@ class Agent:
             return None
         # one step only: it must be able to answer
         if not state.steps and len(self.tools) and self.max_steps > 1:
-            schema = self.tools.action_schema()   # with its $defs: the calls may refer to them
-            return dict(schema, anyOf=schema["anyOf"][:-1])
+            return _tool_rung(self.tools)
         # The answer rung: the final shape without its "thought". A model whose last reply copied
         # "thought": "<why>" goes on from that thought to "answer": "<the answer>"; with no thought
         # to write, it answers from the result (docs/NOTES.md, "The answer rung"). A new dict each
@@ -6544,6 +6572,85 @@ def _copied(action: Action, example: Optional[_Example], seen: Callable[[], str]
     return None
 
 
+def _tool_rung(registry: ToolRegistry) -> dict:
+    """The tool rung's schema: a call of a registered tool, with its arguments; and, with two tools
+    or more, a call of a name that is no tool, with no arguments, which the loop does not run
+    (``Agent._named``).
+
+    Under the registered names alone, the first letters the model writes decide: a model that
+    wants get_employee, made to go on from "get_", gets a get_ tool that does not fit. The other
+    name's arguments are empty: as any object, a tiny model wrote a schema into them until it was
+    cut off (docs/NOTES.md, "The tool rung")."""
+    schema = registry.action_schema()   # with its $defs: the calls may refer to them
+    calls = schema["anyOf"][:-1]
+    if len(calls) > 1:
+        other = copy.deepcopy(calls[0])
+        other["properties"].update(
+            name={"type": "string", "pattern": _none_of(t.name for t in registry)},
+            arguments={"type": "object", "properties": {}, "additionalProperties": False})
+        calls.append(other)
+    return dict(schema, anyOf=calls)
+
+
+def _none_of(names: Iterable[str]) -> str:
+    """A regular expression of the JSON strings that are none of ``names`` (tool names: letters,
+    digits, "_" and "-"), one character or more, for a schema's "pattern".
+
+    A trie of the names, written out: at each of its nodes, a character that no name goes on with,
+    then anything, or one that a name does, then the rest of the pattern from there. No lookahead,
+    and no "." (llama.cpp's grammars take neither; its "." lets a string end in a quote).
+
+    >>> [bool(re.fullmatch(_none_of(["get", "get_price"]), s)) for s in ("get", "get_", "get_age")]
+    [False, True, True]
+    """
+    trie: dict = {}
+    for name in names:
+        node = trie
+        for char in name:
+            node = node.setdefault(char, {})
+        node[""] = {}
+    free = '[^"\\\\]'   # any character a JSON string holds as itself
+
+    def rest(node: dict, first: bool = False) -> str:
+        chars = sorted(c for c in node if c)
+        if not chars:
+            return f"({free}+)"
+        listed = ("-" if "-" in chars else "") + "".join(c for c in chars if c != "-")
+        group = "(" + "|".join([f'[^{listed}"\\\\]{free}*']
+                               + [c + rest(node[c]) for c in chars]) + ")"
+        return group if first or "" in node else group + "?"
+
+    return f"^{rest(trie, first=True)}$"
+
+
+def _sharing(name: str, registry: ToolRegistry) -> list:
+    """The registered tools that share a word with ``name``: a word of their description or of
+    their parameters, or of their own name that no other tool's name has ("get" of get_price, beside
+    get_weather, tells neither); a word that more than half of the tools have tells none apart.
+
+    A word is three letters or more, lower-cased, cut to its first five letters ("employees" is
+    "emplo"); the parts of a name are words ("get_price" and "getPrice": "get", "price").
+
+    >>> tools = ToolRegistry()
+    >>> for name in ("get_price", "get_weather", "find_employee"):
+    ...     _ = tools.register(lambda x: x, name=name, description=name.replace("_", " "))
+    >>> _sharing("get_employees", tools), _sharing("getWeather", tools), _sharing("get_age", tools)
+    (['find_employee'], ['get_weather'], [])
+    """
+    def stems(text: str) -> set:
+        text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
+        return {w[:5] for w in re.findall(r"[^\W\d_]{3,}", text.lower())}
+
+    names = {t.name: stems(t.name) for t in registry}
+    texts = {t.name: stems(" ".join([t.description, *_descriptions(t.parameters, keys=True)]))
+             | (names[t.name] - set().union(*(w for n, w in names.items() if n != t.name)))
+             for t in registry}
+    common = {w for w in set().union(*texts.values())
+              if sum(w in t for t in texts.values()) * 2 > len(texts)}
+    words = stems(name) - common
+    return [n for n, t in texts.items() if words & t]
+
+
 def _description_copy(action: Action, registry: ToolRegistry, seen: Callable[[], str]
                       ) -> Optional[str]:
     """The examples of the called tool's description that a call's arguments only copy, each where
@@ -6568,8 +6675,9 @@ def _description_copy(action: Action, registry: ToolRegistry, seen: Callable[[],
     return " and ".join(f'{action.name}\'s example "{examples[v]}"' for v in dict.fromkeys(values))
 
 
-def _descriptions(schema: Any) -> Iterable[str]:
-    """Every description in a JSON Schema, and its examples' texts."""
+def _descriptions(schema: Any, keys: bool = False) -> Iterable[str]:
+    """Every description in a JSON Schema, and its examples' texts; with ``keys``, its properties'
+    names too."""
     if isinstance(schema, dict):
         for key, value in schema.items():
             if key == "description" and isinstance(value, str):
@@ -6577,10 +6685,12 @@ def _descriptions(schema: Any) -> Iterable[str]:
             elif key == "examples" and isinstance(value, list):
                 yield from (f'e.g. "{v}"' for v in value if isinstance(v, (str, int, float)))
             else:
-                yield from _descriptions(value)
+                if keys and key == "properties" and isinstance(value, dict):
+                    yield from value
+                yield from _descriptions(value, keys)
     elif isinstance(schema, list):
         for item in schema:
-            yield from _descriptions(item)
+            yield from _descriptions(item, keys)
 
 
 def _leaves(value: Any, key: str = "") -> Iterable:

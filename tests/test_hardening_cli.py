@@ -104,7 +104,7 @@ def test_verbose_retry_lines_show_server_text_escaped(monkeypatch, capsys, serve
 
 
 def test_very_verbose_debug_lines_show_a_models_tool_name_escaped(monkeypatch, capsys):
-    monkeypatch.setattr(agent, "_cli_model", lambda args: (MockLLM([call("x\x1bc"), final("done")]), "x"))
+    monkeypatch.setattr(agent, "_cli_model", lambda args: (MockLLM([call("clock"), call("x\x1bc"), final("done")]), "x"))
     assert main(["-vv", "t"]) == 0
     err = capsys.readouterr().err
     assert "tool x\\x1bc took" in err and "\x1b" not in err

@@ -2,9 +2,12 @@
 of the prompt refused, and the checks of a final answer. Each test runs the agent against a scripted local
 server and reads the request bodies it sent, so what is tested is what a real server would receive."""
 import json
+import re
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from _http_servers import chat_answer, client
 from conftest import call, final, make_tools
 
@@ -354,14 +357,16 @@ def test_a_client_without_response_schema_still_gets_the_words():
 # -- an unknown tool -----------------------------------------------------------------------
 
 def test_an_unknown_tool_sends_the_action_schema_from_the_next_call(serve):
-    result, bodies = run_on_server(serve, [call("calculate", x=1), call("add", a=2, b=3), final("5")])
-    assert tool_calls_only(bodies[0])   # a server that honours the tool rung cannot send the unknown name
-    assert action_schema(bodies[1]) and not tool_calls_only(bodies[1]) and action_schema(bodies[2])
+    # the second call: the tool rung asks again after a name that is no tool (above)
+    result, bodies = run_on_server(serve, [call("add", a=2, b=3), call("calculate", x=1), call("add", a=2, b=2),
+                                           final("5")])
+    assert "response_format" not in bodies[1]
+    assert action_schema(bodies[2]) and not tool_calls_only(bodies[2]) and action_schema(bodies[3])
     names = [b["properties"]["name"]["const"] for b in
-             bodies[1]["response_format"]["json_schema"]["schema"]["anyOf"] if "name" in b["properties"]]
+             bodies[2]["response_format"]["json_schema"]["schema"]["anyOf"] if "name" in b["properties"]]
     assert names == ["echo", "add", "fail", "delete"]
-    assert "unknown tool 'calculate'" in result.steps[0].observation
-    assert any("does not exist" in n for n in result.steps[0].notes)
+    assert "unknown tool 'calculate'" in result.steps[1].observation
+    assert any("does not exist" in n for n in result.steps[1].notes)
 
 
 def test_constrain_never_keeps_the_free_text_after_an_unknown_tool(serve):
@@ -382,6 +387,94 @@ def test_the_first_call_may_only_call_a_tool_and_later_ones_are_free(serve):
     assert tool_calls_only(bodies[0]) and "response_format" not in bodies[1]
     assert result.steps[0].notes == [
         "decoding ladder: the first call of a run may only call a tool (a response_schema of the tool calls)"]
+
+
+def rung_names(body):
+    """The names a request's tool rung allows: each registered tool's, and the pattern of any other."""
+    schema = body["response_format"]["json_schema"]["schema"]
+    return [b["properties"]["name"].get("const") or b["properties"]["name"]["pattern"] for b in schema["anyOf"]]
+
+
+def test_the_tool_rung_also_takes_a_name_that_is_no_tool_with_no_arguments(serve):
+    _, bodies = run_on_server(serve, [call("add", a=2, b=3), final("5")])
+    *names, other = rung_names(bodies[0])
+    assert names == ["echo", "add", "fail", "delete"]
+    free = bodies[0]["response_format"]["json_schema"]["schema"]["anyOf"][-1]["properties"]
+    assert free["arguments"] == {"type": "object", "properties": {}, "additionalProperties": False}
+    assert free["name"]["pattern"] == other
+    assert [n for n in ["echo", "add", "fail", "delete", "", "ad", "adds", "get_sum", "echo2", "delete-me"]
+            if re.fullmatch(other, n)] == ["ad", "adds", "get_sum", "echo2", "delete-me"]
+
+
+@given(st.sets(st.text("ab_-9", min_size=1, max_size=4), min_size=1, max_size=6), st.text("ab_-9x\"\\", max_size=6))
+def test_the_other_names_pattern_takes_every_name_but_the_tools_and_the_empty_one(names, text):
+    assert bool(re.fullmatch(agent._none_of(names), text)) == (text not in names and text != ""
+                                                               and not set(text) & set('"\\'))
+
+
+def test_with_one_tool_the_tool_rung_names_only_it(serve):
+    _, bodies = run_weather(serve, [call("get_weather", city="Oslo"), final("18 C")], "How warm is Oslo?",
+                            one_weather_tool())
+    assert rung_names(bodies[0]) == ["get_weather"]
+
+
+@pytest.mark.parametrize("name, names", [
+    ("get_employee", ["find_employee"]),        # its own word, not the "get_" of the other tools
+    ("employeeAge", ["find_employee"]),         # a part of a camelCase name; "age" is in the description
+    ("get_temperatures", ["get_weather"]),      # "temperature" in a parameter's description, plural
+    ("lookup", ["echo", "add", "fail", "delete", "get_price", "get_weather", "find_employee"]),   # none: all
+    ("get_thing", ["echo", "add", "fail", "delete", "get_price", "get_weather", "find_employee"]),  # "get": common
+])
+def test_a_tool_rung_call_to_no_tool_is_asked_again_with_the_tools_that_share_a_word_with_its_name(serve, name, names):
+    # Qwen2.5-Coder-1.5B wants get_employee; under the registered names alone, "get_" leaves it the get_ tools
+    tools = staff_tools()
+    unknown = call(name, person="Ann Smith")
+    result, bodies = run_weather(serve, [unknown, call("find_employee", person="Ann Smith"), final("41")],
+                                 "How old is Ann Smith?", tools)
+    assert bodies[1]["messages"] == bodies[0]["messages"]        # nothing run, the same question again
+    assert rung_names(bodies[1]) == names                        # registered names only
+    assert result.steps[0].discarded_raw == [unknown] and result.steps[0].raw == call("find_employee", person="Ann Smith")
+    assert f"named '{name}', which is not a tool" in result.steps[0].notes[1]
+    assert result.answer == "41" and len(result.steps) == 2 and "response_format" not in bodies[2]
+    assert result.usage["completion_tokens"] == 3 * 2           # every reply counts
+
+
+def test_a_name_that_is_no_tool_then_a_copied_example_each_ask_again_and_the_trace_replays_both(serve, tmp_path):
+    unknown, copy = call("weather", city="Rome"), call("get_weather", city="Rome")
+    result, bodies = run_weather(serve, [unknown, copy, final("merci")], "How do you say 'thank you' in French?")
+    assert rung_names(bodies[1]) == ["get_weather"] and "response_format" not in bodies[2]
+    assert result.steps[0].discarded_raw == [unknown, copy] and result.answer == "merci" and len(result.steps) == 1
+    result.save(tmp_path / "run.json")
+    replayed = Agent(MockLLM.from_trace(str(tmp_path / "run.json")), weather_tools()).run(
+        "How do you say 'thank you' in French?")
+    assert replayed.answer == "merci" and replayed.steps[0].discarded_raw == [unknown, copy]
+
+
+def test_after_the_first_call_a_call_to_no_tool_is_an_error_the_model_is_told_of(serve):
+    tools = staff_tools()
+    result, bodies = run_weather(serve, [call("find_employee", person="Ann Smith"), call("get_age", person="Ann Smith"),
+                                         final("41")], "How old is Ann Smith?", tools)
+    assert "unknown tool 'get_age'" in result.steps[1].observation and len(bodies) == 3
+
+
+def one_weather_tool():
+    tools = ToolRegistry()
+    tools.register(lambda city: f"{city}: 18 C", name="get_weather", description="The weather in a city.",
+                   parameters={"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}})
+    return tools
+
+
+def staff_tools():
+    """make_tools' four, and three more whose names share a "get_" or a word with what a model may call."""
+    tools = make_tools()
+    tools.register(lambda item: "2 EUR", name="get_price", description="The price of an item.",
+                   parameters={"type": "object", "required": ["item"], "properties": {"item": {"type": "string"}}})
+    tools.register(lambda city: "18 C", name="get_weather", description="The weather in a city.",
+                   parameters={"type": "object", "required": ["city"], "properties": {
+                       "city": {"type": "string", "description": "Where to read the temperature."}}})
+    tools.register(lambda person: f"{person}: 41", name="find_employee", description="An employee's age and office.",
+                   parameters={"type": "object", "required": ["person"], "properties": {"person": {"type": "string"}}})
+    return tools
 
 
 def test_a_task_that_needs_no_tool_costs_one_step_more(serve):

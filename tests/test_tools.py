@@ -6,6 +6,7 @@ from typing import Any, Dict, List, Literal, Optional
 
 import pytest
 
+import agent
 from agent import Agent, MockLLM, Tool, ToolError, ToolRegistry
 
 
@@ -485,6 +486,7 @@ def test_action_schema_holds_nothing_llama_cpp_drops():
 
     registry.register(lambda: "ok", name="no_arguments")
     assert llama_cpp_drops(registry.action_schema()) == []
+    assert llama_cpp_drops(agent._tool_rung(registry)) == []   # the first call's, with its other name
 
 
 def test_callable_objects_and_partials_can_be_tools():
