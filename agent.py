@@ -5841,7 +5841,8 @@ class Agent:
         # may make a summary call first, so the options come after it
         messages = self._context(state, step)
         options = self._options(state)
-        tool_rung = not state.steps and "response_schema" in options and len(self.tools)
+        tool_rung = (not state.steps and "response_schema" in options and len(self.tools)
+                     and self.max_steps > 1)
         if tool_rung:
             self._rung(step,
                        "the first call of a run may only call a tool (a response_schema of the "
@@ -6593,30 +6594,41 @@ def _tool_rung(registry: ToolRegistry) -> dict:
 
 
 def _none_of(names: Iterable[str]) -> str:
-    """A regular expression of the JSON strings that are none of ``names`` (tool names: letters,
-    digits, "_" and "-"), one character or more, for a schema's "pattern".
+    """A regular expression of the tool names (letters, digits, "_" and "-") that are none of
+    ``names``, for a schema's "pattern".
 
-    A trie of the names, written out: at each of its nodes, a character that no name goes on with,
-    then anything, or one that a name does, then the rest of the pattern from there. No lookahead,
-    and no "." (llama.cpp's grammars take neither; its "." lets a string end in a quote).
+    A trie of the names, written out: at each of its nodes, a character that no name goes on
+    with, then any name's characters, or one that a name does, then the rest of the pattern from
+    there. No lookahead, "." or bounded repeat (llama.cpp's grammars take no lookahead, its "."
+    lets a string end in a quote, and many "{0,n}" fail to parse); only a name's characters, so no
+    name it takes is refused as a call written into a name, or repaired into a registered one
+    (" search" is "search").
 
     >>> [bool(re.fullmatch(_none_of(["get", "get_price"]), s)) for s in ("get", "get_", "get_age")]
     [False, True, True]
     """
+    alphabet = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
+
+    def but(taken: set) -> str:   # a class of the alphabet's characters but these, as ranges
+        runs: list = []
+        for char in (c for c in alphabet if c not in taken):
+            if runs and ord(char) == ord(runs[-1][-1]) + 1:
+                runs[-1] += char
+            else:
+                runs.append(char)
+        return "[" + "".join(r if len(r) < 3 else f"{r[0]}-{r[-1]}" for r in runs) + "]"
+
     trie: dict = {}
     for name in names:
         node = trie
         for char in name:
             node = node.setdefault(char, {})
         node[""] = {}
-    free = '[^"\\\\]'   # any character a JSON string holds as itself
+    anything = but(set()) + "*"
 
     def rest(node: dict, first: bool = False) -> str:
         chars = sorted(c for c in node if c)
-        if not chars:
-            return f"({free}+)"
-        listed = ("-" if "-" in chars else "") + "".join(c for c in chars if c != "-")
-        group = "(" + "|".join([f'[^{listed}"\\\\]{free}*']
+        group = "(" + "|".join([but(set(chars)) + anything]
                                + [c + rest(node[c]) for c in chars]) + ")"
         return group if first or "" in node else group + "?"
 
@@ -6642,7 +6654,8 @@ def _sharing(name: str, registry: ToolRegistry) -> list:
         return {w[:5] for w in re.findall(r"[^\W\d_]{3,}", text.lower())}
 
     names = {t.name: stems(t.name) for t in registry}
-    texts = {t.name: stems(" ".join([t.description, *_descriptions(t.parameters, keys=True)]))
+    texts = {t.name: stems(" ".join(x for x in [t.description, *_descriptions(t.parameters, True)]
+                                    if isinstance(x, str)))
              | (names[t.name] - set().union(*(w for n, w in names.items() if n != t.name)))
              for t in registry}
     common = {w for w in set().union(*texts.values())

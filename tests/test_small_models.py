@@ -406,10 +406,12 @@ def test_the_tool_rung_also_takes_a_name_that_is_no_tool_with_no_arguments(serve
             if re.fullmatch(other, n)] == ["ad", "adds", "get_sum", "echo2", "delete-me"]
 
 
-@given(st.sets(st.text("ab_-9", min_size=1, max_size=4), min_size=1, max_size=6), st.text("ab_-9x\"\\", max_size=6))
-def test_the_other_names_pattern_takes_every_name_but_the_tools_and_the_empty_one(names, text):
-    assert bool(re.fullmatch(agent._none_of(names), text)) == (text not in names and text != ""
-                                                               and not set(text) & set('"\\'))
+@given(st.sets(st.text("ab_-9Z", min_size=1, max_size=4), min_size=1, max_size=6),
+       st.text("ab_-9Zx \"\\(=\n", max_size=6))
+def test_the_other_names_pattern_takes_every_tool_name_but_the_registered_ones(names, text):
+    # only a name's characters: " search" would be repaired into search and run with no arguments
+    is_a_name = re.fullmatch(r"[A-Za-z0-9_-]+", text) is not None
+    assert bool(re.fullmatch(agent._none_of(names), text)) == (is_a_name and text not in names)
 
 
 def test_with_one_tool_the_tool_rung_names_only_it(serve):
@@ -448,6 +450,20 @@ def test_a_name_that_is_no_tool_then_a_copied_example_each_ask_again_and_the_tra
     replayed = Agent(MockLLM.from_trace(str(tmp_path / "run.json")), weather_tools()).run(
         "How do you say 'thank you' in French?")
     assert replayed.answer == "merci" and replayed.steps[0].discarded_raw == [unknown, copy]
+
+
+def test_tools_without_a_text_description_or_with_odd_keys_still_share_words():
+    tools = staff_tools()
+    tools.register(agent.Tool(name="odd", description=None, func=lambda: "x",
+                              parameters={"type": "object", "properties": {1: {"type": "string"}}}))
+    assert agent._sharing("get_employee", tools) == ["find_employee"]
+
+
+def test_with_one_step_the_first_call_takes_no_tool_rung_and_is_not_asked_again():
+    llm = MockLLM([call("get_age", person="Ann Smith"), final("41")])
+    result = Agent(llm, staff_tools(), constrain="always", max_steps=1).run("How old is Ann Smith?")
+    assert len(llm.calls) == 1 and "final" in json.dumps(llm.options[0]["response_schema"])
+    assert "unknown tool 'get_age'" in result.steps[0].observation and not result.steps[0].discarded_raw
 
 
 def test_after_the_first_call_a_call_to_no_tool_is_an_error_the_model_is_told_of(serve):
