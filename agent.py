@@ -6799,14 +6799,21 @@ def run_batch(agent: Agent, tasks: Iterable[dict], *, workers: int = 4, out: Opt
         # rule.
         while running:
             try:
-                kind, value = outbox.get()
-                if kind == "done":
-                    running -= 1
-                elif kind == "error":
-                    error = error or value
-                    feed.stop.set()
-                else:
-                    pending = value
+                # an item taken is an item counted: a Ctrl-C inside Queue.get, after it took the
+                # item, lost a result (so the wait is short, and a Ctrl-C waits for its end)
+                with _interrupts_held():
+                    try:
+                        kind, value = outbox.get(timeout=0.1)
+                    except queue.Empty:
+                        kind = value = None
+                    if kind == "done":
+                        running -= 1
+                    elif kind == "error":
+                        error = error or value
+                        feed.stop.set()
+                    elif kind == "result":
+                        pending = value
+                if kind == "result":
                     deliver()
             except KeyboardInterrupt:
                 if interrupted:   # at once; a run that ended before it is written all the same
