@@ -5902,14 +5902,13 @@ class Agent:
         copy = _description_copy(action, self.tools, state.user_text)
         if copy is None:
             return raw
-        if state.schema is None:
-            options = {k: v for k, v in options.items()
-                       if k not in ("response_schema", "frequency_penalty")}
-        else:   # constrain="always": the action schema, which allows the final shape
-            options = dict(options, response_schema=state.schema)
+        # the action schema, which allows the final shape: with no schema, a small model wrote
+        # prose (docs/NOTES.md, "The tool rung")
+        options = dict(options, response_schema=state.schema or self.tools.action_schema())
         return self._again(state, step, raw, messages, options,
                            f"the call only copied {copy}, which no user message names, so it is "
-                           "not run and the model is asked again without the rung")
+                           "not run and the model is asked again with the action schema, which "
+                           "allows the final answer")
 
     def _context(self, state: _RunState, step: Step) -> list[dict]:
         """What the next call sends; over the context budget, the oldest steps are dropped and
