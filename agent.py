@@ -748,8 +748,10 @@ class ToolRegistry:
         } for t in self._tools.values()]
         branches.append({
             "type": "object",
+            # not empty: the loop refuses an empty answer, and a model held to the answer rung
+            # sent "" again and again (docs/NOTES.md, "The loop")
             "properties": {"type": {"const": "final"}, "thought": thought,
-                           "answer": {"type": "string"}},
+                           "answer": {"type": "string", "minLength": 1}},
             "required": ["type", "thought", "answer"], "additionalProperties": False,
         })
         # not oneOf: more servers support anyOf, and xgrammar reads oneOf as anyOf
@@ -6022,7 +6024,8 @@ class Agent:
         # call, as the action schema is: a client may change what it is given.
         if state.answering():
             return {"type": "object",
-                    "properties": {"type": {"const": "final"}, "answer": {"type": "string"}},
+                    "properties": {"type": {"const": "final"},
+                                   "answer": {"type": "string", "minLength": 1}},
                     "required": ["type", "answer"], "additionalProperties": False}
         return state.schema
 

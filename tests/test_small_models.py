@@ -665,6 +665,18 @@ def test_an_empty_answer_is_refused_and_the_next_one_taken(answer):
     assert '"answer": "<the answer>"' in result.steps[0].observation and result.stop_reason == "final"
 
 
+def test_the_schemas_that_allow_an_answer_do_not_allow_an_empty_one(serve):
+    # Qwen2.5-Coder-0.5B, held to the answer rung after a final with no "answer", sent "" three times
+    result, bodies = run_on_server(serve, [call("add", a=2, b=3), call("add", a=2, b=3), final("5")])
+    rung = bodies[2]["response_format"]["json_schema"]["schema"]
+    branch = make_tools().action_schema()["anyOf"][-1]
+    for schema, reply in [(rung, {"type": "final", "answer": ""}),
+                          (branch, {"type": "final", "thought": "t", "answer": ""})]:
+        with pytest.raises(agent._ArgumentError, match="at least 1 character"):
+            agent._Schema(schema).validate(reply)
+        assert agent._Schema(schema).validate(dict(reply, answer="5"))["answer"] == "5"
+
+
 @pytest.mark.parametrize("answer", ["..5", "Wait...", "<b>5</b>", "."])
 def test_text_around_dots_or_brackets_is_an_answer(answer):
     result = Agent(MockLLM([final(answer)]), make_tools(), constrain="never").run("t")
