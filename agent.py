@@ -5641,8 +5641,9 @@ class Agent:
         confirm=True; None declines every such call
       constrain (default: 'auto')
         the decoding ladder, for a client whose chat takes ``response_schema``: 'auto' sends a
-        schema when it helps (a first call may only call a tool; the action schema after a failed
-        reply), 'always' the action schema from the second call too, 'never' none
+        schema when it helps (a first call may only call a tool, unless the task fits none; the
+        action schema after a failed reply), 'always' the action schema from the second call too,
+        'never' none
       memory (default: 'digest')
         what stands in for dropped steps: 'digest' (a line each), 'summary' (the model's
         notes) or 'none'
@@ -5770,6 +5771,7 @@ class Agent:
                           started=_now(), budget=self.max_context_chars, memory=self.memory)
         if self.constrain == "always" and "response_schema" in self._accepts:
             state.schema = self.tools.action_schema()
+        state.fits_no_tool = _fits_no_tool(task, self.tools)   # the task alone, not the history
         return state
 
     def _over_budget(self, state: _RunState) -> Optional[str]:
@@ -5843,12 +5845,16 @@ class Agent:
         # may make a summary call first, so the options come after it
         messages = self._context(state, step)
         options = self._options(state)
-        tool_rung = (not state.steps and "response_schema" in options and len(self.tools)
-                     and self.max_steps > 1)
+        first = "response_schema" in options and self._first_call(state)
+        tool_rung = first and not state.fits_no_tool
         if tool_rung:
             self._rung(step,
                        "the first call of a run may only call a tool (a response_schema of the "
                        "tool calls)")
+        elif first:
+            self._rung(step, "the task, in English, shares no word with any tool, so the first "
+                             "call may call a tool or answer (a response_schema of the tool calls "
+                             "and the final shape)")
         try:
             raw = self.llm.chat(messages, **options)
         except LLMError as exc:
@@ -5857,7 +5863,7 @@ class Agent:
             self._overflowed(state, step, exc)
             messages, options = self._context(state, step), self._options(state)
             raw = self.llm.chat(messages, **options)
-        if tool_rung:
+        if first:
             raw = self._named(state, step, raw, messages, options)
         return self._untooled(state, step, raw, messages, options) if tool_rung else raw
 
@@ -6009,15 +6015,23 @@ class Agent:
             options["max_seconds"] = self._time_left(state)
         return options
 
+    def _first_call(self, state: _RunState) -> bool:
+        """Whether the next call is the first of a run with tools and more than one step (with one,
+        it must be able to answer): the tool rung's call, or a free one (_fits_no_tool)."""
+        return not state.steps and len(self.tools) > 0 and self.max_steps > 1
+
     def _rung_schema(self, state: _RunState) -> Optional[dict]:
         """The response_schema of the next call: the tool rung (the first call of a run may only
         call a tool), the answer rung (the final shape alone), or the action schema once a reply
         failed."""
         if self.constrain == "never" or "response_schema" not in self._accepts:
             return None
-        # one step only: it must be able to answer
-        if not state.steps and len(self.tools) and self.max_steps > 1:
-            return _tool_rung(self.tools)
+        if self._first_call(state):
+            schema = _tool_rung(self.tools)
+            # A task that fits no tool may be answered at once, still in one JSON object: a small
+            # model writes prose without a schema (docs/NOTES.md, "The tool rung").
+            return schema if not state.fits_no_tool else dict(
+                schema, anyOf=schema["anyOf"] + self.tools.action_schema()["anyOf"][-1:])
         # The answer rung: the final shape without its "thought". A model whose last reply copied
         # "thought": "<why>" goes on from that thought to "answer": "<the answer>"; with no thought
         # to write, it answers from the result (docs/NOTES.md, "The answer rung"). A new dict each
@@ -6334,6 +6348,7 @@ class _RunState:
     hot: bool = False                     # second rung: a raised temperature is sent
     failed: set[str] = field(default_factory=set)    # raw replies that could not be parsed
     answer_rung: int = 0                  # the step whose model call may send only a final answer
+    fits_no_tool: bool = False            # the task's first call is free (_fits_no_tool)
     memory: str = "digest"  # what stands in for dropped steps: digest, summary or none
     # joined to the task while steps are dropped ("\n\n" and the digest, the summary or a count),
     # counted in what is sent
@@ -6637,13 +6652,44 @@ def _none_of(names: Iterable[str]) -> str:
     return f"^{rest(trie, first=True)}$"
 
 
+# English words a task and a tool share without meaning the same thing (_fits_no_tool); "now"
+# is not one: a task about the present cannot be answered from memory
+_COMMON_WORDS = frozenset("""about all also and any are been can could did does each find for from
+get give has have how into its let make many more most much need one our please right some tell
+than that the their then there these this those was were what when where which who whom why will
+with would you your""".split())
+
+
+def _words(text: str) -> set:
+    """The words of text that say what it is about: three letters or more, lower-cased, each cut to
+    its first five letters ("prices" and "price" are one), a word in "ies" also with "y" ("cities"
+    is "city" too); the parts of a name are words ("get_price" and "getPrice": "get", "price")."""
+    words = re.findall(r"[^\W\d_]{3,}", re.sub(r"([a-z])([A-Z])", r"\1 \2", text).lower())
+    return {w[:5] for w in words} | {w[:-3] + "y" for w in words if w.endswith("ies")}
+
+
+def _fits_no_tool(task: str, registry: ToolRegistry) -> bool:
+    """True when the task is in English (it has a common English word), has no digit (arithmetic,
+    or data to look up by), and shares no other word with any tool's name, description or
+    parameters: then its first call is free (docs/NOTES.md, "The tool rung").
+
+    A task in another language shares no word with English tools whatever it asks, so it keeps
+    the rung."""
+    task_words = _words(task)
+    if re.search(r"\d", task) or not task_words & {w[:5] for w in _COMMON_WORDS}:
+        return False
+    listed = " ".join(x for t in registry
+                      for x in [t.name, t.description, *_descriptions(t.parameters, True)]
+                      if isinstance(x, str))
+    return not (task_words - {w[:5] for w in _COMMON_WORDS}) & _words(listed)
+
+
 def _sharing(name: str, registry: ToolRegistry) -> list:
     """The registered tools that share a word with ``name``: a word of their description or of
     their parameters, or of their own name that no other tool's name has ("get" of get_price, beside
     get_weather, tells neither); a word that more than half of the tools have tells none apart.
 
-    A word is three letters or more, lower-cased, cut to its first five letters ("employees" is
-    "emplo"); the parts of a name are words ("get_price" and "getPrice": "get", "price").
+    Words are _words ("employees" is "emplo").
 
     >>> tools = ToolRegistry()
     >>> for name in ("get_price", "get_weather", "find_employee"):
@@ -6651,18 +6697,14 @@ def _sharing(name: str, registry: ToolRegistry) -> list:
     >>> _sharing("get_employees", tools), _sharing("getWeather", tools), _sharing("get_age", tools)
     (['find_employee'], ['get_weather'], [])
     """
-    def stems(text: str) -> set:
-        text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
-        return {w[:5] for w in re.findall(r"[^\W\d_]{3,}", text.lower())}
-
-    names = {t.name: stems(t.name) for t in registry}
-    texts = {t.name: stems(" ".join(x for x in [t.description, *_descriptions(t.parameters, True)]
+    names = {t.name: _words(t.name) for t in registry}
+    texts = {t.name: _words(" ".join(x for x in [t.description, *_descriptions(t.parameters, True)]
                                     if isinstance(x, str)))
              | (names[t.name] - set().union(*(w for n, w in names.items() if n != t.name)))
              for t in registry}
     common = {w for w in set().union(*texts.values())
               if sum(w in t for t in texts.values()) * 2 > len(texts)}
-    words = stems(name) - common
+    words = _words(name) - common
     return [n for n, t in texts.items() if words & t]
 
 

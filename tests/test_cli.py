@@ -261,7 +261,7 @@ def test_the_live_line_drops_a_tool_rung_copy_that_is_not_run(monkeypatch):
     copy = call("calculator", expression="(128*3+40)/4")
     client = SchemaStreamingClient([copy, final("merci")])
     monkeypatch.setattr(agent, "_cli_model", lambda args: (client, "scripted"))
-    assert main(["How do you say 'thank you' in French?"]) == 0
+    assert main(["Please evaluate an expression for me."]) == 0
     kinds = [{b["properties"]["type"]["const"] for b in o["response_schema"]["anyOf"]} for o in client.options]
     assert kinds == [{"tool_call"}, {"tool_call", "final"}]
     err = terminal.getvalue()

@@ -415,7 +415,7 @@ def test_the_other_names_pattern_takes_every_tool_name_but_the_registered_ones(n
 
 
 def test_with_one_tool_the_tool_rung_names_only_it(serve):
-    _, bodies = run_weather(serve, [call("get_weather", city="Oslo"), final("18 C")], "How warm is Oslo?",
+    _, bodies = run_weather(serve, [call("get_weather", city="Oslo"), final("18 C")], "What is the weather in Oslo?",
                             one_weather_tool())
     assert rung_names(bodies[0]) == ["get_weather"]
 
@@ -432,7 +432,7 @@ def test_a_tool_rung_call_to_no_tool_is_asked_again_with_the_tools_that_share_a_
     tools = staff_tools()
     unknown = call(name, person="Ann Smith")
     result, bodies = run_weather(serve, [unknown, call("find_employee", person="Ann Smith"), final("41")],
-                                 "How old is Ann Smith?", tools)
+                                 "What is the age of Ann Smith?", tools)
     assert bodies[1]["messages"] == bodies[0]["messages"]        # nothing run, the same question again
     assert rung_names(bodies[1]) == names                        # registered names only
     assert result.steps[0].discarded_raw == [unknown] and result.steps[0].raw == call("find_employee", person="Ann Smith")
@@ -443,12 +443,12 @@ def test_a_tool_rung_call_to_no_tool_is_asked_again_with_the_tools_that_share_a_
 
 def test_a_name_that_is_no_tool_then_a_copied_example_each_ask_again_and_the_trace_replays_both(serve, tmp_path):
     unknown, copy = call("weather", city="Rome"), call("get_weather", city="Rome")
-    result, bodies = run_weather(serve, [unknown, copy, final("merci")], "How do you say 'thank you' in French?")
+    result, bodies = run_weather(serve, [unknown, copy, final("merci")], "How do you say 'weather' in French?")
     assert rung_names(bodies[1]) == ["get_weather"] and action_schema(bodies[2]) and not tool_calls_only(bodies[2])
     assert result.steps[0].discarded_raw == [unknown, copy] and result.answer == "merci" and len(result.steps) == 1
     result.save(tmp_path / "run.json")
     replayed = Agent(MockLLM.from_trace(str(tmp_path / "run.json")), weather_tools()).run(
-        "How do you say 'thank you' in French?")
+        "How do you say 'weather' in French?")
     assert replayed.answer == "merci" and replayed.steps[0].discarded_raw == [unknown, copy]
 
 
@@ -461,7 +461,7 @@ def test_tools_without_a_text_description_or_with_odd_keys_still_share_words():
 
 def test_with_one_step_the_first_call_takes_no_tool_rung_and_is_not_asked_again():
     llm = MockLLM([call("get_age", person="Ann Smith"), final("41")])
-    result = Agent(llm, staff_tools(), constrain="always", max_steps=1).run("How old is Ann Smith?")
+    result = Agent(llm, staff_tools(), constrain="always", max_steps=1).run("What is the age of Ann Smith?")
     assert len(llm.calls) == 1 and "final" in json.dumps(llm.options[0]["response_schema"])
     assert "unknown tool 'get_age'" in result.steps[0].observation and not result.steps[0].discarded_raw
 
@@ -469,7 +469,7 @@ def test_with_one_step_the_first_call_takes_no_tool_rung_and_is_not_asked_again(
 def test_after_the_first_call_a_call_to_no_tool_is_an_error_the_model_is_told_of(serve):
     tools = staff_tools()
     result, bodies = run_weather(serve, [call("find_employee", person="Ann Smith"), call("get_age", person="Ann Smith"),
-                                         final("41")], "How old is Ann Smith?", tools)
+                                         final("41")], "What is the age of Ann Smith?", tools)
     assert "unknown tool 'get_age'" in result.steps[1].observation and len(bodies) == 3
 
 
@@ -491,6 +491,100 @@ def staff_tools():
     tools.register(lambda person: f"{person}: 41", name="find_employee", description="An employee's age and office.",
                    parameters={"type": "object", "required": ["person"], "properties": {"person": {"type": "string"}}})
     return tools
+
+
+@pytest.mark.parametrize("task", [
+    "What is 2 + 3?",                    # a digit: arithmetic, or data to look up by
+    "Please add these numbers up.",      # shares "add" with the tool add ("Add two integers.")
+    "Echo the word hello back to me.",   # "echo", the tool's name
+    "Which integers are there?",         # "integers", cut to "integ" like "integers" in add's description
+    "¿Cuál es la capital de Italia?",    # no common English word: shared words cannot be judged, so the rung
+    "Combien de côtés a un hexagone ?",
+])
+def test_a_task_with_a_digit_a_word_of_a_tool_or_in_another_language_takes_the_tool_rung(task):
+    llm = MockLLM([call("add", a=2, b=3), final("5")])
+    Agent(llm, make_tools()).run(task)
+    assert llm.options[0]["response_schema"] == agent._tool_rung(make_tools())
+
+
+@pytest.mark.parametrize("task", ["What is the capital of France?", "Who wrote the play Romeo and Juliet?",
+                                  "How many legs does a spider have?"])
+def test_an_english_task_that_shares_no_word_with_any_tool_may_answer_at_once_in_json(task):
+    llm = MockLLM([final("Paris")])
+    result = Agent(llm, make_tools()).run(task)
+    # the tool rung's calls and the final shape, so a model that writes prose without a schema still sends JSON
+    assert llm.options[0]["response_schema"] == free_schema(make_tools())
+    assert result.steps[0].notes == ["decoding ladder: the task, in English, shares no word with any tool, so "
+                                     "the first call may call a tool or answer (a response_schema of the tool "
+                                     "calls and the final shape)"]
+    assert result.answer == "Paris" and len(result.steps) == 1
+
+
+def free_schema(registry):
+    calls = agent._tool_rung(registry)
+    return dict(calls, anyOf=calls["anyOf"] + registry.action_schema()["anyOf"][-1:])
+
+
+def test_a_free_first_call_may_still_call_a_tool_and_one_that_is_no_tool_is_asked_again():
+    llm = MockLLM([call("lookup", text="Paris"), call("echo", text="Paris"), final("Paris")])
+    result = Agent(llm, make_tools()).run("What is the capital of France?")
+    # asked again as the tool rung asks: "lookup" shares no word with a tool, so with every tool's call
+    assert llm.options[1]["response_schema"]["anyOf"] == make_tools().action_schema()["anyOf"][:-1]
+    assert result.steps[0].discarded_raw == [call("lookup", text="Paris")]
+    assert result.steps[0].observation.startswith('[OBSERVATION] echo({"text":"Paris"}) returned: Paris')
+    assert result.answer == "Paris" and "response_schema" not in llm.options[2]
+
+
+def test_a_free_first_call_is_free_text_for_a_client_without_a_schema_and_with_never():
+    class PlainClient:   # its chat takes no per-call options
+        def chat(self, messages):
+            return final("Paris")
+
+    assert Agent(PlainClient(), make_tools()).run("What is the capital of France?").answer == "Paris"
+    llm = MockLLM([final("Paris")])
+    Agent(llm, make_tools(), constrain="never").run("What is the capital of France?")
+    assert llm.options == [{}]
+
+
+def test_the_words_a_task_and_a_tool_share_are_cut_and_split_alike():
+    registry = agent.ToolRegistry()
+    registry.register(lambda: "1%", name="CalculateTax", description="")           # BFCL's names
+    registry.register(lambda city: "ok", name="air_quality", description="",
+                      parameters={"type": "object", "properties": {"city": {"type": "string",
+                                                                              "description": "A city's name"}}})
+    assert not agent._fits_no_tool("How are taxes calculated?", registry)          # tax, calcu
+    assert not agent._fits_no_tool("Which cities are the largest?", registry)      # "cities" is "city"
+    assert agent._fits_no_tool("What are the primary colours?", registry)
+    assert agent._words("What are the prices of cities?") == {"what", "are", "price", "citie", "city", "the"}
+
+
+@pytest.mark.parametrize("task", ["Describe a sunset in one sentence.", "Type a haiku about spring, please.",
+                                  "Translate this string into French for me.", "Explain the properties of gold."])
+def test_the_schemas_own_keywords_are_no_words_of_a_tool(task):
+    registry = agent.ToolRegistry()
+    registry.register(lambda city: city, name="get_weather", description="The weather in a city.",
+                      parameters={"type": "object", "additionalProperties": False, "required": ["city"],
+                                  "properties": {"city": {"type": "string", "description": "The city's name."}}})
+    assert agent._fits_no_tool(task, registry)
+
+
+def test_the_tool_rung_is_judged_on_the_task_alone():
+    # a run that stopped on max_steps ends in an observation with a digit: the next turn's task has none
+    first = Agent(MockLLM([call("echo", text="a"), call("echo", text="b")]), make_tools(), max_steps=2).run("Echo a")
+    llm = MockLLM([final("Paris")])
+    result = Agent(llm, make_tools()).run("What is the capital of France?", history=first.messages)
+    assert llm.options[0]["response_schema"] == free_schema(make_tools())
+    assert "shares no word" in result.steps[0].notes[0]
+
+
+def test_a_tool_whose_parameters_are_no_schema_does_not_stop_the_run():
+    registry = make_tools()
+    registry.register(lambda: "ok", name="odd", description="Odd.")
+    runner = Agent(MockLLM([final("Paris")]), registry)
+    # replaced after the prompt was written: no longer JSON (a set), checked when the tool is called
+    registry.get("odd").parameters = {"type": "object", "properties": {"x": {"enum": {1, 2}}}}
+    result = runner.run("What is the capital of France?")
+    assert result.stop_reason == "final" and result.answer == "Paris"
 
 
 def test_a_task_that_needs_no_tool_costs_one_step_more(serve):
@@ -516,7 +610,7 @@ def test_a_tool_rung_call_that_only_copies_its_descriptions_example_is_asked_aga
     # Qwen2.5-Coder-0.5B, made to call a tool for "thank you" in French, sent get_weather("Rome");
     # asked again with no schema, SmolLM2-135M wrote prose: the action schema allows the final shape
     copy = call("get_weather", city="Rome")
-    result, bodies = run_weather(serve, [copy, final("merci")], "How do you say 'thank you' in French?")
+    result, bodies = run_weather(serve, [copy, final("merci")], "How do you say 'weather' in French?")
     assert tool_calls_only(bodies[0]) and action_schema(bodies[1]) and not tool_calls_only(bodies[1])
     assert bodies[1]["messages"] == bodies[0]["messages"]          # the same question, nothing run
     assert result.answer == "merci" and len(result.steps) == 1 and result.steps[0].raw == final("merci")
@@ -527,7 +621,7 @@ def test_a_tool_rung_call_that_only_copies_its_descriptions_example_is_asked_aga
 @pytest.mark.parametrize("tools", [weather_tools("The city, e.g. Rome."), weather_tools("The city.", examples=["Rome"])],
                          ids=["bare word", "examples keyword"])
 def test_an_example_unquoted_or_in_the_schemas_examples_counts_too(serve, tools):
-    result, bodies = run_weather(serve, [call("get_weather", city="rome"), final("merci")], "Thank you in French?", tools)
+    result, bodies = run_weather(serve, [call("get_weather", city="rome"), final("merci")], "'Weather' in French?", tools)
     assert len(bodies) == 2 and not tool_calls_only(bodies[1]) and result.answer == "merci"
 
 
@@ -560,14 +654,14 @@ def test_the_second_ask_gets_what_is_left_of_max_seconds():
             time.sleep(0.05)   # the first call takes time: the second may take only what is left
             return self.replies.pop(0)
 
-    result = Agent(Client(), weather_tools(), max_seconds=60).run("Thank you in French?")
+    result = Agent(Client(), weather_tools(), max_seconds=60).run("'Weather' in French?")
     assert result.answer == "merci" and [s for s, _ in seen] == [True, True]
     assert seen[1][1] < seen[0][1] - 0.04 and seen[0][1] <= 60
 
 
 def test_with_constrain_always_the_second_ask_sends_the_action_schema(serve):
     server = serve(chat_answer(call("get_weather", city="Rome")), chat_answer(final("merci")))
-    result = Agent(client(server, stream=False), weather_tools(), constrain="always").run("Thank you in French?")
+    result = Agent(client(server, stream=False), weather_tools(), constrain="always").run("'Weather' in French?")
     bodies = [r["body"] for r in server.requests]
     assert tool_calls_only(bodies[0]) and action_schema(bodies[1]) and not tool_calls_only(bodies[1])
     assert result.answer == "merci"
@@ -685,11 +779,11 @@ def test_text_around_dots_or_brackets_is_an_answer(answer):
 
 def test_a_replay_of_a_run_whose_copy_was_asked_again_makes_the_same_calls(serve, tmp_path):
     copy = call("get_weather", city="Rome")
-    result, _ = run_weather(serve, [copy, final("merci")], "How do you say 'thank you' in French?")
+    result, _ = run_weather(serve, [copy, final("merci")], "How do you say 'weather' in French?")
     path = tmp_path / "run.json"
     result.save(str(path))
     replay = MockLLM.from_trace(str(path))
     assert replay.replies == [copy, final("merci")]      # the copied reply, then the step's own
-    again = Agent(replay, weather_tools()).run("How do you say 'thank you' in French?")
+    again = Agent(replay, weather_tools()).run("How do you say 'weather' in French?")
     assert [(s.raw, s.observation, s.notes) for s in again.steps] == [(s.raw, s.observation, s.notes) for s in result.steps]
     assert again.answer == "merci" and len(replay.calls) == 2 and replay.calls[1] == replay.calls[0]
