@@ -331,6 +331,8 @@ _COPIED_CALL = ("you copied the call of the instructions' example; call one of t
                 "for your own task")
 # an answer with nothing in it (Agent._parse): no user takes "" for an answer
 _EMPTY_ANSWER = 'your "answer" is empty; write the answer to the task in it'
+# an answer that repeats a refusal of an earlier reply (Agent._parse)
+_COPIED_REFUSAL = "your answer repeats what you were told about an earlier reply; answer the task"
 # (names nothing of the example: a refusal is in what the model saw, which the check reads)
 _COPIED_ARGUMENT = ("your {where} is copied from the instructions' example, which is about "
                     "another task; ask for what yours needs")
@@ -6168,6 +6170,8 @@ class Agent:
             raise _refuse(copied, _CALL_SHAPE if action.kind == "tool_call" else _BOTH_SHAPES)
         if action.kind == "final" and not action.answer.strip():
             raise _refuse(_EMPTY_ANSWER, _FINAL_SHAPE)
+        if action.kind == "final" and _repeats_a_refusal(action.answer, state.steps):
+            raise _refuse(_COPIED_REFUSAL, _FINAL_SHAPE)
         return action
 
     def _final_as_call(self, action: Action) -> Action:
@@ -6552,6 +6556,16 @@ def _digest_line(step: Step, calls: dict, result_chars: Optional[int]) -> str:
     if any(_PAST_TASK in note for note in step.notes):
         result = _PAST_TASK
     return f"{step.index}. {call} → {_cut(result, result_chars, one_line=True)}"
+
+
+def _repeats_a_refusal(answer: str, steps: list) -> bool:
+    """Whether an answer holds, whole, the problem that refused an earlier reply of the run
+    (spaces, quotes and case aside), one of 30 characters or more: a model read the refusal as the
+    answer ("The key 'thought' appears twice with different values; write each key once.")."""
+    def plain(text: str) -> str:
+        return " ".join(re.sub(r"[\"'`]", "", text).lower().split())
+    problems = (plain(_asked_problem(s.error)) for s in steps if s.action is None and s.error)
+    return any(len(problem) >= 30 and problem in plain(answer) for problem in problems)
 
 
 def _copied(action: Action, example: Optional[_Example], seen: Callable[[], str], task: str

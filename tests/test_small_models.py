@@ -207,6 +207,26 @@ def test_a_call_outside_a_chain_of_one_tool_on_its_own_results_runs(serve, repli
     assert not any(final_only(b) for b in bodies) and result.answer == "9"
 
 
+def test_an_answer_that_repeats_the_refusal_of_an_earlier_reply_is_refused():
+    # Qwen2.5-Coder-1.5B, refused for a reply with two different "thought" keys, answered with the refusal
+    twice = '{"type": "final", "thought": "a", "thought": "b", "answer": "Oslo"}'
+    copied = final("The key 'thought' appears twice with different values; write each key once.")
+    llm = MockLLM([twice, copied, final("Oslo")])
+    result = Agent(llm, make_tools()).run("Which city is warmer, Oslo or Cairo?")
+    assert result.steps[1].error.startswith("your answer repeats what you were told about an earlier reply")
+    assert result.answer == "Oslo" and len(result.steps) == 3
+
+
+@pytest.mark.parametrize("first, answer", [
+    ("no JSON here", "The reply contains no JSON object, so I answer: 5"),   # a few of its words
+    ("", "The server answered 204: the reply was empty."),                   # a short refusal, whole
+])
+def test_an_answer_that_shares_words_with_a_refusal_or_holds_a_short_one_is_kept(first, answer):
+    llm = MockLLM([first, final(answer)])
+    result = Agent(llm, make_tools()).run("What is 2 + 3?")
+    assert result.answer == answer and len(result.steps) == 2
+
+
 def test_a_lookup_or_a_step_by_step_computation_is_no_chain(serve):
     registry, ran = ToolRegistry(), []
 
