@@ -5773,7 +5773,8 @@ class Agent:
                           started=_now(), budget=self.max_context_chars, memory=self.memory)
         if self.constrain == "always" and "response_schema" in self._accepts:
             state.schema = self.tools.action_schema()
-        state.fits_no_tool = _fits_no_tool(task, self.tools)   # the task alone, not the history
+        if len(self.tools) and self.constrain != "never":   # the task alone, not the history
+            state.fits_no_tool = _fits_no_tool(task, self.tools)
         return state
 
     def _over_budget(self, state: _RunState) -> Optional[str]:
@@ -6666,12 +6667,12 @@ def _none_of(names: Iterable[str]) -> str:
     return f"^{rest(trie, first=True)}$"
 
 
-# English words a task and a tool share without meaning the same thing (_fits_no_tool); "now"
-# is not one: a task about the present cannot be answered from memory
-_COMMON_WORDS = frozenset("""about all also and any are been can could did does each find for from
-get give has have how into its let make many more most much need one our please right some tell
-than that the their then there these this those was were what when where which who whom why will
-with would you your""".split())
+# English words a task and a tool share without meaning the same thing (_fits_no_tool), cut as
+# _words cuts them; "now" is not one: a task about the present cannot be answered from memory
+_COMMON_WORDS = frozenset(word[:5] for word in """about all also and any are been can could did does
+each find for from get give has have how into its let make many more most much need one our please
+right some tell than that the their then there these this those was were what when where which who
+whom why will with would you your""".split())
 
 
 def _words(text: str) -> set:
@@ -6690,12 +6691,12 @@ def _fits_no_tool(task: str, registry: ToolRegistry) -> bool:
     A task in another language shares no word with English tools whatever it asks, so it keeps
     the rung."""
     task_words = _words(task)
-    if re.search(r"\d", task) or not task_words & {w[:5] for w in _COMMON_WORDS}:
+    if re.search(r"\d", task) or not task_words & _COMMON_WORDS:
         return False
     listed = " ".join(x for t in registry
                       for x in [t.name, t.description, *_descriptions(t.parameters, True)]
                       if isinstance(x, str))
-    return not (task_words - {w[:5] for w in _COMMON_WORDS}) & _words(listed)
+    return not (task_words - _COMMON_WORDS) & _words(listed)
 
 
 def _sharing(name: str, registry: ToolRegistry) -> list:
