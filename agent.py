@@ -1939,7 +1939,9 @@ def parse_action(text: str) -> Action:
     and stray quotes around the object, an invented observation after it, raw
     newlines, ``\\_`` and ``\\'`` in strings, trailing commas, Python literals, an
     escaped-twice reply, an array of actions, ``arguments`` as a JSON string, a
-    missing ``type`` or ``arguments`` when nothing else is meant. The action is the
+    missing ``type`` or ``arguments`` when nothing else is meant, the action's own
+    ``thought`` written twice (joined), an answer beside ``"name": "final"`` and no
+    arguments (the final answer, ``final_as_call``). The action is the
     object starting at the first ``{`` (or ``[{``); a broken one is never skipped for
     a later one. A reply that opens with its action ends where the action ends (a
     different one after it is not run: ``extra_actions``); after prose, several
@@ -2102,7 +2104,8 @@ def _interpret(obj: dict, repairs: list) -> Action:
         if not isinstance(answer, str):
             _note(repairs, "answer_not_text")
             answer = json.dumps(answer, ensure_ascii=False)
-        return Action("final", answer=answer, thought=thought, repairs=tuple(repairs))
+        named = obj.get("name") if "final_as_call" in repairs else None   # the loop checks the name
+        return Action("final", name=named, answer=answer, thought=thought, repairs=tuple(repairs))
     # 2. a call: the tool's name, alone
     name = obj.get("name")
     if name is None or ("name" in keys.stand_ins and name in _Keys.EMPTY):
@@ -2128,7 +2131,7 @@ def _interpret(obj: dict, repairs: list) -> Action:
         if text and text[0] != "{":
             raise _refuse(f'"arguments" must be a JSON object, got the string {text[:40]!r}',
                           _CALL_SHAPE)
-        arguments, end = _read_value(text, 0, repairs) if text else ({}, 0)
+        arguments, end = _read_value(text, 0, repairs, action=False) if text else ({}, 0)
         if text[end:].strip():
             raise _refuse('"arguments" holds text after its JSON object', _CALL_SHAPE)
     if arguments is None or arguments == {}:
@@ -2174,6 +2177,7 @@ class _Keys(typing.NamedTuple):
         **dict.fromkeys(CALL_METADATA, None),
     }
     EMPTY = (None, "", {}, [])    # a key holding one of these holds no value
+    FINAL_NAMES = ("final", "final_answer")   # a "tool" of these names is the final answer
     # An action's key written in an object that cannot be read, also quoted as \" or \\\" (an
     # action written as a JSON string, or escaped once too often) or after a literal \n. The key is
     # found first and its quoting checked after it (bounded), so the search stays linear on long
@@ -2252,8 +2256,13 @@ class _Keys(typing.NamedTuple):
                     raise _refuse(f'the key "{meant}" appears twice with different values (as '
                                   f'{_cut(shown, 80)}); write each key once')
                 _note(repairs, "duplicate_key")
-        # 3. never both an answer and a call
+        # 3. never both an answer and a call; a "name" that is the protocol's word for an answer
+        # ("final"), beside an answer and no arguments, is the final answer written as a call
         answer = "answer" in held or "answer" in stand_ins
+        if (answer and "arguments" not in held and "arguments" not in stand_ins
+                and cls.spelling(obj.get("name")) in cls.FINAL_NAMES):
+            _note(repairs, "final_as_call")
+            return cls("final", stand_ins, strays)
         if answer and ("name" in held or "arguments" in held):
             raise _refuse("your reply has both an answer and a tool call; send one of them")
         # 4. the kind: from "type", else from the keys a call or an answer has (an answer counted
@@ -2733,8 +2742,9 @@ class _ActionScanner:
         return None
 
 
-def _read_value(text: str, start: int, repairs: list) -> tuple[Any, int]:
-    """Read the action that opens at text[start] and return it with the index just past it."""
+def _read_value(text: str, start: int, repairs: list, action: bool = True) -> tuple[Any, int]:
+    """Read the action (or, not ``action``, the arguments) that opens at text[start] and return it
+    with the index just past it."""
     scanner = _ActionScanner._at(text, start)
     if scanner.problem:
         raise _refuse(scanner.problem)
@@ -2748,7 +2758,7 @@ def _read_value(text: str, start: int, repairs: list) -> tuple[Any, int]:
     if scanner.end is None:
         raise _refuse("the JSON object is not complete: it was cut off or a closing bracket or "
                       "quote is missing; send a shorter, complete object")
-    return _decode(text[start:scanner.end], repairs), scanner.end
+    return _decode(text[start:scanner.end], repairs, action), scanner.end
 
 
 def _objects(text: str):
@@ -2771,23 +2781,33 @@ def _objects(text: str):
         pos = end
 
 
-def _decode(chunk: str, repairs: list) -> Any:
+def _decode(chunk: str, repairs: list, action: bool = True) -> Any:
     """Read one bracketed JSON value: strictly first, then with lexical repairs.
 
     A key written twice with different values, at any depth, and a number that is not
-    finite are refused.
+    finite are refused. One exception: an action's own "thought" (at the top of the value, when
+    it is an action or an array of them) written twice as text is one thought, the two joined
+    (``duplicate_thought``): a thought runs nothing, so neither can be the wrong one to run.
     """
+    joined: list = []   # the objects whose "thought" came twice
+
     def unique_keys(pairs: list) -> dict:   # a key written twice must hold one value
         obj: dict = {}
         for key, value in pairs:
             if key in obj:
                 if _canonical(obj[key]) != _canonical(value):
-                    shown = _cut(json.dumps(key, ensure_ascii=False), 60)
-                    raise _refuse(f"the key {shown} appears twice with different values; write "
-                                  "each key once")
+                    if key == "thought" and isinstance(value, str) and isinstance(obj[key], str):
+                        obj[key] = f"{obj[key]} {value}"
+                        joined.append(obj)
+                        continue
+                    raise twice(key)
                 _note(repairs, "duplicate_key")
             obj[key] = value
         return obj
+
+    def twice(key: str) -> ActionFormatError:
+        shown = _cut(json.dumps(key, ensure_ascii=False), 60)
+        return _refuse(f"the key {shown} appears twice with different values; write each key once")
 
     def finite(text: str) -> float:
         value = float(text)
@@ -2795,16 +2815,24 @@ def _decode(chunk: str, repairs: list) -> Any:
             _not_finite(text)
         return value
 
+    def thoughts_joined(value: Any) -> Any:   # only an action's own thought may come twice
+        tops = value if isinstance(value, list) else [value]
+        if joined and (not action or any(all(obj is not top for top in tops) for obj in joined)):
+            raise twice("thought")
+        if joined:
+            _note(repairs, "duplicate_thought")
+        return value
+
     hooks = {"object_pairs_hook": unique_keys, "parse_constant": _not_finite,
              "parse_float": finite}
     try:
-        return json.loads(chunk, **hooks)
+        return thoughts_joined(json.loads(chunk, **hooks))
     except ActionFormatError:
         raise
     except ValueError:
-        pass
+        joined.clear()
     try:
-        return json.loads(_normalize_json(chunk, repairs), **hooks)
+        return thoughts_joined(json.loads(_normalize_json(chunk, repairs), **hooks))
     except ActionFormatError:
         raise
     except json.JSONDecodeError as exc:
@@ -6179,9 +6207,13 @@ class Agent:
         """The action; a call to "final" or "final_answer" with an answer alone as its arguments,
         where no tool has that name, is the final answer written as a call (docs/NOTES.md, "The
         final answer as a call"), tagged ``final_as_call``; any other call to it is refused with
-        the final shape."""
+        the final shape. A final answer beside such a name (``"name": "final", "answer": …``) is
+        refused where a tool has that name: the tool's arguments go in "arguments"."""
+        if action.kind == "final" and action.name in self.tools:
+            raise _refuse(f'"{action.name}" is a tool: put its arguments in "arguments"; to give '
+                          'the final answer, use "type": "final" and no "name"')
         if (action.kind != "tool_call" or action.name in self.tools
-                or _Keys.spelling(action.name) not in ("final", "final_answer")):
+                or _Keys.spelling(action.name) not in _Keys.FINAL_NAMES):
             return action
         answer = action.arguments.get("answer")
         if not set(action.arguments) <= {"answer", "thought"} or answer in _Keys.EMPTY:

@@ -258,12 +258,23 @@ def fixes(obj):
     return found
 
 
+def final_as_call(obj):
+    """The one reading that was a refusal: an answer (under any spelling) beside "name": "final" or
+    "final_answer" and no arguments (under any spelling) is the final answer written as a call
+    (Qwen2.5-Coder-1.5B, 2026-12-07)."""
+    answer = _present(obj, "answer") or stand_ins(obj, "answer")
+    arguments = _present(obj, "arguments") or stand_ins(obj, "arguments")
+    return bool(answer) and not arguments and _spelling(obj.get("name")) in ("final", "final_answer")
+
+
 @settings(max_examples=1000, suppress_health_check=[HealthCheck.too_slow])
 @given(objects | actions)
 def test_the_one_reading_decides_as_the_old_rule_did_except_the_fixes(obj):
     old, new = verdict(_interpret, obj), verdict(agent._interpret, obj)
-    if old != new:
-        assert new[0] == "refused", (obj, old, new)       # no fix reads what was refused
+    if old != new and new[0] == "read":
+        assert final_as_call(obj) and new[1][0] == "final" and "final_as_call" in new[1][5], (obj, old, new)
+    elif old != new:
+        assert new[0] == "refused", (obj, old, new)       # no other fix reads what was refused
         assert any(new[1].startswith(fix) for fix in fixes(obj)), (obj, old, new)
 
 

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import agent
-from agent import ActionFormatError, _ActionScanner, parse_action
+from agent import ActionFormatError, _ActionScanner, _Keys, parse_action
 
 DEEP = settings(suppress_health_check=[HealthCheck.too_slow])
 
@@ -177,6 +177,12 @@ DUPLICATE_KEYS = [  # (reply, the key it holds twice with different values)
     ("{'type': 'tool_call', 'name': 'f', 'arguments': {'a': {'b': 1, 'b': 2}}}", "b"),
     ('{"type": "tool_call", "name": "f", "arguments": "{\\"p\\": 1, \\"p\\": 2}"}', "p"),
     ('[{"type": "final", "answer": 1, "answer": true}]', "answer"),
+    # a "thought" twice is one thought only where it is the action's own, and text
+    ('{"type": "tool_call", "name": "f", "arguments": {"thought": "a", "thought": "b"}}', "thought"),
+    ('{"type": "tool_call", "name": "f", "arguments": "{\\"thought\\": \\"a\\", \\"thought\\": \\"b\\"}"}',
+     "thought"),
+    ('{"type": "final", "thought": "a", "thought": {"b": 1}, "answer": "x"}', "thought"),
+    ('{"type": "final", "thought": "a", "answer": {"thought": "b", "thought": "c"}}', "thought"),
 ]
 
 
@@ -481,6 +487,38 @@ def test_one_key_given_twice_with_the_same_value_is_read_once_and_tagged(reply, 
     action = parse_action(reply)
     assert (action.name, action.arguments, action.answer) == (name, arguments, answer)
     assert "duplicate_key" in action.repairs
+
+
+@pytest.mark.parametrize("reply, kind", [
+    ('{"type": "final", "thought": "a", "thought": "b", "answer": "x"}', "final"),
+    ("{'type': 'tool_call', 'thought': 'a', 'name': 'f', 'thought': 'b', 'arguments': {'p': 1}}", "tool_call"),
+    ('[{"type": "final", "thought": "a", "answer": "x", "thought": "b"}]', "final"),
+])
+def test_the_actions_own_thought_written_twice_is_one_thought(reply, kind):
+    action = parse_action(reply)
+    assert (action.kind, action.thought) == (kind, "a b") and "duplicate_thought" in action.repairs
+
+
+@pytest.mark.parametrize("reply", [
+    # Qwen2.5-Coder-1.5B's final answer, with the right answer: a call to "final", the answer beside it
+    '{"type": "tool_call", "thought": "Oslo is 21 °C, Cairo 8 °C.", "name": "final", "thought": "Oslo is '
+    'warmer.", "answer": "Oslo"}',
+    '{"name": "Final_Answer", "answer": "Oslo"}',
+    '{"type": "final", "name": "final", "answer": "Oslo", "arguments": {}}',
+])
+def test_an_answer_beside_the_name_final_and_no_arguments_is_the_final_answer(reply):
+    action = parse_action(reply)
+    assert (action.kind, action.answer) == ("final", "Oslo") and "final_as_call" in action.repairs
+    assert _Keys.spelling(action.name) in ("final", "final_answer")    # kept, for the loop to check
+
+
+@pytest.mark.parametrize("reply", [
+    '{"type": "tool_call", "name": "final", "answer": "Oslo", "arguments": {"city": "Oslo"}}',
+    '{"type": "tool_call", "name": "final", "answer": "Oslo", "args": {"city": "Oslo"}}',
+    '{"type": "tool_call", "name": "get_weather", "answer": "Oslo"}',
+])
+def test_an_answer_beside_arguments_or_another_tool_is_still_refused(reply):
+    refused(reply, "both an answer and a tool call")
 
 
 def spellings(key):

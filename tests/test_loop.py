@@ -121,6 +121,21 @@ def test_a_registered_tool_named_final_is_called():
 
     result = Agent(MockLLM([call("final", answer="3"), '{"type": "final", "answer": "done"}']), tools).run("t")
     assert ran == ["3"] and result.answer == "done"
+    # an answer beside its name, not in its arguments, neither runs it nor ends the run
+    answer_beside = '{"type": "tool_call", "name": "final", "answer": "3"}'
+    result = Agent(MockLLM([answer_beside, '{"type": "final", "answer": "done"}']), tools).run("t")
+    assert ran == ["3"] and result.steps[0].action is None and result.answer == "done"
+    assert result.steps[0].error.startswith('"final" is a tool: put its arguments in "arguments"')
+
+
+def test_an_answer_beside_the_name_final_ends_the_run_and_runs_nothing():
+    # Qwen2.5-Coder-1.5B, both cities in hand: its "thought" twice, the answer beside "name": "final"
+    ran = []
+    reply = ('{"type": "tool_call", "thought": "Oslo is 21 °C, Cairo 8 °C.", "name": "final", '
+             '"thought": "Oslo is warmer.", "answer": "Oslo"}')
+    result = Agent(MockLLM([call("add", a=1, b=2), reply]), make_tools(ran)).run("t")
+    assert result.stop_reason == "final" and result.answer == "Oslo" and ran == [("add", 1, 2)]
+    assert result.steps[-1].action.repairs == ("duplicate_thought", "final_as_call")
 
 
 def test_tool_exception_becomes_error_observation():

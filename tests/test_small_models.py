@@ -208,9 +208,9 @@ def test_a_call_outside_a_chain_of_one_tool_on_its_own_results_runs(serve, repli
 
 
 def test_an_answer_that_repeats_the_refusal_of_an_earlier_reply_is_refused():
-    # Qwen2.5-Coder-1.5B, refused for a reply with two different "thought" keys, answered with the refusal
-    twice = '{"type": "final", "thought": "a", "thought": "b", "answer": "Oslo"}'
-    copied = final("The key 'thought' appears twice with different values; write each key once.")
+    # Qwen2.5-Coder-1.5B, refused for a reply with a key written twice, answered with the refusal
+    twice = '{"type": "final", "thought": "a", "answer": "Oslo", "answer": "Cairo"}'
+    copied = final("The key 'answer' appears twice with different values; write each key once.")
     llm = MockLLM([twice, copied, final("Oslo")])
     result = Agent(llm, make_tools()).run("Which city is warmer, Oslo or Cairo?")
     assert result.steps[1].error.startswith("your answer repeats what you were told about an earlier reply")
