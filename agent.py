@@ -1914,7 +1914,7 @@ class Action:
     """One parsed model turn: a tool call or a final answer, with the repairs applied to read it."""
 
     kind: str                              # "tool_call" or "final"
-    name: Optional[str] = None             # tool name (tool_call)
+    name: Optional[str] = None             # tool name (tool_call; a final as a call: "final")
     arguments: dict = field(default_factory=dict)
     answer: Optional[str] = None           # final answer text (final)
     thought: Optional[str] = None
@@ -2104,7 +2104,7 @@ def _interpret(obj: dict, repairs: list) -> Action:
         if not isinstance(answer, str):
             _note(repairs, "answer_not_text")
             answer = json.dumps(answer, ensure_ascii=False)
-        named = obj.get("name") if "final_as_call" in repairs else None   # the loop checks the name
+        named = obj["name"].strip() if "final_as_call" in repairs else None   # the loop checks it
         return Action("final", name=named, answer=answer, thought=thought, repairs=tuple(repairs))
     # 2. a call: the tool's name, alone
     name = obj.get("name")
@@ -2219,9 +2219,11 @@ class _Keys(typing.NamedTuple):
         the same value (one would silently win): refused, naming the key; the same value twice is
         read once. A call (a name or arguments, under any spelling of the key) beside an answer
         (under any spelling, or a look-alike such as "final_answer" or "output"), each holding a
-        value, is refused whatever "type" says. A look-alike of a call's key beside an answer
-        ("input" echoing the question) runs nothing, so it is left to the answer. The kind comes
-        from "type", else from the keys a call or an answer has.
+        value, is refused whatever "type" says, but for the final answer written as a call: an
+        answer beside ``"name": "final"`` (or "final_answer") and no other key that could be an
+        argument is a final answer, ``final_as_call``, whatever "type" names. A look-alike of a
+        call's key beside an answer ("input" echoing the question) runs nothing, so it is left to
+        the answer. The kind comes from "type", else from the keys a call or an answer has.
         """
         # 1. what each key stands for
         held = set()           # the action keys that hold a value, under any spelling of the key
@@ -2256,14 +2258,15 @@ class _Keys(typing.NamedTuple):
                     raise _refuse(f'the key "{meant}" appears twice with different values (as '
                                   f'{_cut(shown, 80)}); write each key once')
                 _note(repairs, "duplicate_key")
-        # 3. never both an answer and a call; a "name" that is the protocol's word for an answer
-        # ("final"), beside an answer and no arguments, is the final answer written as a call
+        # 3. never both an answer and a call; but a "name" that is the protocol's word for an
+        # answer ("final"), beside an answer and nothing else, is the final answer written as a call
         answer = "answer" in held or "answer" in stand_ins
-        if (answer and "arguments" not in held and "arguments" not in stand_ins
-                and cls.spelling(obj.get("name")) in cls.FINAL_NAMES):
+        named_final = (answer and not strays and "arguments" not in held
+                       and "arguments" not in stand_ins
+                       and cls.spelling(obj.get("name")) in cls.FINAL_NAMES)
+        if named_final:
             _note(repairs, "final_as_call")
-            return cls("final", stand_ins, strays)
-        if answer and ("name" in held or "arguments" in held):
+        elif answer and ("name" in held or "arguments" in held):
             raise _refuse("your reply has both an answer and a tool call; send one of them")
         # 4. the kind: from "type", else from the keys a call or an answer has (an answer counted
         # as step 3 counts it)
@@ -2275,7 +2278,7 @@ class _Keys(typing.NamedTuple):
                               'use "tool_call" or "final"')
             if normal != kind:
                 _note(repairs, "type_spelling")
-            return cls(normal, stand_ins, strays)
+            return cls("final" if named_final else normal, stand_ins, strays)
         is_call = "name" in obj or "arguments" in obj
         if is_call or "answer" in obj:
             if "type" in stand_ins:   # "Type" is not read as "type", as "Name" is not "name"
@@ -2797,7 +2800,7 @@ def _decode(chunk: str, repairs: list, action: bool = True) -> Any:
             if key in obj:
                 if _canonical(obj[key]) != _canonical(value):
                     if key == "thought" and isinstance(value, str) and isinstance(obj[key], str):
-                        obj[key] = f"{obj[key]} {value}"
+                        obj[key] = " ".join(part for part in (obj[key], value) if part)
                         joined.append(obj)
                         continue
                     raise twice(key)
@@ -2819,7 +2822,7 @@ def _decode(chunk: str, repairs: list, action: bool = True) -> Any:
         tops = value if isinstance(value, list) else [value]
         if joined and (not action or any(all(obj is not top for top in tops) for obj in joined)):
             raise twice("thought")
-        if joined:
+        if any(obj is tops[0] for obj in joined):   # the action read (an array's first)
             _note(repairs, "duplicate_thought")
         return value
 

@@ -255,6 +255,9 @@ def fixes(obj):
     if (not stand_ins(obj, "name") and not stand_ins(obj, "arguments") and obj.get("answer") not in empty
             and obj.get("arguments") in empty):
         found.append('the reply holds an "answer" and no tool to call')
+    # 6: the final answer written as a call (final_as_call below) is read, or refused for its "type"
+    if final_as_call(obj):
+        found.append('unknown "type"')
     return found
 
 

@@ -516,9 +516,21 @@ def test_an_answer_beside_the_name_final_and_no_arguments_is_the_final_answer(re
     '{"type": "tool_call", "name": "final", "answer": "Oslo", "arguments": {"city": "Oslo"}}',
     '{"type": "tool_call", "name": "final", "answer": "Oslo", "args": {"city": "Oslo"}}',
     '{"type": "tool_call", "name": "get_weather", "answer": "Oslo"}',
+    '{"type": "tool_call", "name": "final", "answer": "3", "city": "Oslo"}',    # an argument, misplaced
 ])
 def test_an_answer_beside_arguments_or_another_tool_is_still_refused(reply):
     refused(reply, "both an answer and a tool call")
+
+
+def test_the_final_written_as_a_call_keeps_the_checks_of_type_and_its_name_stripped():
+    refused('{"type": "get_weather", "name": "final", "answer": "x"}', 'unknown "type"')
+    assert parse_action('{"type": "tool_call", "name": " final\n", "answer": "3"}').name == "final"
+    joined = parse_action('{"type": "final", "thought": "", "thought": "a", "thought": "b", "answer": "x"}')
+    assert joined.thought == "a b"
+    # the tag names the action that is read: an array's first, not a later one
+    first = parse_action('[{"type": "final", "answer": "x"}, {"type": "final", "thought": "a", "thought": "b", '
+                         '"answer": "y"}]')
+    assert first.answer == "x" and "duplicate_thought" not in first.repairs
 
 
 def spellings(key):

@@ -122,10 +122,11 @@ def test_a_registered_tool_named_final_is_called():
     result = Agent(MockLLM([call("final", answer="3"), '{"type": "final", "answer": "done"}']), tools).run("t")
     assert ran == ["3"] and result.answer == "done"
     # an answer beside its name, not in its arguments, neither runs it nor ends the run
-    answer_beside = '{"type": "tool_call", "name": "final", "answer": "3"}'
-    result = Agent(MockLLM([answer_beside, '{"type": "final", "answer": "done"}']), tools).run("t")
-    assert ran == ["3"] and result.steps[0].action is None and result.answer == "done"
-    assert result.steps[0].error.startswith('"final" is a tool: put its arguments in "arguments"')
+    for name in ("final", "final "):
+        answer_beside = json.dumps({"type": "tool_call", "name": name, "answer": "3"})
+        result = Agent(MockLLM([answer_beside, '{"type": "final", "answer": "done"}']), tools).run("t")
+        assert ran == ["3"] and result.steps[0].action is None and result.answer == "done"
+        assert result.steps[0].error.startswith('"final" is a tool: put its arguments in "arguments"')
 
 
 def test_an_answer_beside_the_name_final_ends_the_run_and_runs_nothing():
