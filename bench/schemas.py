@@ -106,6 +106,39 @@ def main():
             times.append(time.perf_counter() - started)
     print(f"one call, median over {len(times)}: {median(times) * 1e6:.1f} µs; slowest: "
           f"{max(times) * 1e6:.0f} µs")
+    pathological()
+
+
+# The patterns that make a backtracking search (Python's re) take exponential time, or meet a new set
+# of states at almost every character, and the arguments that do it; tests/test_hardening_schemas.py
+# checks what each call answers, this measures how long it takes.
+WINDOWS = "".join(format(i, "021b") for i in range(10_000)).translate({48: "a", 49: "b"})
+PATHOLOGICAL = [
+    ("backtracking: ^(\\w+\\s?)*$ on 41 letters and !", {"type": "string", "pattern": r"^(\w+\s?)*$"},
+     "a" * 41 + "!"),
+    ("backtracking: the same on 15,001 characters", {"type": "string", "pattern": r"^(\w+\s?)*$"},
+     "a b" * 5000 + "!"),
+    ("too many states: (a|b)*a(a|b){20}c, 210,000 characters", {"type": "string", "pattern": "(a|b)*a(a|b){20}c"},
+     WINDOWS),
+    ("the same as a patternProperties name", {"patternProperties": {"(a|b)*a(a|b){20}c": {}}}, {WINDOWS: 1}),
+    ("the same under not", {"not": {"pattern": "(a|b)*a(a|b){20}c"}}, WINDOWS),
+]
+
+
+def pathological(repeat=3):
+    """The slowest of ``repeat`` validated calls on each pathological pattern, and what it answered."""
+    rows = []
+    for label, schema, value in PATHOLOGICAL:
+        registry = agent.ToolRegistry(default_timeout=None)
+        registry.register(lambda x: "ran", name="p", parameters={"type": "object", "properties": {"x": schema}})
+        worst = 0.0
+        for _ in range(repeat):
+            started = time.perf_counter()
+            out = registry.call("p", {"x": value})
+            worst = max(worst, time.perf_counter() - started)
+        rows.append([label, f"{worst * 1000:.0f}", "ran" if out == "ran" else out[:60]])
+    print()
+    table(["pathological pattern", f"slowest of {repeat}, ms", "answer"], rows)
 
 
 if __name__ == "__main__":

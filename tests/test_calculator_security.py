@@ -126,7 +126,7 @@ def test_attack_is_refused_quickly(expr):
         safe_eval(expr)
     elapsed = time.perf_counter() - started
     # A generous bound to catch hangs only; bench/calculator.py measures the real figures.
-    assert elapsed < 1.0, f"{expr[:40]!r} took {elapsed:.3f} s"
+    assert elapsed < 5.0, f"{expr[:40]!r} took {elapsed:.3f} s"
 
 
 def test_builtins_never_leak_through_constants():
