@@ -54,7 +54,9 @@ def test_thread_count_returns_to_start_after_a_thousand_runs(quick_idle):
         result = Agent(MockLLM([call("shout", text="hi"), final("HI")]), [shout]).run("go")
         assert result.steps[0].observation.startswith('[OBSERVATION] shout({"text":"hi"}) returned: HI')
         assert tool_threads() <= 2  # idle workers are reused across registries, not piled up
-    assert wait_until(lambda: threading.active_count() == before)
+    # at most as many as before: a thread of an earlier test (a local server's) may end meanwhile,
+    # and with "==" this failed whenever one did (two test processes beside four busy ones)
+    assert wait_until(lambda: threading.active_count() <= before)
 
 
 def test_workers_are_shared_by_all_registries():
