@@ -171,7 +171,7 @@ def test_save_creates_a_new_file_private(tmp_path):
 # -- 14. A proxy that drips the CONNECT answer -----------------------------------------
 
 def test_a_proxy_that_drips_its_connect_answer_cannot_hold_the_call(serve, monkeypatch):
-    proxy = serve(drips(b"HTTP/1.1 200 Connection established\r\n", b"X-Pad: 1\r\n", every=0.05, cap=5.0))
+    proxy = serve(drips(b"HTTP/1.1 200 Connection established\r\n", b"X-Pad: 1\r\n", every=0.05, cap=30.0))
     for name in ("https_proxy", "HTTPS_PROXY"):
         monkeypatch.setenv(name, f"http://127.0.0.1:{proxy.port}")
     monkeypatch.delenv("no_proxy", raising=False)
@@ -181,7 +181,7 @@ def test_a_proxy_that_drips_its_connect_answer_cannot_hold_the_call(serve, monke
     start = time.monotonic()
     with pytest.raises(LLMError) as info:
         llm.chat(MESSAGES, max_seconds=0.6)
-    assert time.monotonic() - start < 2.5
+    assert time.monotonic() - start < 10   # held, it would wait the 30 s: room for a busy machine
     assert "max_seconds" in str(info.value) and proxy.requests[0]["method"] == "CONNECT"
 
 
@@ -327,11 +327,11 @@ def test_after_an_informational_answer_the_real_one_may_wait_past_the_timeout(se
 
 
 def test_informational_answers_do_not_hold_the_call_past_its_deadline(serve):
-    server = serve(drips(b"", b"HTTP/1.1 103 Early Hints\r\n\r\n", every=0.05, cap=5.0))
+    server = serve(drips(b"", b"HTTP/1.1 103 Early Hints\r\n\r\n", every=0.05, cap=30.0))
     start = time.monotonic()
     with pytest.raises(LLMError):
         client(server, max_retries=0).chat(MESSAGES, max_seconds=0.5)
-    assert time.monotonic() - start < 2.5
+    assert time.monotonic() - start < 10   # held, it would wait the 30 s: room for a busy machine
 
 
 # -- 18. Usage counts no server can mean -----------------------------------------------

@@ -344,9 +344,9 @@ def test_a_server_that_stops_reading_cannot_hold_a_write_or_close(monkeypatch):
     started = time.monotonic()
     text = registry.call("echo", {"text": "x" * 2**20})        # far more than a pipe holds
     assert text.startswith("ERROR: 'echo' could not be called: MCP server") and "stopped reading its stdin" in text
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 10.0   # held, it would wait forever: room for a busy machine
     process = registry._servers[0].transport._process
-    assert closes_within(registry, 2.0) and process.returncode is not None
+    assert closes_within(registry, 10.0) and process.returncode is not None
 
 
 def test_a_ping_flood_while_reading_nothing_holds_neither_the_call_nor_close(monkeypatch):
@@ -354,8 +354,8 @@ def test_a_ping_flood_while_reading_nothing_holds_neither_the_call_nor_close(mon
     registry = scripted(call_timeout=0.3)
     started = time.monotonic()
     assert registry.call("ping_flood", {}).startswith("ERROR: 'ping_flood' got no answer from its MCP server")
-    assert time.monotonic() - started < 2.0
-    assert closes_within(registry, 2.0)
+    assert time.monotonic() - started < 10.0   # held, it would wait forever: room for a busy machine
+    assert closes_within(registry, 10.0)
 
 
 @pytest.mark.parametrize("tool", ["spawn_child", "spawn_detached"])   # holding the server's pipes, or not
@@ -364,7 +364,7 @@ def test_close_ends_the_children_a_server_started(monkeypatch, tool):
     registry = scripted()
     child = int(registry.call(tool, {}))
     assert not gone(child, 0.1)
-    assert closes_within(registry, 2.0) and gone(child)
+    assert closes_within(registry, 10.0) and gone(child, 10.0)
 
 
 FIVE = "echo,fails,bad_schema,refuses,delete"    # five tools, one of them with a schema no validator here enforces
@@ -681,7 +681,7 @@ def test_the_session_delete_cannot_hold_close(serve, monkeypatch):
         if exchange.handler.command != "DELETE":
             return script(exchange)
         exchange.write_raw(b"HTTP/1.1 200 OK\r\n")
-        for _ in range(100):                             # a header line every 50 ms, for 5 s
+        for _ in range(600):                             # a header line every 50 ms, for 30 s
             exchange.write_raw(b"X-Drip: 1\r\n")
             if exchange.closed_by_client:
                 return
@@ -690,7 +690,7 @@ def test_the_session_delete_cannot_hold_close(serve, monkeypatch):
     server = serve(drips_on_delete)
     registry = ToolRegistry()
     registry.add_mcp(server.base_url, timeout=2)
-    assert closes_within(registry, 2.5)
+    assert closes_within(registry, 10.0)
     assert server.requests[-1]["method"] == "DELETE"
 
 

@@ -288,7 +288,7 @@ def test_timeout_abandons_the_tool_and_the_next_call_works():
 
     @registry.register(timeout=0.05)
     def slow() -> str:
-        release.wait(5)
+        release.wait(30)
         return "late"
 
     @registry.register
@@ -297,7 +297,7 @@ def test_timeout_abandons_the_tool_and_the_next_call_works():
 
     started = time.monotonic()
     observation = registry.call("slow", {})
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 10   # waiting for the tool takes 30 s: room for a busy machine
     assert observation == "ERROR: 'slow' did not finish within 0.05 s and was abandoned. " \
                           "Try smaller input or another approach."
     release.set()
