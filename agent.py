@@ -99,7 +99,7 @@ import typing
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Optional, Protocol, Union
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 # The HTTP stack (http.client, urllib.request, socket, ssl) is imported where it is used: importing
 # it costs more than agent.py itself, and the offline demo and the tests of the other sections never
@@ -3607,12 +3607,13 @@ class OpenAICompatLLM:
                 return self._keep(self._post(body, call_end))
             except LLMError as exc:
                 if not self._adapt(exc, body):
+                    exc.args = (self._scrub(str(exc)),)   # its URL may hold a key
                     self.last_error = exc
                     raise
             # anything unforeseen may carry the key: scrub it and say what it was
             except Exception as exc:
-                raise LLMError(f"unexpected {type(exc).__name__} while calling {self.url}: "
-                               f"{self._scrub(str(exc))[:300]}") from None
+                raise LLMError(self._scrub(f"unexpected {type(exc).__name__} while calling "
+                                           f"{self.url}: {str(exc)[:300]}")) from None
 
     def _start_state(self) -> None:
         """What the client learns and keeps while it runs (shared by every thread that uses it)."""
@@ -3631,10 +3632,10 @@ class OpenAICompatLLM:
         self._key_withheld = True
         _log.warning("not sending OPENAI_API_KEY over plain http:// to %s: a key from the "
                      "environment may belong to another service (pass allow_http_key=True, or "
-                     "--allow-http-key, to send it)", self.base_url)
+                     "--allow-http-key, to send it)", self._scrub(self.base_url))
 
     def __repr__(self) -> str:
-        return f"OpenAICompatLLM(model={self.model!r}, base_url={self.base_url!r})"
+        return f"OpenAICompatLLM(model={self.model!r}, base_url={self._scrub(self.base_url)!r})"
 
     def _served_models(self, max_seconds: Optional[float] = None) -> list:
         """The model ids the server lists at GET /models; LLMError when it does not answer with
@@ -4020,11 +4021,13 @@ class OpenAICompatLLM:
         return text
 
     def _scrub(self, text: str) -> str:
-        """text without the API key, the base URL's password, nor a header's credential: every quote
-        of server text."""
+        """text without the API key, the base URL's password or query values (a key may be passed
+        as ``?key=…``), nor a header's credential: every quote of server text, and every error
+        that shows the URL."""
         secrets = [self._api_key,
                    *(_basic_secrets(self._basic) + [self._basic] if self._basic else [])]
-        return _scrubbed(text, secrets + _header_secrets(self.headers))
+        query = [value for _, value in parse_qsl(urlsplit(self.url).query)]
+        return _scrubbed(text, secrets + query + _header_secrets(self.headers))
 
     # The patterns an error is read with, retry timing, the base URL's credential
 
@@ -8066,22 +8069,24 @@ def _cli_model(args: argparse.Namespace) -> tuple:
         options["allow_http_key"] = True
     llm = OpenAICompatLLM.from_env(**options)   # checks the base URL before any request
     if not model:       # the one model the server serves (GET /models), else ValueError
-        url = _models_url(llm.url)
+        url = llm._scrub(_models_url(llm.url))   # a key may be in its query
         try:
             # the client's own key rule, proxy rule, opener, deadlines
             names = llm._served_models(args.max_seconds)
         except LLMError as exc:
+            error = llm._scrub(str(exc))
             if exc.kind == "connection_refused":
-                raise ValueError(f"no server is listening at {llm.base_url} ({exc}): start it, "
-                                 "or check the port (--base-url, OPENAI_BASE_URL)") from None
-            raise ValueError(f"no model named, and asking {url} failed ({exc}): pass --model "
+                raise ValueError(f"no server is listening at {llm._scrub(llm.base_url)} "
+                                 f"({error}): start it, or check the port (--base-url, "
+                                 "OPENAI_BASE_URL)") from None
+            raise ValueError(f"no model named, and asking {url} failed ({error}): pass --model "
                              "NAME or set OPENAI_MODEL") from None
         if len(names) != 1:
             served = f"it serves {', '.join(names[:20])}" if names else "it lists none"
             raise ValueError(f"no model named, and {url} does not say which to use ({served}): "
                              "pass --model NAME or set OPENAI_MODEL")
         llm.model = names[0]
-    return llm, f"model {llm.model} at {llm.url}"
+    return llm, f"model {llm.model} at {llm._scrub(llm.url)}"
 
 
 def _cli_confirm(name: str, arguments: dict) -> bool:

@@ -109,6 +109,19 @@ def test_endpoint_failure_exits_3_and_keeps_the_trace(tmp_path, capsys, serve):
     assert events[0]["action"]["name"] == "clock" and "HTTP 401" in events[1]["error"]
 
 
+
+def test_a_key_in_the_base_urls_query_is_printed_nowhere(tmp_path, capsys, serve, monkeypatch):
+    key = "sk-proj-ZZSECRETabc123456789"
+    server = serve(chat_answer(call("clock")), error_answer(400, "model 'nope' not found"))
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    path = tmp_path / "trace.jsonl"
+    assert main(["--model", "nope", "--base-url", f"{server.base_url}?key={key}", "--json", "-v",
+                 "--trace", str(path), "What time is it?"]) == 3
+    out, err = capsys.readouterr()
+    assert "HTTP 400" in err and "key=***" in err
+    assert not any("ZZSECRET" in text for text in (out, err, path.read_text()))
+
+
 def test_json_schema_flag_sends_the_action_schema(capsys, serve):
     server = serve(chat_answer(final("hi")))
     assert main(["--quiet", "--model", "m", "--base-url", server.base_url, "--json-schema",

@@ -62,6 +62,20 @@ def test_a_percent_encoded_password_is_decoded_for_basic_auth(serve):
     assert base64.b64decode(sent.split()[1]).decode() == f"bob:{password}"
 
 
+
+def test_a_key_in_the_base_urls_query_is_never_shown(serve, caplog):
+    # some servers take the key as ?key=…: every error shows the URL, so its query values are secrets
+    server = serve(error_answer(400, "no such model"))
+    llm = OpenAICompatLLM("m", f"{server.base_url}?key={TOKEN}&api-version=2024", api_key=TOKEN,
+                          sleep=lambda s: None, max_retries=0)
+    caplog.set_level(logging.DEBUG, logger="agent")
+    with pytest.raises(LLMError) as info:
+        llm.chat(MESSAGES)
+    assert server.requests[0]["path"].endswith(f"?key={TOKEN}&api-version=2024")   # still sent
+    shown = " ".join([repr(llm), str(info.value), str(llm.last_error), caplog.text])
+    assert "0123456789" not in shown and "HTTP 400" in shown and "key=***" in str(info.value)
+
+
 def test_a_password_the_server_echoes_is_scrubbed_in_every_form(serve):
     password = "S3cret-long-password"
     credential = base64.b64encode(f"alice:{password}".encode()).decode()
