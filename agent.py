@@ -6627,7 +6627,10 @@ def _copied(action: Action, example: Optional[_Example], seen: Callable[[], str]
             return _COPIED_PLACEHOLDER.format(where=where, value=shown)
     if example is None:
         return None
-    if action.kind == "final" and action.answer == example.final["answer"]:
+    # its answer, or one of its thoughts written as the answer ("2 * 29 EUR + 22 EUR = 80 EUR.")
+    texts = {example.final["answer"], example.final["thought"],
+             *(c["thought"] for c, _ in example.calls)}
+    if action.kind == "final" and action.answer.strip() in texts:
         return _COPIED_ANSWER
     if any((action.name, action.arguments) == (c["name"], c["arguments"])
            for c, _ in example.calls):

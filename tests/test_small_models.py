@@ -105,6 +105,20 @@ def test_the_examples_answer_and_each_of_its_calls_are_refused_as_copies(serve):
     assert result.answer == "5"
 
 
+
+def test_an_examples_thought_written_as_the_answer_is_refused_as_a_copy(serve):
+    # a small model answered "2 * 29 EUR + 22 EUR = 80 EUR." after its calls failed (a new-user trial)
+    example = agent._example(make_tools())
+    thoughts = [example.final["thought"]] + [c["thought"] for c, _ in example.calls]
+    replies = [final(f" {thought} ") for thought in thoughts] + [final("5")]
+    result, bodies = run_on_server(serve, replies, constrain="never", max_format_errors=5)
+    assert [step.action is None for step in result.steps] == [True, True, True, False]
+    assert "the one of the instructions' example" in bodies[1]["messages"][-1]["content"]
+    assert result.answer == "5"
+    assert Agent(MockLLM([final("2 * 29 EUR + 22 EUR = 80 EUR, as the task says.")])).run("t").answer \
+        == "2 * 29 EUR + 22 EUR = 80 EUR, as the task says."   # the thought within an answer is the model's
+
+
 def price_tools(result="29 EUR"):
     tools = make_tools()
     tools.register(lambda item: result, name="get_price", description="A price.")
