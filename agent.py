@@ -73,6 +73,7 @@ import array
 import ast
 import atexit
 import collections
+import contextlib
 import copy
 import difflib
 import functools
@@ -7592,7 +7593,7 @@ def _offline_reply(messages: list[dict]) -> str:
                            "arguments": arguments})
     if not plan:
         answer = ("I am the offline demo model: I can only tell the time and do arithmetic. "
-                  "Set OPENAI_MODEL (see the README) to use a real model.")
+                  "Pass --base-url (or set OPENAI_BASE_URL; see the README) to use a real model.")
     elif len(plan) == 1 and plan[0][0] == _CALCULATOR:
         answer = results[0]
     else:
@@ -7720,7 +7721,9 @@ def _cli_run(args: argparse.Namespace, status: Optional[_StatusLine]) -> int:
 
 def _cli_once(agent: Agent, task: str, args: argparse.Namespace, trace: Optional[_Trace],
               history: Optional[list[dict]] = None) -> tuple:
-    result = agent.run(task, history)
+    # stdout holds the answer alone: what a tool prints goes to stderr, with the progress
+    with contextlib.redirect_stdout(sys.stderr):
+        result = agent.run(task, history)
     if trace is not None:
         trace.write("result", {key: value for key,
                                value in result.to_dict().items() if key != "steps"})
@@ -7925,7 +7928,8 @@ def _cli_parser() -> argparse.ArgumentParser:
     add("--offline", action="store_true",
         help="use the offline mock model even if one is configured")
     add("-i", "--interactive", action="store_true",
-        help="ask several questions in one conversation; steps count from 1 in each turn")
+        help="ask several questions in one conversation; steps count from 1 in each turn; "
+             "'exit', 'quit' or end of input leaves")
     add("--version", action="version", version=f"agent.py {__version__}")
 
     def shard(text: str) -> tuple:
@@ -8223,7 +8227,9 @@ class _Trace:
 
     def __init__(self, path: str) -> None:
         self.path, self.error = path, None
-        self._handle = open(path, "wb", buffering=0)
+        # a new file is private, as save() and --traces write theirs: the conversation goes in it
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
+        self._handle = open(os.open(path, flags, 0o600), "wb", buffering=0)
 
     def write(self, event: str, record: dict) -> None:
         if self.error is not None:

@@ -56,6 +56,13 @@ def test_trace_writes_one_line_per_step_then_the_result(tmp_path, capsys):
     assert lines[-1]["stop_reason"] == "final" and "steps" not in lines[-1]
 
 
+@pytest.mark.skipif(os.name != "posix", reason="file modes")
+def test_a_new_trace_file_is_private(tmp_path, capsys):
+    path = tmp_path / "trace.jsonl"
+    assert main(["--trace", str(path), "What is 2 + 3?"]) == 0
+    assert path.stat().st_mode & 0o777 == 0o600 and '"event": "result"' in path.read_text()
+
+
 def test_replay_of_a_trace(tmp_path, capsys):
     path = tmp_path / "trace.jsonl"
     main(["--quiet", "--trace", str(path), "What is 3*3?"])
@@ -343,6 +350,16 @@ def _private(text: str) -> str:
     """Not a tool."""
     return text
 '''
+
+
+def test_what_a_tool_prints_goes_to_stderr_and_stdout_holds_the_answer_alone(tmp_path, capsys):
+    tools = tmp_path / "noisy.py"
+    tools.write_text("def shout(text: str) -> str:\n    \"\"\"Shout.\"\"\"\n    print('NOISY', text)\n"
+                     "    return text.upper()\n")
+    path = replay_file(tmp_path, call("shout", text="hi"), final("HI"))
+    assert main(["--tools", str(tools), "--replay", path, "t"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "HI\n" and "NOISY hi" in err
 
 
 @pytest.mark.parametrize("source, names", [(TOOLS_REGISTRY, ["shout"]), (TOOLS_FUNCTIONS, ["shout", "whisper"])])
