@@ -8126,7 +8126,10 @@ def _cli_agent(args: argparse.Namespace) -> tuple:
         sources = {tool.name: path for path, tools in loaded if tools is registry for tool in tools}
         for path, tools in loaded:
             for tool in (tools if tools is not registry else ()):
-                registry.register(tool)
+                try:
+                    registry.register(tool)
+                except (ToolError, ValueError, TypeError) as exc:  # a type hint, a name taken
+                    raise ValueError(f"{path}: {exc}") from None
             sources.update({tool.name: path for tool in registry if tool.name not in sources})
     if args.tool_timeout is not None:
         registry.default_timeout = args.tool_timeout

@@ -397,6 +397,19 @@ def test_a_tools_file_that_cannot_be_used_exits_2(tmp_path, capsys, source, word
     assert err.startswith("agent.py: ") and words in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("second, words", [
+    ('def ping() -> str:\n    """Answer pong."""\n    return "pong"\n', "duplicate tool name 'ping'"),
+    ('import array\ndef pong(x: array.array) -> str:\n    """P."""\n    return ""\n', "unsupported type hint"),
+])
+def test_a_tool_that_cannot_be_registered_names_its_file(tmp_path, capsys, second, words):
+    first, other = tmp_path / "a.py", tmp_path / "b.py"
+    first.write_text('def ping() -> str:\n    """Answer pong."""\n    return "pong"\n')
+    other.write_text(second)
+    assert main(["--tools", str(first), "--tools", str(other), "--replay", replay_file(tmp_path, final("x")), "t"]) == 2
+    err = capsys.readouterr().err
+    assert f"agent.py: {other}: " in err and words in err
+
+
 def test_system_prompt_from_a_file(tmp_path, capsys):
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("Answer in JSON. Tools:\n{tools}\n")
