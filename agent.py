@@ -7775,6 +7775,11 @@ def _cli_hint(agent: Agent, result: AgentResult) -> Optional[str]:
     if failure is not None and failure.kind == "connection_refused":
         return "nothing answers at that address: is the server running, and is the port right?"
     if result.stop_reason == "format_errors":
+        last = result.steps[-1].error if result.steps else None
+        if last is not None and re.search(r"copied from the instructions|the instructions' "
+                                          "example", _asked_problem(last)):   # _copied's problems
+            return ("the model copied the instructions' placeholders or example in place of its "
+                    "own action: try a larger model")
         return ("the model could not write the JSON action: try --constrain always, or a "
                 "larger model")
     return None

@@ -410,6 +410,17 @@ def test_a_tool_that_cannot_be_registered_names_its_file(tmp_path, capsys, secon
     assert f"agent.py: {other}: " in err and words in err
 
 
+@pytest.mark.parametrize("reply, hint", [
+    ('{"type": "final", "thought": "<why>", "answer": "<the answer>"}', "copied the instructions'"),
+    ('{"type": "final", "thought": "t"', "could not write the JSON action"),
+])
+def test_the_hint_after_format_errors_says_whether_the_model_copied_the_prompt(tmp_path, capsys, reply, hint):
+    path = replay_file(tmp_path, *[reply] * 6)
+    assert main(["--replay", path, "What is 2 + 3?"]) == 1
+    err = capsys.readouterr().err
+    assert "stopped (format_errors)" in err and f"hint: the model {hint}" in err
+
+
 def test_system_prompt_from_a_file(tmp_path, capsys):
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("Answer in JSON. Tools:\n{tools}\n")
