@@ -3523,7 +3523,9 @@ class OpenAICompatLLM:
         try:
             parts = _http_url(base_url.strip() if isinstance(base_url, str) else "")
         except ValueError as exc:
-            raise ValueError(f"invalid base URL {base_url!r} ({exc})") from None
+            query = base_url.partition("?")[2] if isinstance(base_url, str) else ""
+            shown = _scrubbed(repr(base_url), [value for _, value in parse_qsl(query)])
+            raise ValueError(f"invalid base URL {shown} ({exc})") from None
         path = parts.path.rstrip("/")   # the chat-completions URL, any query kept after the path
         if not path.endswith("/chat/completions"):
             path += "/chat/completions"

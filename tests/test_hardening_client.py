@@ -76,6 +76,12 @@ def test_a_key_in_the_base_urls_query_is_never_shown(serve, caplog):
     assert "0123456789" not in shown and "HTTP 400" in shown and "key=***" in str(info.value)
 
 
+def test_a_bad_base_url_with_a_key_in_its_query_is_refused_without_showing_it():
+    with pytest.raises(ValueError) as info:
+        OpenAICompatLLM("m", f"ftp://127.0.0.1:9/v1?key={TOKEN}")
+    assert "0123456789" not in str(info.value) and "invalid base URL" in str(info.value)
+
+
 def test_a_password_the_server_echoes_is_scrubbed_in_every_form(serve):
     password = "S3cret-long-password"
     credential = base64.b64encode(f"alice:{password}".encode()).decode()
