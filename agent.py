@@ -100,7 +100,7 @@ import typing
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Optional, Protocol, Union
-from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 # The HTTP stack (http.client, urllib.request, socket, ssl) is imported where it is used: importing
 # it costs more than agent.py itself, and the offline demo and the tests of the other sections never
@@ -3523,8 +3523,7 @@ class OpenAICompatLLM:
         try:
             parts = _http_url(base_url.strip() if isinstance(base_url, str) else "")
         except ValueError as exc:
-            query = base_url.partition("?")[2] if isinstance(base_url, str) else ""
-            shown = _scrubbed(repr(base_url), [value for _, value in parse_qsl(query)])
+            shown = _scrubbed(repr(base_url), _query_secrets(base_url))
             raise ValueError(f"invalid base URL {shown} ({exc})") from None
         path = parts.path.rstrip("/")   # the chat-completions URL, any query kept after the path
         if not path.endswith("/chat/completions"):
@@ -3651,6 +3650,7 @@ class OpenAICompatLLM:
         url = _models_url(self.url)
         call_end = time.monotonic() + max_seconds if max_seconds is not None else math.inf
         deadline = _Deadline(self.timeout, call_end, url, "timeout")
+        shown = self._scrub(url)   # its query may hold a key
         try:
             response = self._open(None, False, deadline)
             try:
@@ -3660,21 +3660,22 @@ class OpenAICompatLLM:
             finally:
                 response.close()
         except _Retryable as exc:
-            raise LLMError(str(exc), exc.status, exc.kind) from None
-        except LLMError:
+            raise LLMError(self._scrub(str(exc)), exc.status, exc.kind) from None
+        except LLMError as exc:
+            exc.args = (self._scrub(str(exc)),)
             raise
         # anything unforeseen may carry the key: scrub it and say what it was
         except Exception as exc:
-            raise LLMError(f"unexpected {type(exc).__name__} while asking {url}: "
+            raise LLMError(f"unexpected {type(exc).__name__} while asking {shown}: "
                            f"{self._scrub(str(exc))[:300]}") from None
         try:
             data = json.loads(text)
         except (ValueError, RecursionError):
             raise self._unreadable("did not answer with JSON (is the base URL right?)", text,
-                                   url) from None
+                                   shown) from None
         listed = data.get("data") if isinstance(data, dict) else None
         if not isinstance(listed, list):
-            raise self._unreadable("did not answer with a list of models", text, url)
+            raise self._unreadable("did not answer with a list of models", text, shown)
         return [entry["id"] for entry in listed if isinstance(entry, dict)
                 and isinstance(entry.get("id"), str)]
 
@@ -3760,7 +3761,8 @@ class OpenAICompatLLM:
             if time.monotonic() + delay >= call_end:
                 raise LLMError(f"{failure} (no time left to retry within max_seconds)",
                                failure.status, failure.kind)
-            _log.info("model request failed (%s); retrying in %.1f s", failure, delay)
+            _log.info("model request failed (%s); retrying in %.1f s", self._scrub(str(failure)),
+                      delay)
             # the server's "slow down" holds back every thread of this client
             if failure.retry_after is not None:
                 with self._lock:
@@ -4029,8 +4031,7 @@ class OpenAICompatLLM:
         that shows the URL."""
         secrets = [self._api_key,
                    *(_basic_secrets(self._basic) + [self._basic] if self._basic else [])]
-        query = [value for _, value in parse_qsl(urlsplit(self.url).query)]
-        return _scrubbed(text, secrets + query + _header_secrets(self.headers))
+        return _scrubbed(text, secrets + _query_secrets(self.url) + _header_secrets(self.headers))
 
     # The patterns an error is read with, retry timing, the base URL's credential
 
@@ -4198,6 +4199,22 @@ def _header_secrets(headers: dict) -> list:
             for part in re.split(r"[\s,;]+", str(value)):
                 secrets += [part, part.partition("=")[2], *_basic_secrets(part)]  # a cookie's value
     return secrets
+
+
+def _query_secrets(url: Any) -> list:
+    """The values of a URL's query, for ``_scrubbed``: as written and decoded, and a part with no
+    "=" whole (a key may be passed as ``?key=…``, ``?api-key=…`` or ``?TOKEN``).
+
+    >>> _query_secrets("http://h/v1?key=abc+def%C3%A9&TOKEN#x")
+    ['abc+def%C3%A9', 'abc defé', 'TOKEN']
+    """
+    query = url.partition("?")[2].partition("#")[0] if isinstance(url, str) else ""
+    secrets = []
+    for part in re.split("[&;]", query):
+        name, equals, value = part.partition("=")
+        raw = value if equals else name
+        secrets += [raw, unquote(raw.replace("+", " "))] if raw else []
+    return list(dict.fromkeys(secrets))
 
 
 def _basic_secrets(credential: str) -> list:

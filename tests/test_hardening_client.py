@@ -76,10 +76,33 @@ def test_a_key_in_the_base_urls_query_is_never_shown(serve, caplog):
     assert "0123456789" not in shown and "HTTP 400" in shown and "key=***" in str(info.value)
 
 
+@pytest.mark.parametrize("query", ["key=sk-live-0123456789abcdefghij", "key=abcdefg+hijklmn+opqrstu", "key=abcdefg%C3%A9hijklmn%C3%A9opqr",
+                                   "abcdefghSECRETTOKEN99"], ids=["plain", "plus", "escaped", "bare"])
+def test_a_key_in_the_query_in_any_form_is_shown_nowhere_retries_included(serve, caplog, query):
+    server = serve(error_answer(503, "busy"), error_answer(400, "no such model"))
+    llm = OpenAICompatLLM("m", f"{server.base_url}?{query}", sleep=lambda s: None, max_retries=1)
+    caplog.set_level(logging.DEBUG, logger="agent")
+    with pytest.raises(LLMError) as info:
+        llm.chat(MESSAGES)
+    assert "retrying" in caplog.text and "HTTP 400" in str(info.value)
+    shown = " ".join([repr(llm), str(info.value), caplog.text])
+    assert not any(part in shown for part in ("0123456789", "hijklmn", "SECRETTOKEN"))
+
+
 def test_a_bad_base_url_with_a_key_in_its_query_is_refused_without_showing_it():
-    with pytest.raises(ValueError) as info:
-        OpenAICompatLLM("m", f"ftp://127.0.0.1:9/v1?key={TOKEN}")
-    assert "0123456789" not in str(info.value) and "invalid base URL" in str(info.value)
+    for url in (f"ftp://127.0.0.1:9/v1?key={TOKEN}", "http://127.0.0.1:99999/v1?key=abcdefg+hijklmn+opqrstu"):
+        with pytest.raises(ValueError) as info:
+            OpenAICompatLLM("m", url)
+        assert "0123456789" not in str(info.value) and "hijklmn" not in str(info.value)
+        assert "invalid base URL" in str(info.value)
+
+
+def test_the_models_listing_shows_no_key_of_the_query(serve):
+    server = serve(error_answer(404, "nope"))
+    llm = OpenAICompatLLM("m", f"{server.base_url}?key=abcdefg+hijklmn+opqrstu", max_retries=0)
+    with pytest.raises(LLMError) as info:
+        llm._served_models()
+    assert "HTTP 404" in str(info.value) and "hijklmn" not in str(info.value)
 
 
 def test_a_password_the_server_echoes_is_scrubbed_in_every_form(serve):
