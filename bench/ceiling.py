@@ -10,7 +10,10 @@ there as in any run: it may call more tools (the calculator, say) and gives the 
 by real_tasks.solved. So a task missed here is one the model misses with every fact in hand: no
 change to how the agent gets calls out of the model can win it. Dev only: the test half is not read.
 A reply the agent asks for again (a copy of a description's example, as get_exchange_rate's "USD")
-gets the same written call. Not a test: it needs a running server.
+gets the same written call. The written calls' thought ("I need get_price.") is not the model's own:
+a model that goes on from its own thoughts may do worse here than alone (Qwen2.5-Coder-1.5B did), so
+the figure bounds only a model that solves here every task it solves in its own runs. Not a test: it
+needs a running server.
 """
 from __future__ import annotations
 
