@@ -57,11 +57,13 @@ is machinery the rest can be read without:
 - Loop: ``_STOPS``, the stop-reason table; ``Step`` and ``AgentResult``, the trace; ``Agent.run``
   is the loop, its methods in groups (asking the model, acting on the reply, the decoding ladder).
   Then (skip on first read) the run's state: ``_RunState.trim`` drops old steps for the context
-  budget, and a digest or a summary stands in for them; ``_copied`` finds a copied prompt.
+  budget, and a digest or a summary stands in for them; ``_copied`` finds a copied prompt, and
+  ``_miscalculated`` a wrong sum in an answer (with ``safe_eval``, below).
 - Batch: ``run_batch`` runs a task list through one ``Agent`` on a few threads, resumable.
-- Calculator and demo: ``safe_eval``, arithmetic over an ``ast`` whitelist, used only by the demo's
-  ``calculator`` tool; ``_demo_tools``, the ``calculator`` and ``clock`` tools, and the offline
-  planner ``MockLLM()`` runs (``_offline_reply``); ``run``, one call with those by default.
+- Calculator and demo: ``safe_eval``, arithmetic over an ``ast`` whitelist, used by the demo's
+  ``calculator`` tool and the loop's check of a sum; ``_demo_tools``, the ``calculator`` and
+  ``clock`` tools, and the offline planner ``MockLLM()`` runs (``_offline_reply``); ``run``, one
+  call with those by default.
 - CLI: ``main`` is ``python agent.py``: it parses, builds, runs and prints; then --batch; then
   (skip on first read) the status line, what the run is doing while you wait.
 """
@@ -334,6 +336,8 @@ _COPIED_CALL = ("you copied the call of the instructions' example; call one of t
 _EMPTY_ANSWER = 'your "answer" is empty; write the answer to the task in it'
 # an answer that repeats a refusal of an earlier reply (Agent._parse)
 _COPIED_REFUSAL = "your answer repeats what you were told about an earlier reply; answer the task"
+# a sum in a final reply whose result is wrong (_miscalculated)
+_MISCALCULATED = "your {where} says {claim}, but {expression} is {value}"   # the value last: copied
 # (names nothing of the example: a refusal is in what the model saw, which the check reads)
 _COPIED_ARGUMENT = ("your {where} is copied from the instructions' example, which is about "
                     "another task; ask for what yours needs")
@@ -6227,6 +6231,18 @@ class Agent:
             raise _refuse(_EMPTY_ANSWER, _FINAL_SHAPE)
         if action.kind == "final" and _repeats_a_refusal(action.answer, state.steps):
             raise _refuse(_COPIED_REFUSAL, _FINAL_SHAPE)
+        # An answer built on a sum the model got wrong is sent back once with the right result,
+        # and the next call may only answer (docs/NOTES.md, "The loop"). Not after other unusable
+        # replies, at the last step or at the answer rung; and if no other answer comes, this one
+        # is the run's (_finish).
+        if (action.kind == "final" and step.index < self.max_steps and not state.format_errors
+                and not state.answering() and state.refused_answer is None):
+            for where, text in (("answer", action.answer), ("thought", action.thought or "")):
+                problem = _miscalculated(text, where, action.answer)
+                if problem:
+                    state.refused_answer = action.answer
+                    self._answer_rung(state, step, "a final answer's sum was wrong")
+                    raise _refuse(problem, _FINAL_SHAPE)
         return action
 
     def _final_as_call(self, action: Action) -> Action:
@@ -6265,10 +6281,13 @@ class Agent:
         own = re.sub(r"\A\s*" + head + r"\s*", "", action.answer, count=1, flags=re.I)
         found = re.search(tail + r"\s*\Z", own, re.I)
         own = own[:found.start()].rstrip() if found else own
+        # and the ask that ends a refusal, with what came after it ("… is 395. Reply with …")
+        asked = own.find(_ASK_FOR_SHAPE.strip())
+        own = own[:asked].rstrip(" .:;,") if asked > 0 else own
         if own == action.answer or not own.strip():     # nothing would be left: the answer stays
             return action
-        step.notes.append("the answer held the answer rung's own words around the result; they "
-                          "were left out of it")
+        step.notes.append("the answer held the agent's own words around the result; they were "
+                          "left out of it")
         _log.info("step %d: %s", step.index, step.notes[-1])
         return replace(action, answer=own)
 
@@ -6361,6 +6380,8 @@ class Agent:
         return "max_steps" if step.index >= self.max_steps else None
 
     def _finish(self, state: _RunState, stop: str) -> AgentResult:
+        if stop != "final" and state.refused_answer is not None:   # no other answer came
+            state.answer, stop = state.refused_answer, "final"
         usage = dict(state.usage,
                      total_tokens=state.usage["prompt_tokens"] + state.usage["completion_tokens"],
                      estimated_steps=list(state.usage["estimated_steps"]))
@@ -6401,6 +6422,7 @@ class _RunState:
     tail_chars: int = 0                   # characters in messages[head + dropped:]
     dropped: int = 0                      # messages after the head left out of what is sent
     format_errors: int = 0                # unparseable replies in a row
+    refused_answer: Optional[str] = None  # a final answer sent back once for a wrong sum
     calls: dict = field(default_factory=dict)   # (name, canonical arguments) -> _Earlier
     usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0,
                                                  "estimated": False, "estimated_steps": []})
@@ -6625,6 +6647,78 @@ def _repeats_a_refusal(answer: str, steps: list) -> bool:
         return " ".join(re.sub(r"[\"'`]", "", text).lower().split())
     problems = (plain(_asked_problem(s.error)) for s in steps if s.action is None and s.error)
     return any(len(problem) >= 30 and problem in plain(answer) for problem in problems)
+
+
+# A sum written out (_miscalculated): a run of digits, operators, brackets and spaces; then what
+# it is said to equal, and nothing after that goes on with the arithmetic ("= 25%", "= 4 + 1",
+# "= 6e5", "= 11:15").
+_SUM_RUN = re.compile(r"[\d.,()\s+\-*/\u00d7\u00f7]+")
+_NUMBER = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"   # "1,234.5", "12", ".5"
+_SUM = re.compile(rf"(?:\(\s*)*{_NUMBER}(?:\s*\))*"
+                  rf"(?:\s*[-+*/\u00d7\u00f7]\s*(?:\(\s*)*{_NUMBER}(?:\s*\))*)+")
+_SAID_TO_EQUAL = re.compile(rf"(?:=(?![=>])|equals\b|is equal to\b)\s*(-?{_NUMBER})"
+                            r"(?![eE]?\s*[-+*/\u00d7\u00f7^%(:\d?])")
+# a sentence that says a sum is wrong quotes it ("17 * 23 + 4 = 417 is false")
+_GAINSAID = re.compile(r"(?i)\b(?:not|no|false|wrong|incorrect|untrue|isn't)\b")
+
+
+def _miscalculated(text: str, where: str, answer: str) -> Optional[str]:
+    """The problem to send back for the first sum in ``text`` whose result is wrong ("17 * 23 +
+    4 = 417"), or None; ``where`` names the text, and a sum whose right result ``answer`` shows
+    as a number is let be.
+
+    Only numbers, ``+ - * / × ÷`` and brackets count as a sum (at most 100 characters),
+    evaluated by safe_eval; a result is right when it is the sum rounded or cut to its own
+    decimals, to its trailing zeros ("= 1,160"), or to thousands, millions, … ("= 7 million").
+    Let be, as part of something else: a sum right after a letter, a quote or another sign
+    ("x2 + 3", "10:30 + 45", "\\times 3 + 5"), after a word that follows a number ("3 times 4 +
+    2", "20% of 50 + 10"), one with a range or a date in it ("18-25", "12/25 - 12/11"), and one
+    in a sentence that says no to something. Each run of sum characters is read once, and what
+    stands around it within 200 characters, so the work is linear in the text.
+
+    >>> _miscalculated("24 + 21 + 6 + 8 = 79 km", "thought", "79 km")
+    'your thought says 24 + 21 + 6 + 8 = 79, but 24 + 21 + 6 + 8 is 59'
+    >>> [_miscalculated(t, "answer", t) for t in ("10 / 3 = 3.33", "x * 3 + 4 = 10", "5 = 5",
+    ...                                            "3 times 4 + 2 = 14", "2 + 2 = 5 is false")]
+    [None, None, None, None, None]
+    """
+    for run in _SUM_RUN.finditer(text):
+        said = _SAID_TO_EQUAL.match(text, run.end())
+        # the sum is the run's last part after a sentence's ". " or ", " ("4.85. 2 * 4.85")
+        expression = re.split(r"[.,]\s", run.group())[-1].strip()
+        if said is None or len(expression) > 100 or not _SUM.fullmatch(expression):
+            continue
+        start = run.start() + run.group().rindex(expression)
+        # what stands around it, within 200 characters: the words before, and its sentence
+        head, tail = text[max(0, start - 200):start], text[said.end():said.end() + 200]
+        words, before = head.split()[-2:], head[-1:]
+        sentence = re.split(r"[.!?\n]\s", head)[-1] + re.split(r"[.!?\n]\s|[?]", tail)[0]
+        if ((before and not before.isspace()) or re.search(r"\d-\d|\d/\d.*\d/\d", expression)
+                or (words and not words[-1].rstrip(",;:!").isalpha())
+                or (words and len(words[-1].rstrip(",;:!")) == 1)
+                or (len(words) > 1 and re.search(r"\d", words[-2]))
+                or tail[:1] == "?" or _GAINSAID.search(sentence)):
+            continue
+        claimed = said.group(1).replace(",", "")
+        try:
+            value = safe_eval(expression.replace(",", "").replace("\u00d7", "*")
+                              .replace("\u00f7", "/"))
+        except UnsafeExpression:       # division by zero
+            continue
+        if not (abs(value) < 1e15 and len(claimed) < 18):
+            continue
+        decimals = len(claimed.partition(".")[2])
+        zeros = 0 if decimals else len(claimed) - len(claimed.rstrip("0"))
+        room = max(10 ** -decimals, 10 ** zeros / 2 if zeros else 0)   # rounded, or cut
+        if any(abs(value - float(claimed) * 10 ** scale) < room * 10 ** scale
+               for scale in (0, 3, 6, 9, 12)):       # "= 7" (million)
+            continue
+        shown = f"{value:.10g}" if isinstance(value, float) else str(value)
+        if re.search(rf"(?<![\d.]){re.escape(shown)}(?![\d]|\.\d)", answer.replace(",", "")):
+            continue
+        return _MISCALCULATED.format(where=where, claim=f"{expression} = {said.group(1)}",
+                                     expression=expression, value=shown)
+    return None
 
 
 def _copied(action: Action, example: Optional[_Example], seen: Callable[[], str], task: str

@@ -119,6 +119,81 @@ def test_an_examples_thought_written_as_the_answer_is_refused_as_a_copy(serve):
         == "2 * 29 EUR + 22 EUR = 80 EUR, as the task says."   # the thought within an answer is the model's
 
 
+def test_a_final_answer_on_a_wrong_sum_is_sent_back_once_with_the_right_result(serve):
+    # a larger model answered "The expression 17 * 23 + 4 equals 417." (it had added 22 to the 395 it got)
+    replies = [final("The expression 17 * 23 + 4 equals 417."), final("It is 395.")]
+    result, bodies = run_on_server(serve, replies)
+    told = bodies[1]["messages"][-1]["content"]
+    assert "your answer says 17 * 23 + 4 = 417, but 17 * 23 + 4 is 395" in told
+    assert final_only(bodies[1])        # the next call may only answer
+    assert result.steps[0].action is None and result.answer == "It is 395." and result.stop_reason == "final"
+    # in the thought; the same answer again stands, and so does another wrong sum: once a run
+    thought = "24 + 21 + 6 + 8 = 79 kilometers."
+    for again in (final("79 kilometers", thought=thought), final("2 + 2 = 5")):
+        result, bodies = run_on_server(serve, [final("79 kilometers", thought=thought), again])
+        assert "your thought says 24 + 21 + 6 + 8 = 79, but 24 + 21 + 6 + 8 is 59" in bodies[1]["messages"][-1]["content"]
+        assert result.stop_reason == "final" and len(result.steps) == 2
+
+
+def test_an_answer_that_copies_the_refusal_after_the_right_result_is_cut_and_a_lost_answer_stands():
+    replies = [final("The product is 690,908.", thought="1234 * 5678 = 690,908."),
+               final("The product is 7006652. Reply with exactly one JSON object: {")]
+    result = Agent(MockLLM(replies), make_tools()).run("What is 1234 * 5678?")
+    assert result.answer == "The product is 7006652" and "own words" in result.steps[-1].notes[-1]
+    # no other answer came: the first one is the run's, every step kept
+    result = Agent(MockLLM([final("2 + 2 = 5")] + ["not json"] * 4), make_tools()).run("What is 2 + 2?")
+    assert (result.stop_reason, result.answer, len(result.steps)) == ("final", "2 + 2 = 5", 4)
+    assert result.steps[-1].error is not None
+
+
+@pytest.mark.parametrize("reply, options", [
+    (final("59 kilometers", thought="24 + 21 + 6 + 8 = 79, no: 59."), {}),   # the answer shows the right result
+    (final("The sum 2 + 2 = 5."), {"max_steps": 1}),                         # a refusal would end the run
+    (final("1234 * 5678 = 7 million, about; 12345 * 6789 = 83,800,000."), {}),   # rounded
+    (final("1/3 = 0.33, so 100 / 7 = 14.28 and 10 - 2.5 = 7.5."), {}),      # cut or rounded to its decimals
+    (final("x * 3 + 4 = 10 gives x = 2; 2026-12-08 = today; 3 + 4 = 7 + 1 = 8."), {}),  # part of something else
+    (final("0.25 * 100 = 25%, 5 / 0 = 1, 300000 * 2 = 6e5, 10:30 + 45 = 11:15."), {}),
+    (final(r"3 times 4 + 2 = 14, 20% of 50 + 10 = 20, $24 \times 3 + 5 = 77$, ages 18-25 = 120."), {}),
+    (final("The statement 17 * 23 + 4 = 417 is false. Is 2 + 2 = 5? No."), {}),   # said to be wrong
+])
+def test_a_sum_that_is_right_or_not_alone_is_let_be(serve, reply, options):
+    result, _ = run_on_server(serve, [reply], **options)
+    assert result.stop_reason == "final" and len(result.steps) == 1
+
+
+@pytest.mark.parametrize("replies, options", [
+    (["not json"] * 2 + [final("2 + 2 = 5")] + ["not json"], {}),      # after other unusable replies
+    ([final("2 + 2 = 5")], {"max_steps": 1}),
+    ([call("echo", text="a"), call("echo", text="b"), final("2 + 2 = 5"), call("echo", text="c")],
+     {"max_steps": 3}),                                                 # at the last step
+    ([call("echo", text="a"), final("2 + 2 = 5", thought="2 + 2 = 5 as a guess")] + ["not json"] * 4, {}),
+])
+def test_a_wrong_sum_is_not_sent_back_where_that_could_lose_the_answer(replies, options):
+    result = Agent(MockLLM(replies), make_tools(), **options).run("What is 2 + 2?")
+    assert result.stop_reason == "final" and result.answer == "2 + 2 = 5"
+
+
+def test_a_wrong_sum_in_a_thought_of_a_huge_number_does_not_raise():
+    result = Agent(MockLLM([final("ok", thought="9" * 400 + " * 1 = 5")]), make_tools()).run("t")
+    assert result.stop_reason == "final" and result.answer == "ok"
+
+
+@given(st.integers(0, 10**6), st.integers(1, 10**4), st.sampled_from("+-*/"), st.integers(0, 4))
+def test_a_sum_rounded_to_its_own_decimals_is_never_refused_and_one_off_by_a_unit_is(a, b, op, decimals):
+    value = agent.safe_eval(f"{a} {op} {b}")
+    shown = f"{value:.{decimals}f}"
+    assert agent._miscalculated(f"So {a} {op} {b} = {shown}.", "answer", "") is None
+    wrong = f"{float(shown) + 2 * 10 ** -decimals:.{decimals}f}"
+    if decimals or not wrong.endswith("0"):          # "= 50" for 48 may be rounded to tens
+        assert agent._miscalculated(f"So {a} {op} {b} = {wrong}.", "answer", "") is not None
+
+
+@given(st.text(alphabet="0123456789 +-*/=().,x%:?e", max_size=300))
+def test_any_text_of_sum_characters_is_read_without_error(text):
+    problem = agent._miscalculated(text, "answer", "")
+    assert problem is None or problem.startswith("your answer says ")
+
+
 def price_tools(result="29 EUR"):
     tools = make_tools()
     tools.register(lambda item: result, name="get_price", description="A price.")
@@ -296,7 +371,7 @@ def test_an_answer_wrapped_in_the_answer_rungs_words_keeps_only_its_own(serve, a
     result, bodies = run_on_server(serve, [call("add", a=2, b=3), call("add", a=2, b=3), final(answer)])
     assert final_only(bodies[2]) and bodies[2]["messages"][-1]["content"].startswith("[OBSERVATION] The result of")
     assert result.answer == own == result.steps[-1].action.answer and result.steps[-1].raw == final(answer)
-    assert "the answer rung's own words" in result.steps[-1].notes[-1]
+    assert "the agent's own words" in result.steps[-1].notes[-1]
 
 
 def test_a_placeholder_wrapped_in_the_answer_rungs_words_is_still_a_copy(serve):
