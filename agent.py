@@ -6236,11 +6236,12 @@ class Agent:
         # replies, at the last step or at the answer rung; and if no other answer comes, this one
         # is the run's (_finish).
         if (action.kind == "final" and step.index < self.max_steps and not state.format_errors
-                and not state.answering() and state.refused_answer is None):
+                and self.max_format_errors and not state.answering()
+                and state.refused_answer is None):
             for where, text in (("answer", action.answer), ("thought", action.thought or "")):
-                problem = _miscalculated(text, where, action.answer)
+                problem = _miscalculated(text, where, action.answer, state.user_text())
                 if problem:
-                    state.refused_answer = action.answer
+                    state.refused_answer = step.index, action.answer
                     self._answer_rung(state, step, "a final answer's sum was wrong")
                     raise _refuse(problem, _FINAL_SHAPE)
         return action
@@ -6281,9 +6282,11 @@ class Agent:
         own = re.sub(r"\A\s*" + head + r"\s*", "", action.answer, count=1, flags=re.I)
         found = re.search(tail + r"\s*\Z", own, re.I)
         own = own[:found.start()].rstrip() if found else own
-        # and the ask that ends a refusal, with what came after it ("… is 395. Reply with …")
+        # and the ask that ends a refusal, with the start of its shape ("… is 395. Reply with …")
         asked = own.find(_ASK_FOR_SHAPE.strip())
-        own = own[:asked].rstrip(" .:;,") if asked > 0 else own
+        if asked > 0 and any((_ASK_FOR_SHAPE + shape).startswith(own[asked:].rstrip())
+                             for shape in (_FINAL_SHAPE, _BOTH_SHAPES)):
+            own = own[:asked].rstrip(" .:;,")
         if own == action.answer or not own.strip():     # nothing would be left: the answer stays
             return action
         step.notes.append("the answer held the agent's own words around the result; they were "
@@ -6380,8 +6383,11 @@ class Agent:
         return "max_steps" if step.index >= self.max_steps else None
 
     def _finish(self, state: _RunState, stop: str) -> AgentResult:
-        if stop != "final" and state.refused_answer is not None:   # no other answer came
-            state.answer, stop = state.refused_answer, "final"
+        refused = state.refused_answer if stop != "final" else None
+        if refused is not None:     # no other answer came: the history ends with this one
+            state.answer = refused[1]
+            if state.messages[-1]["role"] == "user":
+                state.append("assistant", next(s.raw for s in state.steps if s.index == refused[0]))
         usage = dict(state.usage,
                      total_tokens=state.usage["prompt_tokens"] + state.usage["completion_tokens"],
                      estimated_steps=list(state.usage["estimated_steps"]))
@@ -6390,6 +6396,9 @@ class Agent:
             steps=len(state.steps), max_steps=self.max_steps, max_repeats=self.max_repeats,
             max_format_errors=self.max_format_errors, max_seconds=self.max_seconds,
             tokens=usage["total_tokens"], max_total_tokens=self.max_total_tokens, error=last_error)
+        if refused is not None:
+            summary, stop = (f"answered in step {refused[0]}, whose sum was wrong; then {summary}",
+                             "final")
         return AgentResult(answer=state.answer if stop == "final" else None, stop_reason=stop,
                            steps=state.steps, messages=state.messages, usage=usage,
                            seconds=_now() - state.started, summary=summary)
@@ -6422,7 +6431,8 @@ class _RunState:
     tail_chars: int = 0                   # characters in messages[head + dropped:]
     dropped: int = 0                      # messages after the head left out of what is sent
     format_errors: int = 0                # unparseable replies in a row
-    refused_answer: Optional[str] = None  # a final answer sent back once for a wrong sum
+    # a final answer sent back once for a wrong sum: its step, and the answer
+    refused_answer: Optional[tuple[int, str]] = None
     calls: dict = field(default_factory=dict)   # (name, canonical arguments) -> _Earlier
     usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0,
                                                  "estimated": False, "estimated_steps": []})
@@ -6657,24 +6667,28 @@ _NUMBER = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"   # "1,234.5",
 _SUM = re.compile(rf"(?:\(\s*)*{_NUMBER}(?:\s*\))*"
                   rf"(?:\s*[-+*/\u00d7\u00f7]\s*(?:\(\s*)*{_NUMBER}(?:\s*\))*)+")
 _SAID_TO_EQUAL = re.compile(rf"(?:=(?![=>])|equals\b|is equal to\b)\s*(-?{_NUMBER})"
-                            r"(?![eE]?\s*[-+*/\u00d7\u00f7^%(:\d?])")
+                            r"(?![eE]?\s*[-+*/\u00d7\u00f7^%(:\d?]"
+                            r"|\s*(?:percent|per\s*cent|pct)\b|\s*[A-Za-z]+\.?\s*\d)")
 # a sentence that says a sum is wrong quotes it ("17 * 23 + 4 = 417 is false")
 _GAINSAID = re.compile(r"(?i)\b(?:not|no|false|wrong|incorrect|untrue|isn't)\b")
 
 
-def _miscalculated(text: str, where: str, answer: str) -> Optional[str]:
+def _miscalculated(text: str, where: str, answer: str, given: str = "") -> Optional[str]:
     """The problem to send back for the first sum in ``text`` whose result is wrong ("17 * 23 +
-    4 = 417"), or None; ``where`` names the text, and a sum whose right result ``answer`` shows
-    as a number is let be.
+    4 = 417"), or None; ``where`` names the text. Let be: a sum whose right result ``answer``
+    shows as a number, or the text does after it ("17 * 23 = 401. No: 391"), and one that
+    ``given`` (the user's messages) holds, claim and all.
 
     Only numbers, ``+ - * / × ÷`` and brackets count as a sum (at most 100 characters),
     evaluated by safe_eval; a result is right when it is the sum rounded or cut to its own
     decimals, to its trailing zeros ("= 1,160"), or to thousands, millions, … ("= 7 million").
     Let be, as part of something else: a sum right after a letter, a quote or another sign
     ("x2 + 3", "10:30 + 45", "\\times 3 + 5"), after a word that follows a number ("3 times 4 +
-    2", "20% of 50 + 10"), one with a range or a date in it ("18-25", "12/25 - 12/11"), and one
-    in a sentence that says no to something. Each run of sum characters is read once, and what
-    stands around it within 200 characters, so the work is linear in the text.
+    2", "20% of 50 + 10"), one with a range or a date in it ("18-25", "12/25 - 12/11"), one in a
+    sentence that says no to something, one that may have dots as thousands separators ("1.000 +
+    500 = 1.500"), and a result followed by a unit and a number ("= 2 h 5 min") or by "percent".
+    Each run of sum characters is read once, and what stands around it within 200 characters, so
+    the work is linear in the text.
 
     >>> _miscalculated("24 + 21 + 6 + 8 = 79 km", "thought", "79 km")
     'your thought says 24 + 21 + 6 + 8 = 79, but 24 + 21 + 6 + 8 is 59'
@@ -6684,14 +6698,18 @@ def _miscalculated(text: str, where: str, answer: str) -> Optional[str]:
     """
     for run in _SUM_RUN.finditer(text):
         said = _SAID_TO_EQUAL.match(text, run.end())
-        # the sum is the run's last part after a sentence's ". " or ", " ("4.85. 2 * 4.85")
-        expression = re.split(r"[.,]\s", run.group())[-1].strip()
+        # the sum is the run's last part after a sentence's ". " or ", " or a line's start ("4.85.
+        # 2 * 4.85", "- 17 * 23")
+        expression = re.sub(r"\A[-*]\s+", "", re.split(r"[.,]\s|\n", run.group())[-1].strip())
         if said is None or len(expression) > 100 or not _SUM.fullmatch(expression):
             continue
         start = run.start() + run.group().rindex(expression)
         # what stands around it, within 200 characters: the words before, and its sentence
         head, tail = text[max(0, start - 200):start], text[said.end():said.end() + 200]
-        words, before = head.split()[-2:], head[-1:]
+        # the words before it on its line, a bullet aside, and none after a sentence's end
+        words = re.sub(r"\A\s*[-*]\s+", "", head.split("\n")[-1]).split()[-2:]
+        words = [] if words and words[-1][-1] in ".!?" else words
+        before = head[-1:]
         sentence = re.split(r"[.!?\n]\s", head)[-1] + re.split(r"[.!?\n]\s|[?]", tail)[0]
         if ((before and not before.isspace()) or re.search(r"\d-\d|\d/\d.*\d/\d", expression)
                 or (words and not words[-1].rstrip(",;:!").isalpha())
@@ -6699,7 +6717,12 @@ def _miscalculated(text: str, where: str, answer: str) -> Optional[str]:
                 or (len(words) > 1 and re.search(r"\d", words[-2]))
                 or tail[:1] == "?" or _GAINSAID.search(sentence)):
             continue
+        if re.sub(r"\s", "", f"{expression}={said.group(1)}") in re.sub(r"\s", "", given):
+            continue
         claimed = said.group(1).replace(",", "")
+        # "1.000 + 500 = 1.500" may be a thousand and five hundred
+        if re.search(r"\d\.\d{3}(?!\d)", f"{expression} {claimed}"):
+            continue
         try:
             value = safe_eval(expression.replace(",", "").replace("\u00d7", "*")
                               .replace("\u00f7", "/"))
@@ -6714,7 +6737,8 @@ def _miscalculated(text: str, where: str, answer: str) -> Optional[str]:
                for scale in (0, 3, 6, 9, 12)):       # "= 7" (million)
             continue
         shown = f"{value:.10g}" if isinstance(value, float) else str(value)
-        if re.search(rf"(?<![\d.]){re.escape(shown)}(?![\d]|\.\d)", answer.replace(",", "")):
+        if any(re.search(rf"(?<![\d.]){re.escape(shown)}(?![\d]|\.\d)", later.replace(",", ""))
+               for later in (answer, text[said.end():])):
             continue
         return _MISCALCULATED.format(where=where, claim=f"{expression} = {said.group(1)}",
                                      expression=expression, value=shown)

@@ -140,10 +140,26 @@ def test_an_answer_that_copies_the_refusal_after_the_right_result_is_cut_and_a_l
                final("The product is 7006652. Reply with exactly one JSON object: {")]
     result = Agent(MockLLM(replies), make_tools()).run("What is 1234 * 5678?")
     assert result.answer == "The product is 7006652" and "own words" in result.steps[-1].notes[-1]
-    # no other answer came: the first one is the run's, every step kept
+    # no other answer came: the first one is the run's, every step kept, and the history ends with it
     result = Agent(MockLLM([final("2 + 2 = 5")] + ["not json"] * 4), make_tools()).run("What is 2 + 2?")
     assert (result.stop_reason, result.answer, len(result.steps)) == ("final", "2 + 2 = 5", 4)
-    assert result.steps[-1].error is not None
+    assert result.steps[-1].error is not None and result.messages[-1]["content"] == "not json"
+    assert result.summary.startswith("answered in step 1, whose sum was wrong; then more than max_format_errors")
+    result = Agent(MockLLM([final("2 + 2 = 5"), call("echo", text="x")]), make_tools(), max_steps=2).run("2 + 2?")
+    assert (result.stop_reason, result.answer) == ("final", "2 + 2 = 5")
+    assert result.messages[-1] == {"role": "assistant", "content": final("2 + 2 = 5")}
+    # the ask is cut only where the shape's start follows it
+    quoted = "The tool returned 'Reply with exactly one JSON object: {}'"
+    result = Agent(MockLLM([final("2 + 2 = 5"), final(quoted)]), make_tools()).run("What is 2 + 2?")
+    assert result.answer == quoted
+
+
+def test_a_sum_on_its_own_line_or_a_bullet_is_read_and_one_the_task_holds_is_not():
+    assert "but 391 + 4 is 395" in agent._miscalculated("17 * 23 = 391\n391 + 4 = 396", "answer", "")
+    assert "but 17 * 23 + 4 is 395" in agent._miscalculated("Steps:\n- 17 * 23 + 4 = 417", "answer", "")
+    replies = [final("No", thought="The user claims 17 * 23 + 4 = 417, but the calculator gave 395.")]
+    result = Agent(MockLLM(replies), make_tools()).run("Is 17 * 23 + 4 = 417? Answer yes or no.")
+    assert (result.answer, len(result.steps)) == ("No", 1)
 
 
 @pytest.mark.parametrize("reply, options", [
@@ -155,6 +171,9 @@ def test_an_answer_that_copies_the_refusal_after_the_right_result_is_cut_and_a_l
     (final("0.25 * 100 = 25%, 5 / 0 = 1, 300000 * 2 = 6e5, 10:30 + 45 = 11:15."), {}),
     (final(r"3 times 4 + 2 = 14, 20% of 50 + 10 = 20, $24 \times 3 + 5 = 77$, ages 18-25 = 120."), {}),
     (final("The statement 17 * 23 + 4 = 417 is false. Is 2 + 2 = 5? No."), {}),   # said to be wrong
+    (final("395", thought="17 * 23 = 401. Wait, 17 * 23 = 391, so 391 + 4 = 395."), {}),  # put right after
+    (final("45 / 60 = 75 percent; Gesamt: 1.000 + 500 = 1.500 Euro; 45 + 30 + 50 = 2 h 5 min."), {}),
+    (final("2 + 2 = 5"), {"max_format_errors": 0}),                       # no attempt would be left
 ])
 def test_a_sum_that_is_right_or_not_alone_is_let_be(serve, reply, options):
     result, _ = run_on_server(serve, [reply], **options)
@@ -184,7 +203,8 @@ def test_a_sum_rounded_to_its_own_decimals_is_never_refused_and_one_off_by_a_uni
     shown = f"{value:.{decimals}f}"
     assert agent._miscalculated(f"So {a} {op} {b} = {shown}.", "answer", "") is None
     wrong = f"{float(shown) + 2 * 10 ** -decimals:.{decimals}f}"
-    if decimals or not wrong.endswith("0"):          # "= 50" for 48 may be rounded to tens
+    # "= 50" for 48 may be rounded to tens, and "= 1.002" may be a thousand and two
+    if (decimals or not wrong.endswith("0")) and decimals != 3:
         assert agent._miscalculated(f"So {a} {op} {b} = {wrong}.", "answer", "") is not None
 
 
