@@ -7828,7 +7828,7 @@ def _cli_run(args: argparse.Namespace, status: Optional[_StatusLine]) -> int:
         return 2
     try:
         # every option is checked before the trace file is opened
-        agent, label, task = _cli_agent(args)
+        agent, label, tasks = _cli_agent(args)
         trace = _Trace(args.trace) if args.trace else None
     except (ValueError, OSError, AgentError) as exc:
         _cli_say(f"agent.py: {exc}")
@@ -7840,8 +7840,13 @@ def _cli_run(args: argparse.Namespace, status: Optional[_StatusLine]) -> int:
     if not args.quiet:
         _cli_say(f"agent.py: {label}")
     try:
-        code = (_cli_interactive(agent, args, trace) if args.interactive
-                else _cli_once(agent, task, args, trace)[0])
+        if args.interactive:
+            code = _cli_interactive(agent, args, trace)
+        else:
+            history = None
+            for task in tasks:     # the turns of a replayed conversation go on from each other
+                code, result = _cli_once(agent, task, args, trace, history)
+                history = result.messages
     except KeyboardInterrupt:
         _cli_say("agent.py: interrupted; the steps so far are kept in the trace")
         code = 130
@@ -8250,7 +8255,8 @@ def _cli_confirm(name: str, arguments: dict) -> bool:
 
 
 def _cli_agent(args: argparse.Namespace) -> tuple:
-    """Build everything from the flags before anything is opened: the agent, its label and the task.
+    """Build everything from the flags before anything is opened: the agent, its label and the
+    tasks (one, or the turns of a replayed conversation).
 
     ValueError/OSError/AgentError when something is bad; a warning for what will not work as meant.
     """
@@ -8291,17 +8297,18 @@ def _cli_agent(args: argparse.Namespace) -> tuple:
         raise ValueError(f"the offline demo model only calls the demo tools ({_CALCULATOR}, "
                          f"{_CLOCK}), not those of --tools or --mcp: to use them with a model, "
                          "pass --base-url URL (or set OPENAI_BASE_URL), without --offline")
-    task = (_cli_replayed(args.replay, registry, args.task) if args.replay
-            else args.task) or _DEMO_TASK
+    tasks = (_cli_replayed(args.replay, registry, args.task) if args.replay
+             else [args.task] if args.task else []) or [_DEMO_TASK]
     agent = Agent(llm, registry, system_prompt=system_prompt, max_steps=args.max_steps,
                   max_seconds=args.max_seconds, max_context_chars=args.max_context_chars,
                   memory=args.memory, constrain="always" if args.json_schema else args.constrain,
                   confirm=_cli_confirm)
-    return agent, label, task
+    return agent, label, tasks
 
 
-def _cli_replayed(path: str, registry: ToolRegistry, task: Optional[str]) -> Optional[str]:
-    """The task to replay: the one given, else the saved run's (None when it holds none).
+def _cli_replayed(path: str, registry: ToolRegistry, task: Optional[str]) -> list[str]:
+    """The tasks to replay: the one given, else the saved run's, or each turn's of a saved ``-i``
+    conversation in order (none when it holds none).
 
     Warns first when the saved replies call tools this run does not have.
     """
@@ -8320,17 +8327,20 @@ def _cli_replayed(path: str, registry: ToolRegistry, task: Optional[str]) -> Opt
                      "will get 'unknown tool' (pass the --tools file it used)",
                      ", ".join(map(repr, missing)))
     if task:
-        return task
-    for record in records:
+        return [task]
+    tasks = []
+    for record in records:     # a result each turn
         messages = record.get("messages") if isinstance(record, dict) else None
         if isinstance(messages, list) and all(isinstance(m, dict)
                                               and isinstance(m.get("content"), str)
                                               and "role" in m for m in messages):
             at = _task_index(messages)
             if at is not None:
-                return messages[at]["content"]
-    _log.warning("%s holds no task (its run did not finish): replaying it with the demo task", path)
-    return None
+                tasks.append(messages[at]["content"])
+    if not tasks:
+        _log.warning("%s holds no task (its run did not finish): replaying it with the demo task",
+                     path)
+    return tasks
 
 
 def _cli_progress(step: Step, first: Optional[int] = None) -> str:

@@ -175,6 +175,27 @@ def test_interactive_keeps_the_history_between_questions(monkeypatch, capsys):
     assert seen[0] is None and seen[1][1]["content"] == "What is 2+2?"
 
 
+def test_replaying_an_interactive_trace_replays_every_turn_in_one_conversation(monkeypatch, capsys, tmp_path):
+    path = str(tmp_path / "session.jsonl")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("What is 2+2?\nWhat is 3*3?\nexit\n"))
+    assert main(["-i", "--quiet", "--trace", path]) == 0
+    assert capsys.readouterr().out == "4\n9\n"
+    seen = []
+    original = agent.Agent.run
+
+    def spy(self, task, history=None):
+        seen.append((task, history))
+        return original(self, task, history)
+
+    monkeypatch.setattr(agent.Agent, "run", spy)
+    assert main(["--quiet", "--replay", path]) == 0
+    assert capsys.readouterr().out == "4\n9\n"
+    assert [task for task, _ in seen] == ["What is 2+2?", "What is 3*3?"]
+    assert seen[0][1] is None and seen[1][1][1]["content"] == "What is 2+2?"
+    assert main(["--quiet", "--replay", path, "What is 2+2?"]) == 0   # a task given: that one alone
+    assert capsys.readouterr().out == "4\n"
+
+
 def test_confirmation_is_declined_when_stdin_is_not_a_terminal(monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))
     assert agent._cli_confirm("delete", {"path": "/"}) is False
