@@ -1,4 +1,5 @@
-"""The agent's own overhead per step over a 2,000-step run, and whether it grows.
+"""The agent's own overhead per step over a 2,000-step run, and whether it grows; and the
+final answer's check of its sums on the worst replies found.
 
     python bench/loop.py
 
@@ -13,6 +14,7 @@ import time
 
 from _common import machine, median, table
 
+import agent
 from agent import Agent, ToolRegistry
 
 STEPS = 2000
@@ -82,6 +84,29 @@ def dispatch_costs(calls=5000):
     return rows
 
 
+# replies of about 100,000 characters that are all sums or near-sums (found by reviews)
+SUM_REPLIES = {
+    "10,000 claims '(1+1=5000 a '": ("(1+1=5000 a " * 10000)[:100000],
+    "9,000 right sums '2 + 2 = 4. '": "2 + 2 = 4. " * 9000,
+    "8,000 right sums '1 + 1 = 2 a '": "1 + 1 = 2 a " * 8000,
+    "one sum of 50,000 terms": "1+" * 49999 + "1=3",
+    "50,000 '= '": "= " * 50000,
+}
+
+
+def sum_checks():
+    """The slowest of three runs of the wrong-sum check (agent._miscalculated) on each reply."""
+    rows = []
+    for label, text in SUM_REPLIES.items():
+        times = []
+        for _ in range(3):
+            started = time.perf_counter()
+            agent._miscalculated(text, "answer", text)
+            times.append(time.perf_counter() - started)
+        rows.append([label, f"{len(text):,}", f"{max(times) * 1e3:.0f} ms"])
+    return rows
+
+
 def main():
     print(f"Agent loop, {STEPS} steps, instant model and tool, on {machine()}\n")
     run(None, 30.0)  # warm up: caches, worker thread, CPU clock
@@ -95,6 +120,8 @@ def main():
     table(["setup", "mean per step", "median first 200", "median last 200", "last/first"], rows)
     print()
     table(["one tool call", "time"], dispatch_costs())
+    print()
+    table(["a final answer's sums", "characters", "slowest of 3"], sum_checks())
 
 
 if __name__ == "__main__":
