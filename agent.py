@@ -6239,7 +6239,7 @@ class Agent:
                 and self.max_format_errors and not state.answering()
                 and state.refused_answer is None):
             for where, text in (("answer", action.answer), ("thought", action.thought or "")):
-                problem = _miscalculated(text, where, action.answer, state.user_text())
+                problem = _miscalculated(text, where, action.answer, task)
                 if problem:
                     state.refused_answer = step.index, action.answer
                     self._answer_rung(state, step, "a final answer's sum was wrong")
@@ -6284,8 +6284,8 @@ class Agent:
         own = own[:found.start()].rstrip() if found else own
         # and the ask that ends a refusal, with the start of its shape ("… is 395. Reply with …")
         asked = own.find(_ASK_FOR_SHAPE.strip())
-        if asked > 0 and any((_ASK_FOR_SHAPE + shape).startswith(own[asked:].rstrip())
-                             for shape in (_FINAL_SHAPE, _BOTH_SHAPES)):
+        after = own[asked + len(_ASK_FOR_SHAPE.strip()):].strip()
+        if asked > 0 and (not after or after.startswith('{"type"') or after == "{"):
             own = own[:asked].rstrip(" .:;,")
         if own == action.answer or not own.strip():     # nothing would be left: the answer stays
             return action
@@ -6386,8 +6386,11 @@ class Agent:
         refused = state.refused_answer if stop != "final" else None
         if refused is not None:     # no other answer came: the history ends with this one
             state.answer = refused[1]
+            reply = next(s.raw for s in state.steps if s.index == refused[0])
             if state.messages[-1]["role"] == "user":
-                state.append("assistant", next(s.raw for s in state.steps if s.index == refused[0]))
+                state.append("assistant", reply)
+            else:                   # in place of the unusable reply that ended the run
+                state.messages[-1] = {"role": "assistant", "content": reply}
         usage = dict(state.usage,
                      total_tokens=state.usage["prompt_tokens"] + state.usage["completion_tokens"],
                      estimated_steps=list(state.usage["estimated_steps"]))
@@ -6667,8 +6670,8 @@ _NUMBER = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"   # "1,234.5",
 _SUM = re.compile(rf"(?:\(\s*)*{_NUMBER}(?:\s*\))*"
                   rf"(?:\s*[-+*/\u00d7\u00f7]\s*(?:\(\s*)*{_NUMBER}(?:\s*\))*)+")
 _SAID_TO_EQUAL = re.compile(rf"(?:=(?![=>])|equals\b|is equal to\b)\s*(-?{_NUMBER})"
-                            r"(?![eE]?\s*[-+*/\u00d7\u00f7^%(:\d?]"
-                            r"|\s*(?:percent|per\s*cent|pct)\b|\s*[A-Za-z]+\.?\s*\d)")
+                            r"(?![eE]?[ \t]*[-+*/\u00d7\u00f7^%(:\d?]"
+                            r"|[ \t]*(?:percent|per[ \t]*cent|pct)\b|[ \t]*[A-Za-z]+\.?[ \t]*\d)")
 # a sentence that says a sum is wrong quotes it ("17 * 23 + 4 = 417 is false")
 _GAINSAID = re.compile(r"(?i)\b(?:not|no|false|wrong|incorrect|untrue|isn't)\b")
 
@@ -6677,7 +6680,7 @@ def _miscalculated(text: str, where: str, answer: str, given: str = "") -> Optio
     """The problem to send back for the first sum in ``text`` whose result is wrong ("17 * 23 +
     4 = 417"), or None; ``where`` names the text. Let be: a sum whose right result ``answer``
     shows as a number, or the text does after it ("17 * 23 = 401. No: 391"), and one that
-    ``given`` (the user's messages) holds, claim and all.
+    ``given`` (the task) holds, claim and all.
 
     Only numbers, ``+ - * / × ÷`` and brackets count as a sum (at most 100 characters),
     evaluated by safe_eval; a result is right when it is the sum rounded or cut to its own
@@ -6696,19 +6699,21 @@ def _miscalculated(text: str, where: str, answer: str, given: str = "") -> Optio
     ...                                            "3 times 4 + 2 = 14", "2 + 2 = 5 is false")]
     [None, None, None, None, None]
     """
-    read = 0
+    read, given = 0, re.sub(r"\s", "", given)
     for run in _SUM_RUN.finditer(text):
         said = _SAID_TO_EQUAL.match(text, run.end())
-        # the sum is the run's last part after a sentence's ". " or ", " or a line's start ("4.85.
-        # 2 * 4.85", "- 17 * 23")
-        expression = re.sub(r"\A[-*]\s+", "", re.split(r"[.,]\s|\n", run.group())[-1].strip())
+        # the sum is the run's last part after a sentence's ". " or ", " ("4.85. 2 * 4.85"), or, if
+        # that is not one, its last line, a "*" bullet aside ("* 17 * 23"; "- 5 + 3" may be -5 + 3)
+        expression = re.split(r"[.,]\s", run.group())[-1].strip()
+        if len(expression) > 100 or not _SUM.fullmatch(expression):
+            expression = re.sub(r"\A\*\s+", "", expression.split("\n")[-1].strip())
         if said is None or len(expression) > 100 or not _SUM.fullmatch(expression):
             continue
         start = run.start() + run.group().rindex(expression)
         # what stands around it, within 200 characters: the words before, and its sentence
         head, tail = text[max(0, start - 200):start], text[said.end():said.end() + 200]
         # the words before it on its line, a bullet aside, and none after a sentence's end
-        words = re.sub(r"\A\s*[-*]\s+", "", head.split("\n")[-1]).split()[-2:]
+        words = re.sub(r"\A\s*\*\s+", "", head.split("\n")[-1]).split()[-2:]
         words = [] if words and words[-1][-1] in ".!?" else words
         before = head[-1:]
         sentence = re.split(r"[.!?\n]\s", head)[-1] + re.split(r"[.!?\n]\s|[?]", tail)[0]
@@ -6718,7 +6723,7 @@ def _miscalculated(text: str, where: str, answer: str, given: str = "") -> Optio
                 or (len(words) > 1 and re.search(r"\d", words[-2]))
                 or tail[:1] == "?" or _GAINSAID.search(sentence)):
             continue
-        if re.sub(r"\s", "", f"{expression}={said.group(1)}") in re.sub(r"\s", "", given):
+        if re.sub(r"\s", "", f"{expression}={said.group(1)}") in given:
             continue
         read += 1
         if read > 100:         # the first hundred sums: the work is bounded whatever the reply
@@ -8332,15 +8337,23 @@ def _cli_replayed(path: str, registry: ToolRegistry, task: Optional[str]) -> lis
                      ", ".join(map(repr, missing)))
     if task:
         return [task]
-    tasks = []
+    tasks, before = [], []
     for record in records:     # a result each turn
         messages = record.get("messages") if isinstance(record, dict) else None
-        if isinstance(messages, list) and all(isinstance(m, dict)
-                                              and isinstance(m.get("content"), str)
-                                              and "role" in m for m in messages):
-            at = _task_index(messages)
-            if at is not None:
-                tasks.append(messages[at]["content"])
+        if not (isinstance(messages, list) and all(isinstance(m, dict)
+                                                   and isinstance(m.get("content"), str)
+                                                   and "role" in m for m in messages)):
+            continue
+        # A later turn's task is what it added to the turn before: a message, or the text joined
+        # to that turn's last message (a run that stopped on an observation); else the last task.
+        k, last = len(before), before[-1]["content"] if before else None
+        if k and len(messages) >= k and messages[k - 1]["content"].startswith(f"{last}\n\n"):
+            tasks.append(messages[k - 1]["content"][len(last) + 2:])
+        elif k and len(messages) > k and messages[k]["role"] == "user":
+            tasks.append(messages[k]["content"])
+        elif _task_index(messages) is not None:
+            tasks.append(messages[_task_index(messages)]["content"])
+        before = messages
     if not tasks:
         _log.warning("%s holds no task (its run did not finish): replaying it with the demo task",
                      path)

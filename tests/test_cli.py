@@ -196,6 +196,19 @@ def test_replaying_an_interactive_trace_replays_every_turn_in_one_conversation(m
     assert capsys.readouterr().out == "4\n"
 
 
+def test_a_replayed_turn_after_one_that_stopped_without_an_answer_gets_its_own_task(monkeypatch, capsys, tmp_path):
+    script = replay_file(tmp_path, *["not json"] * 4, final("done"))
+    path = str(tmp_path / "session.jsonl")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("First question\nSecond question\n"))
+    assert main(["-i", "--quiet", "--replay", script, "--trace", path]) == 0
+    assert capsys.readouterr().out == "done\n"
+    seen = []
+    original = agent.Agent.run
+    monkeypatch.setattr(agent.Agent, "run", lambda self, task, history=None: seen.append(task) or original(self, task, history))
+    main(["--quiet", "--replay", path])
+    assert seen == ["First question", "Second question"]
+
+
 def test_confirmation_is_declined_when_stdin_is_not_a_terminal(monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))
     assert agent._cli_confirm("delete", {"path": "/"}) is False

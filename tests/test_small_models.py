@@ -143,20 +143,31 @@ def test_an_answer_that_copies_the_refusal_after_the_right_result_is_cut_and_a_l
     # no other answer came: the first one is the run's, every step kept, and the history ends with it
     result = Agent(MockLLM([final("2 + 2 = 5")] + ["not json"] * 4), make_tools()).run("What is 2 + 2?")
     assert (result.stop_reason, result.answer, len(result.steps)) == ("final", "2 + 2 = 5", 4)
-    assert result.steps[-1].error is not None and result.messages[-1]["content"] == "not json"
+    assert result.steps[-1].error is not None and result.messages[-1] == {"role": "assistant",
+                                                                           "content": final("2 + 2 = 5")}
     assert result.summary.startswith("answered in step 1, whose sum was wrong; then more than max_format_errors")
     result = Agent(MockLLM([final("2 + 2 = 5"), call("echo", text="x")]), make_tools(), max_steps=2).run("2 + 2?")
     assert (result.stop_reason, result.answer) == ("final", "2 + 2 = 5")
     assert result.messages[-1] == {"role": "assistant", "content": final("2 + 2 = 5")}
-    # the ask is cut only where the shape's start follows it
+    # the ask is cut where a shape, or nothing, follows it
     quoted = "The tool returned 'Reply with exactly one JSON object: {}'"
     result = Agent(MockLLM([final("2 + 2 = 5"), final(quoted)]), make_tools()).run("What is 2 + 2?")
     assert result.answer == quoted
+    copied = '4. Reply with exactly one JSON object: {"type": "final", "answer": "4"}'
+    result = Agent(MockLLM([final("2 + 2 = 5"), final(copied)]), make_tools()).run("What is 2 + 2?")
+    assert result.answer == "4"
+    # on the next turn the same wrong sum is sent back again: only the task counts as given
+    again = Agent(MockLLM([final("2 + 2 = 5"), final("4")]), make_tools()).run("And 2 + 2?", history=result.messages)
+    assert again.answer == "4" and again.steps[0].action is None
 
 
 def test_a_sum_on_its_own_line_or_a_bullet_is_read_and_one_the_task_holds_is_not():
     assert "but 391 + 4 is 395" in agent._miscalculated("17 * 23 = 391\n391 + 4 = 396", "answer", "")
-    assert "but 17 * 23 + 4 is 395" in agent._miscalculated("Steps:\n- 17 * 23 + 4 = 417", "answer", "")
+    assert "but 17 * 23 + 4 is 395" in agent._miscalculated("Steps:\n* 17 * 23 + 4 = 417", "answer", "")
+    assert "but 17 * 23 is 391" in agent._miscalculated("* 17 * 23 = 401\n* then add 4: 405", "answer", "")
+    for right in ("Total: 1,200 + 350 + 80 +\n45 + 25 = 1,700", "Balance: 1,000\n- 250 - 100 = 650",
+                  "- 5 + 3 = -2"):    # a sum over two lines; a leading "-" may be a minus
+        assert agent._miscalculated(right, "answer", "") is None
     replies = [final("No", thought="The user claims 17 * 23 + 4 = 417, but the calculator gave 395.")]
     result = Agent(MockLLM(replies), make_tools()).run("Is 17 * 23 + 4 = 417? Answer yes or no.")
     assert (result.answer, len(result.steps)) == ("No", 1)
