@@ -6742,8 +6742,9 @@ def _miscalculated(text: str, where: str, answer: str, given: str = "") -> Optio
         decimals = len(claimed.partition(".")[2])
         zeros = 0 if decimals else len(claimed) - len(claimed.rstrip("0"))
         room = max(10 ** -decimals, 10 ** zeros / 2 if zeros else 0)   # rounded, or cut
+        # rounded to its own last digit, or, for a value that large, to thousands, millions, …
         if any(abs(value - float(claimed) * 10 ** scale) < room * 10 ** scale
-               for scale in (0, 3, 6, 9, 12)):       # "= 7" (million)
+               for scale in (0, 3, 6, 9, 12) if not scale or abs(value) >= 10 ** scale):
             continue
         shown = f"{value:.10g}" if isinstance(value, float) else str(value)
         if any(re.search(rf"(?<![\d.]){re.escape(shown)}(?![\d]|\.\d)", later.replace(",", ""))

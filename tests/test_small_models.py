@@ -165,6 +165,9 @@ def test_a_sum_on_its_own_line_or_a_bullet_is_read_and_one_the_task_holds_is_not
     assert "but 391 + 4 is 395" in agent._miscalculated("17 * 23 = 391\n391 + 4 = 396", "answer", "")
     assert "but 17 * 23 + 4 is 395" in agent._miscalculated("Steps:\n* 17 * 23 + 4 = 417", "answer", "")
     assert "but 17 * 23 is 391" in agent._miscalculated("* 17 * 23 = 401\n* then add 4: 405", "answer", "")
+    # a small value is not read as rounded to thousands ("= 1" for 4 is no "1 thousand")
+    assert "but 2 + 2 is 4" in agent._miscalculated("2 + 2 = 1", "answer", "")
+    assert "but 0 - 3 is -3" in agent._miscalculated("So 0 - 3 = -1.", "answer", "")
     for right in ("Total: 1,200 + 350 + 80 +\n45 + 25 = 1,700", "Balance: 1,000\n- 250 - 100 = 650",
                   "- 5 + 3 = -2"):    # a sum over two lines; a leading "-" may be a minus
         assert agent._miscalculated(right, "answer", "") is None
