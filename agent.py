@@ -8347,13 +8347,13 @@ def _cli_replayed(path: str, registry: ToolRegistry, task: Optional[str]) -> lis
             continue
         # A later turn's task is what it added to the turn before: a message, or the text joined
         # to that turn's last message (a run that stopped on an observation); else the last task.
-        k, last = len(before), before[-1]["content"] if before else None
+        k, last, at = len(before), before[-1]["content"] if before else None, _task_index(messages)
         if k and len(messages) >= k and messages[k - 1]["content"].startswith(f"{last}\n\n"):
             tasks.append(messages[k - 1]["content"][len(last) + 2:])
         elif k and len(messages) > k and messages[k]["role"] == "user":
             tasks.append(messages[k]["content"])
-        elif _task_index(messages) is not None:
-            tasks.append(messages[_task_index(messages)]["content"])
+        elif at is not None:
+            tasks.append(messages[at]["content"])
         before = messages
     if not tasks:
         _log.warning("%s holds no task (its run did not finish): replaying it with the demo task",
